@@ -1,0 +1,20 @@
+"""Typer wiring: each module below adds its commands to `app`; the work is done elsewhere."""
+
+import os
+import sys
+
+from attn_cli.cli import vectors  # noqa: F401  (registers commands)
+from attn_cli.cli.app import app
+
+
+def main() -> None:
+    try:
+        try:
+            app(prog_name="attn")
+        finally:
+            sys.stdout.flush()  # so a closed pipe shows up here, not at interpreter exit
+    except BrokenPipeError:
+        # The reader went away (`attn ... | head -1`): stop quietly, as other tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(0)

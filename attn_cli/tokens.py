@@ -1,0 +1,78 @@
+"""Tokens as GloVe 6B has them, and their word vectors.
+
+GloVe 6B was trained on lower-cased text split by the Stanford (PTB-style) tokenizer:
+punctuation stands alone, clitics are their own tokens ("'s", "n't": "can't" -> "ca" "n't"),
+while hyphenated words ("well-known"), numbers ("1,000", "3.14") and dotted
+abbreviations ("u.s.", "mr.") stay whole.
+"""
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+
+import numpy as np
+
+from attn_cli.errors import InputError, UnknownWordsError
+from attn_cli.vectors import Vectors
+
+ABBREVIATIONS = "mr mrs ms dr st jr sr vs etc inc co corp ltd prof gen gov sen rep mt ft jan feb aug sept oct nov dec".split()
+CLITICS = r"(?:s|re|ve|ll|d|m)"
+TOKEN = re.compile(
+    rf"""
+      (?:[^\W\d_]\.){{2,}}                                # u.s.  e.g.  a.m.
+    | (?:{"|".join(ABBREVIATIONS)})\.(?=\s|$)              # mr.  st.  (only before a space)
+    | \d+(?:[.,/:]\d+)*                                    # 1,000  3.14  9/11
+    | '\d+s\b                                              # '90s
+    | [^\W_]+(?=n't\b)                                     # do|n't  ca|n't
+    | n't\b
+    | '{CLITICS}\b                                         # 's 're 've 'll 'd 'm
+    | [^\W_]+(?:-[^\W_]+)*(?:'(?!{CLITICS}\b)[^\W_]+)*     # words, well-known, o'neill
+    | \.\.\.|--
+    | \S                                                   # any other mark alone
+    """,
+    re.VERBOSE,
+)
+# Typographic quotes as GloVe's plain ones.
+QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
+
+
+def tokenize(text: str) -> list[str]:
+    return TOKEN.findall(text.lower().translate(QUOTES))
+
+
+class Oov(str, Enum):
+    """What to do with a word that has no vector."""
+
+    error = "error"
+    skip = "skip"
+    zero = "zero"
+
+
+@dataclass
+class Embedded:
+    tokens: list[str]  # the tokens kept, in order
+    vectors: np.ndarray  # [n_tokens, d] float64 word vectors
+    unknown: list[str] = field(default_factory=list)  # words without a vector (skipped or zeroed)
+
+
+def embed(tokens: list[str], vectors: Vectors, oov: Oov = Oov.error) -> Embedded:
+    """Look up each token; unknown words raise, are dropped, or get a zero vector."""
+    unknown = [t for t in tokens if not vectors.has_vector(t)]
+    if unknown and oov == Oov.error:
+        distinct = list(dict.fromkeys(unknown))
+        hints = {w: s for w in distinct if (s := vectors.close_spelling(w))}
+        raise UnknownWordsError(distinct, hints)
+    kept = [t for t in tokens if oov != Oov.skip or vectors.has_vector(t)]
+    rows = [vectors.get_vector(t) if vectors.has_vector(t) else np.zeros(vectors.vector_size) for t in kept]
+    matrix = np.array(rows, dtype=np.float64).reshape(len(kept), vectors.vector_size)
+    return Embedded(kept, matrix, unknown)
+
+
+def embed_text(text: str, vectors: Vectors, oov: Oov = Oov.error) -> Embedded:
+    tokens = tokenize(text)
+    if not tokens:
+        raise InputError("no words in the input")
+    embedded = embed(tokens, vectors, oov)
+    if not embedded.tokens:
+        raise InputError(f"none of the words has a vector: {', '.join(embedded.unknown)}")
+    return embedded
