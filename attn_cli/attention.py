@@ -65,6 +65,12 @@ def positional_encoding(n: int, d: int, scale: float = POSITION_SCALE) -> np.nda
     return scale * pe
 
 
+def input_embeddings(words: np.ndarray, position: bool = True) -> np.ndarray:  # [n, d] -> [n, d]
+    """E = word vectors + positional encoding: what every head of `inspect` sees."""
+    words = np.asarray(words, dtype=np.float64)
+    return words + positional_encoding(*words.shape) if position else words
+
+
 def causal_mask(n: int) -> np.ndarray:  # -> [n, n] bool, True where query i may see key j
     """Keys after their query are hidden: later words must not influence earlier ones."""
     return np.tril(np.ones((n, n), dtype=bool))

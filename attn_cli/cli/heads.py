@@ -1,0 +1,3 @@
+"""`attn heads`."""
+
+from attn_cli.cli.app import app  # noqa: F401

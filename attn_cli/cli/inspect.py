@@ -1,0 +1,3 @@
+"""`attn inspect`."""
+
+from attn_cli.cli.app import app  # noqa: F401
