@@ -51,7 +51,8 @@ def softmax_with_temperature(x: np.ndarray, temperature: float = 1.0) -> np.ndar
     if temperature == 0:
         is_max = x == np.max(x, axis=-1, keepdims=True)
         return is_max / np.sum(is_max, axis=-1, keepdims=True)
-    return softmax(x / temperature)
+    top = np.max(x, axis=-1, keepdims=True)
+    return softmax((x - np.where(np.isfinite(top), top, 0.0)) / temperature)  # shift first: x / T may overflow
 
 
 def positional_encoding(n: int, d: int, scale: float = POSITION_SCALE) -> np.ndarray:  # -> [n, d]

@@ -1,3 +1,277 @@
-"""`attn lesson`."""
+"""`attn softmax`, `attn analogy`, `attn similarity`: the lesson's first half, on real numbers and vectors."""
 
-from attn_cli.cli.app import app  # noqa: F401
+import math
+import re
+import sys
+from enum import Enum
+from itertools import combinations
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from attn_cli.cli.app import JsonOpt, LimitOpt, OovOpt, TrustOpt, VectorsOpt, app, load_vectors
+from attn_cli.errors import DataError, InputError
+from attn_cli.output import console, write_json
+from attn_cli.results import (
+    AnalogyResult,
+    Answer,
+    Neighbor,
+    PairSimilarity,
+    ProbeScore,
+    SimilarityResult,
+    SoftmaxResult,
+)
+from attn_cli.tokens import Oov
+
+# --- softmax -------------------------------------------------------------------------------
+
+SEPARATORS = re.compile(r"[\s,]+")
+
+
+def is_numbers(text: str) -> bool:
+    """Whether the text is one or more numbers (as in "-1", "-inf" or "-1,2")."""
+    try:
+        parts = [float(t) for t in SEPARATORS.split(text) if t]
+    except ValueError:
+        return False
+    return bool(parts)
+
+
+class NumbersCommand(typer.core.TyperCommand):
+    """Lets negative numbers stand as arguments (`attn softmax -1 2`) while options such as -t still work.
+
+    Before Click parses, every argument that reads as a number (and is not the value of an
+    option) is moved after a `--`, in order, so Click never takes "-1" or "-inf" for an option.
+    """
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        takes_value = {
+            name
+            for p in self.params
+            if p.param_type_name == "option" and not getattr(p, "is_flag", False)
+            for name in p.opts + p.secondary_opts
+        }
+        options, positional = [], []
+        rest = iter(args)
+        for arg in rest:
+            if arg == "--":
+                positional.extend(rest)
+            elif arg == "-" or not arg.startswith("-") or is_numbers(arg):
+                positional.append(arg)
+            else:
+                options.append(arg)
+                value = next(rest, None) if arg in takes_value else None
+                if value is not None:
+                    options.append(value)
+        return super().parse_args(ctx, [*options, "--", *positional])
+
+
+def read_numbers(args: list[str]) -> list[float]:
+    """Numbers from the arguments; `-` reads stdin. Both may separate numbers by spaces or commas."""
+    items: list[tuple[str, str]] = []  # (text, where it came from)
+    for i, arg in enumerate(args, 1):
+        text, where = (sys.stdin.read(), "stdin") if arg == "-" else (arg, f"argument {i}")
+        items += [(t, where) for t in SEPARATORS.split(text) if t]
+    if not items:
+        raise InputError("no numbers given: pass them as arguments, or '-' to read them from stdin")
+    values = []
+    for text, where in items:
+        try:
+            value = float(text)
+        except ValueError:
+            raise InputError(f"not a number: {text!r} ({where})") from None
+        if math.isnan(value):
+            raise InputError(f"NaN has no place in a distribution: {text!r} ({where})")
+        values.append(value)
+    if all(v == -math.inf for v in values):
+        raise InputError(f"every value is -inf ({', '.join(t for t, _ in items)}): exp sums to 0, there is no distribution")
+    return values
+
+
+def compute_softmax(values: list[float], temperature: float, log: bool) -> SoftmaxResult:
+    """Probabilities of softmax(values / T), with the exponentials behind them."""
+    from attn_cli.attention import log_softmax, softmax_with_temperature
+
+    x = np.array(values, dtype=np.float64)  # [n]
+    finite = x[np.isfinite(x)]
+    # Softmax ignores a shift; subtracting the largest finite value before dividing by T keeps
+    # x / T from overflowing when T is small (then the largest finite value scales to exactly 0).
+    shifted = x - (finite.max() if finite.size else 0.0)
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        probabilities = softmax_with_temperature(shifted, temperature)  # [n]
+        if temperature == 0 or np.isposinf(x).any():
+            exps = (probabilities > 0).astype(np.float64)  # the limit: 1 at the winners, 0 elsewhere
+            log_probabilities = np.log(probabilities)
+        else:
+            scaled = shifted / temperature
+            exps = np.exp(scaled - scaled.max())
+            log_probabilities = log_softmax(scaled)
+    return SoftmaxResult(
+        values=values,
+        temperature=temperature,
+        exps=exps.tolist(),
+        probabilities=probabilities.tolist(),
+        log_probabilities=log_probabilities.tolist() if log else None,
+    )
+
+
+@app.command(cls=NumbersCommand)
+def softmax(
+    numbers: Annotated[
+        list[str] | None,
+        typer.Argument(help="Numbers (negative ones too: -1, -inf), or '-' to read them from stdin.", show_default=False),
+    ] = None,
+    temperature: Annotated[
+        float,
+        typer.Option(
+            "--temperature", "-t", help="Divide the values by T first: low T sharper, high T flatter. T = 0 is the limit: argmax (ties share)."
+        ),
+    ] = 1.0,
+    log: Annotated[bool, typer.Option("--log", help="Also show log-softmax, computed stably (not log of a rounded probability).")] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Softmax: exponentiate each value (after subtracting the max), divide by the sum."""
+    if not math.isfinite(temperature) or temperature < 0:
+        raise InputError(f"--temperature must be a finite number >= 0, not {temperature:g}")
+    result = compute_softmax(read_numbers(numbers or []), temperature, log)
+    if json:
+        write_json(result.to_dict())
+    else:
+        from attn_cli import render
+
+        console().print(render.softmax_view(result))
+
+
+# --- analogy -------------------------------------------------------------------------------
+
+
+class Method(str, Enum):
+    cosadd = "cosadd"
+    cosmul = "cosmul"
+
+
+def read_probes(path: Path) -> list[str]:
+    """Probe words from a file (or '-' for stdin), separated by spaces or new lines; '#' starts a comment."""
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataError(f"{path}: cannot read the probes ({e})") from None
+    words = [w for line in text.splitlines() for w in line.split("#", 1)[0].split()]
+    if not words:
+        raise InputError(f"{path}: no probe words in it")
+    return words
+
+
+def probe_scores(vectors, d: np.ndarray, probes: list[str], oov: Oov) -> list[ProbeScore]:
+    from attn_cli.neighbors import dots
+    from attn_cli.tokens import embed
+
+    kept = embed(probes, vectors, oov).tokens  # raises for unknown probes unless --oov skip|zero
+    return [ProbeScore(w, float(s)) for w, s in zip(kept, dots(vectors, d, kept))]
+
+
+def build_analogy(vectors, words: list[str], probes: list[str] | None, top: int, method: Method, oov: Oov) -> AnalogyResult:
+    from attn_cli import neighbors as nb
+
+    if len(words) not in (2, 3):
+        raise InputError(f"analogy takes two words (a direction, e.g. cats cat) or three (cats cat dog), not {len(words)}")
+    nb.require_vectors(vectors, words)
+    a, b, *rest = words
+    d = nb.direction(vectors, a, b)  # [d]
+    if not np.any(d):
+        raise InputError(f"{a!r} and {b!r} have the same vector: d = 0 has no direction")
+    c = rest[0] if rest else None
+    if probes is None and c is None:
+        probes = nb.default_probes()
+    scores = probe_scores(vectors, d, probes, oov) if probes else []
+    dot = {p.key: p.dot for p in scores}
+    pairs = nb.plural_pairs(list(dot))
+    numbers = nb.number_words(list(dot))
+    plural_ok, exceptions = nb.plural_verdict(pairs, dot)
+    numbers_ok, breaks = nb.increasing_verdict(numbers, dot)
+    result = AnalogyResult(
+        a=a, b=b, norm=float(np.linalg.norm(d)), probes=scores, neighbors=[], pairs=pairs, numbers=numbers,
+        plural_above_singular=plural_ok, plural_exceptions=exceptions, numbers_increasing=numbers_ok, numbers_breaks=breaks,
+    )  # fmt: skip
+    if c is None:
+        result.neighbors = [Neighbor(k, s) for k, s in nb.nearest(vectors, d, top, exclude=[a, b])]
+    else:
+        # "b is to a as c is to ?": c + (a - b), so a and c are positive, b negative.
+        search = nb.most_similar_cosmul if method == Method.cosmul else nb.most_similar
+        result.c, result.method = c, method.value
+        result.answers = [Answer(k, s) for k, s in search(vectors, positive=[a, c], negative=[b], topn=top)]
+    return result
+
+
+@app.command()
+def analogy(
+    words: Annotated[list[str], typer.Argument(help="A B: the direction E(A) - E(B). A B C: B is to A as C is to ?", show_default=False)],
+    probe: Annotated[
+        list[str] | None, typer.Option("--probe", "-p", metavar="WORD", help="A word to score against the direction (repeatable). Default: singular/plural pairs and one..four.")
+    ] = None,
+    probes_file: Annotated[
+        Path | None, typer.Option("--probes-file", metavar="FILE", help="Probe words, one per line or space-separated ('-' for stdin).", show_default=False)
+    ] = None,
+    top: Annotated[int, typer.Option("--top", "-k", min=0, metavar="K", help="How many nearest keys to the direction (two words) or answers (three words); 0 for none.")] = 5,
+    method: Annotated[Method, typer.Option("--method", help="With three words: 3CosAdd (gensim most_similar) or 3CosMul (most_similar_cosmul).")] = Method.cosadd,
+    vectors: VectorsOpt = None,
+    limit: LimitOpt = None,
+    trust_pickle: TrustOpt = False,
+    oov: OovOpt = Oov.error,
+    json: JsonOpt = False,
+) -> None:
+    """Directions carry meaning: d = E(A) - E(B), its dot product with probe words, and analogies.
+
+    `attn analogy cats cat` scores singular and plural nouns and one, two, three, four against
+    the "plural" direction and says whether the pattern held; `attn analogy cats cat dog` answers
+    "cat is to cats as dog is to ?". --oov applies to probe words; the input words must have vectors.
+    """
+    probes = None
+    if probe or probes_file:
+        probes = list(probe or []) + (read_probes(probes_file) if probes_file else [])
+    kv = load_vectors(vectors, limit, trust_pickle)
+    result = build_analogy(kv, words, probes, top, method, oov)
+    if json:
+        write_json(result.to_dict())
+    else:
+        from attn_cli import render
+
+        console().print(render.analogy_view(result))
+
+
+# --- similarity ----------------------------------------------------------------------------
+
+
+@app.command()
+def similarity(
+    words: Annotated[list[str], typer.Argument(help="Two or more words.", show_default=False)],
+    vectors: VectorsOpt = None,
+    limit: LimitOpt = None,
+    trust_pickle: TrustOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Dot product = alignment: dot and cosine of every pair of words.
+
+    Cosine >= 0.1 reads as aligned (pointing the same way), <= -0.1 as opposed, in between
+    as near zero (unrelated, roughly perpendicular).
+    """
+    from attn_cli import neighbors as nb
+
+    if len(words) < 2:
+        raise InputError("similarity needs at least two words")
+    kv = load_vectors(vectors, limit, trust_pickle)
+    nb.require_vectors(kv, words)
+    vecs = {w: kv.get_vector(w) for w in words}
+    pairs = []
+    for u, v in combinations(words, 2):
+        dot, cosine = nb.similarity(vecs[u], vecs[v])
+        pairs.append(PairSimilarity(u, v, dot, cosine, nb.alignment(cosine)))
+    result = SimilarityResult(words=list(words), norms=[float(np.linalg.norm(vecs[w])) for w in words], pairs=pairs)
+    if json:
+        write_json(result.to_dict())
+    else:
+        from attn_cli import render
+
+        console().print(render.similarity_view(result))

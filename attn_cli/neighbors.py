@@ -1,0 +1,192 @@
+"""Directions, dot products and nearest neighbours over word vectors, in plain NumPy.
+
+Speaks gensim's vocabulary: `most_similar(positive, negative, topn)` is 3CosAdd and
+`most_similar_cosmul` is 3CosMul (Levy and Goldberg 2014), with gensim's exact formulas,
+so the answers match gensim's without importing it. Search is one matrix-vector product
+over `Vectors.unit` (n_keys x d, rows of norm 1) and `np.argpartition` for the top k.
+"""
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from attn_cli.errors import InputError, UnknownWordsError
+from attn_cli.vectors import Vectors
+
+COSMUL_EPSILON = 1e-6  # gensim's guard against dividing by a zero similarity
+
+
+class UnknownInputWordsError(UnknownWordsError):
+    """Input words without a vector: here there is no --oov way around them."""
+
+    def __str__(self) -> str:
+        return super().__str__().split("; use --oov")[0]
+
+
+def require_vectors(vectors: Vectors, words: Iterable[str]) -> None:
+    """Raise, naming every word that has no vector and a close known spelling where one exists."""
+    unknown = list(dict.fromkeys(w for w in words if not vectors.has_vector(w)))
+    if unknown:
+        raise UnknownInputWordsError(unknown, {w: s for w in unknown if (s := vectors.close_spelling(w))})
+
+
+def unit_vector(v: np.ndarray) -> np.ndarray:  # [d] -> [d]
+    norm = np.linalg.norm(v)
+    return v / norm if norm > 0 else v
+
+
+def direction(vectors: Vectors, a: str, b: str) -> np.ndarray:  # -> [d] float64
+    """d = E(a) - E(b): e.g. E(cats) - E(cat), a "plural" direction."""
+    return vectors.get_vector(a) - vectors.get_vector(b)
+
+
+def top_k(scores: np.ndarray, k: int, exclude: Iterable[int] = ()) -> np.ndarray:  # [n] -> [<=k] indices
+    """Indices of the k highest scores, best first, skipping `exclude`; NaN scores never win."""
+    scores = np.where(np.isnan(scores), -np.inf, scores)
+    exclude = sorted(set(exclude))
+    k = min(k, len(scores) - len(exclude))
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    # Take enough candidates that the k best survive removing the excluded ones.
+    m = min(k + len(exclude), len(scores))
+    candidates = np.argpartition(-scores, m - 1)[:m] if m < len(scores) else np.arange(len(scores))
+    candidates = candidates[~np.isin(candidates, exclude)]
+    order = np.lexsort((candidates, -scores[candidates]))  # by score, ties by frequency rank
+    return candidates[order][:k]
+
+
+def indices_of(vectors: Vectors, words: Iterable[str]) -> list[int]:
+    """Row numbers of the words that are keys (fastText subword-only words have none)."""
+    return [vectors.key_to_index[w] for w in words if w in vectors.key_to_index]
+
+
+def cosines(vectors: Vectors, v: np.ndarray) -> np.ndarray:  # [d] -> [n_keys]
+    """Cosine of every key's vector with v."""
+    return vectors.unit @ unit_vector(np.asarray(v, dtype=np.float64)).astype(np.float32)  # [n, d] x [d] -> [n]
+
+
+def nearest(vectors: Vectors, v: np.ndarray, k: int, exclude: Iterable[str] = ()) -> list[tuple[str, float]]:
+    """The k keys whose vectors have the highest cosine with v, best first."""
+    scores = cosines(vectors, v)
+    best = top_k(scores, k, indices_of(vectors, exclude))
+    return [(vectors.index_to_key[i], float(scores[i])) for i in best]
+
+
+def _unit_inputs(vectors: Vectors, words: list[str]) -> list[np.ndarray]:
+    require_vectors(vectors, words)
+    return [unit_vector(vectors.get_vector(w)) for w in words]
+
+
+def most_similar(vectors: Vectors, positive: list[str], negative: list[str], topn: int = 10) -> list[tuple[str, float]]:
+    """3CosAdd: keys nearest (by cosine) to the mean of the unit positive vectors minus the unit negative ones.
+
+    "cat is to cats as dog is to ?" is most_similar(positive=["cats", "dog"], negative=["cat"]).
+    Input words are never answers. Same formula as gensim's KeyedVectors.most_similar.
+    """
+    if not positive:
+        raise InputError("most_similar needs at least one positive word")
+    terms = _unit_inputs(vectors, positive) + [-u for u in _unit_inputs(vectors, negative)]
+    mean = np.sum(terms, axis=0) / len(terms)  # [d]; only its direction matters
+    return nearest(vectors, mean, topn, exclude=positive + negative)
+
+
+def cosmul_scores(vectors: Vectors, positive: list[str], negative: list[str]) -> np.ndarray:  # -> [n_keys]
+    """3CosMul: prod over positive of (1 + cos) / 2, divided by prod over negative of (1 + cos) / 2 (+ epsilon)."""
+    terms = np.array(_unit_inputs(vectors, positive + negative), dtype=np.float32)  # [t, d]
+    shifted = (1.0 + vectors.unit @ terms.T) / 2.0  # [n, d] x [d, t] -> [n, t], cosines moved into [0, 1]
+    pos = np.prod(shifted[:, : len(positive)], axis=1)  # [n]
+    neg = np.prod(shifted[:, len(positive) :], axis=1) if negative else 1.0
+    return pos / (neg + COSMUL_EPSILON)
+
+
+def most_similar_cosmul(vectors: Vectors, positive: list[str], negative: list[str], topn: int = 10) -> list[tuple[str, float]]:
+    """3CosMul (Levy and Goldberg 2014, eq. 4, as gensim's most_similar_cosmul); input words excluded."""
+    if not positive:
+        raise InputError("most_similar_cosmul needs at least one positive word")
+    scores = cosmul_scores(vectors, positive, negative)
+    best = top_k(scores, topn, indices_of(vectors, positive + negative))
+    return [(vectors.index_to_key[i], float(scores[i])) for i in best]
+
+
+def dots(vectors: Vectors, v: np.ndarray, words: list[str]) -> np.ndarray:  # [d], k words -> [k]
+    """Dot product of v with each word's vector (a word without a vector counts as the zero vector)."""
+    rows = [vectors.get_vector(w) if vectors.has_vector(w) else np.zeros(vectors.vector_size) for w in words]
+    return np.array(rows, dtype=np.float64).reshape(len(words), vectors.vector_size) @ v  # [k, d] x [d] -> [k]
+
+
+def similarity(u: np.ndarray, v: np.ndarray) -> tuple[float, float]:  # [d], [d] -> dot, cosine
+    """Dot product and cosine of two vectors (cosine NaN when either is the zero vector)."""
+    dot = float(u @ v)
+    norms = float(np.linalg.norm(u) * np.linalg.norm(v))
+    return dot, dot / norms if norms > 0 else float("nan")
+
+
+ALIGNMENT_THRESHOLD = 0.1  # |cosine| below this counts as near zero
+
+
+def alignment(cosine: float) -> str:
+    """The lesson's reading of a dot product: same way, perpendicular, or opposite (judged by cosine)."""
+    if cosine >= ALIGNMENT_THRESHOLD:
+        return "aligned"
+    if cosine <= -ALIGNMENT_THRESHOLD:
+        return "opposed"
+    return "unrelated"
+
+
+# Probes that show the lesson's "plural" direction: common singular/plural pairs, and number words.
+PLURAL_PAIRS = [
+    ("dog", "dogs"),
+    ("house", "houses"),
+    ("child", "children"),
+    ("car", "cars"),
+    ("tree", "trees"),
+    ("idea", "ideas"),
+    ("book", "books"),
+    ("city", "cities"),
+]
+NUMBER_WORDS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+DEFAULT_NUMBERS = NUMBER_WORDS[:4]
+IRREGULAR_PLURALS = {
+    "child": "children", "man": "men", "woman": "women", "person": "people", "mouse": "mice",
+    "foot": "feet", "tooth": "teeth", "goose": "geese", "life": "lives", "wife": "wives",
+}  # fmt: skip
+
+
+def default_probes() -> list[str]:
+    return [w for pair in PLURAL_PAIRS for w in pair] + DEFAULT_NUMBERS
+
+
+def is_plural_of(plural: str, singular: str) -> bool:
+    """English plural spellings, enough to recognise pairs among a user's probes."""
+    if IRREGULAR_PLURALS.get(singular) == plural:
+        return True
+    if singular.endswith("y") and len(singular) > 1 and singular[-2] not in "aeiou":
+        return plural == singular[:-1] + "ies"
+    return plural in (singular + "s", singular + "es")
+
+
+def plural_pairs(probes: list[str]) -> list[tuple[str, str]]:
+    """(singular, plural) pairs found among the probes, in the order the singulars appear."""
+    present = set(probes)
+    return [(s, p) for s in dict.fromkeys(probes) for p in dict.fromkeys(probes) if p in present and is_plural_of(p, s)]
+
+
+def number_words(probes: list[str]) -> list[str]:
+    """The number words among the probes, in counting order."""
+    return [w for w in NUMBER_WORDS if w in set(probes)]
+
+
+def plural_verdict(pairs: list[tuple[str, str]], dot: dict[str, float]) -> tuple[bool | None, list[str]]:
+    """Did every plural score above its singular? (None without pairs), and the pairs where it did not."""
+    if not pairs:
+        return None, []
+    exceptions = [f"{s}/{p}" for s, p in pairs if not dot[p] > dot[s]]
+    return not exceptions, exceptions
+
+
+def increasing_verdict(words: list[str], dot: dict[str, float]) -> tuple[bool | None, list[str]]:
+    """Did the scores strictly increase along `words`? (None with fewer than two), and the steps that broke."""
+    if len(words) < 2:
+        return None, []
+    breaks = [f"{u}/{v}" for u, v in zip(words, words[1:]) if not dot[v] > dot[u]]
+    return not breaks, breaks
