@@ -21,7 +21,7 @@ TOKEN = re.compile(
     rf"""
       (?:[^\W\d_]\.){{2,}}                                # u.s.  e.g.  a.m.
     | (?:{"|".join(ABBREVIATIONS)})\.(?=\s|$)              # mr.  st.  (only before a space)
-    | \d+(?:[.,/:]\d+)*                                    # 1,000  3.14  9/11
+    | \d+(?:[.,/:]\d+)*(?![^\W_]|-[^\W_])                  # 1,000  3.14  9/11 (1990s, 24-year-old are words)
     | '\d+s\b                                              # '90s
     | [^\W_]+(?=n't\b)                                     # do|n't  ca|n't
     | n't\b

@@ -14,7 +14,8 @@ def main() -> None:
         finally:
             sys.stdout.flush()  # so a closed pipe shows up here, not at interpreter exit
     except BrokenPipeError:
-        # The reader went away (`attn ... | head -1`): stop quietly, as other tools do.
+        # The reader went away (`attn ... | head -1`): stop quietly with exit 1, as Click does
+        # when the pipe closes mid-command.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(0)
+        sys.exit(1)

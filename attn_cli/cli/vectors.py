@@ -1,14 +1,17 @@
 """`attn vectors info|convert`."""
 
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import JsonOpt, LimitOpt, TrustOpt, app, load_vectors
+from attn_cli.cli.app import ForceOpt, JsonOpt, LimitOpt, TrustOpt, app, load_vectors
 from attn_cli.output import console, write_json
-from attn_cli.results import VectorsInfo
+from attn_cli.results import VectorsConverted, VectorsInfo
 
 vectors_app = typer.Typer(help="Inspect and convert word-vector files.", no_args_is_help=True)
 app.add_typer(vectors_app, name="vectors")
@@ -52,3 +55,74 @@ def info(
         from attn_cli import render
 
         console().print(render.vectors_info(result))
+
+
+class ConversionProgress:
+    """Reading and writing progress as transient bars on stderr (drawn only on a terminal)."""
+
+    def __init__(self, bars, source: Path):
+        self.bars = bars
+        self.size = source.stat().st_size if source.is_file() else None
+        # No total until bytes are reported: formats gensim reads in one go show a pulsing bar.
+        self.reading = bars.add_task(f"reading {source.name}", total=None)
+        self.writing = None
+
+    def on_bytes(self, done: int) -> None:
+        self.bars.update(self.reading, total=self.size, completed=done)
+
+    def on_rows(self, done: int, total: int) -> None:
+        if self.writing is None:
+            self.bars.update(self.reading, total=1, completed=1)
+            self.writing = self.bars.add_task("writing rows", total=total)
+        self.bars.update(self.writing, completed=done)
+
+
+@contextmanager
+def progress(source: Path) -> Iterator[ConversionProgress | None]:
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console(stderr=True), transient=True) as bars:
+        yield ConversionProgress(bars, source)
+
+
+@vectors_app.command("convert")
+def convert(
+    src: Annotated[str, typer.Argument(help="Vectors in any supported format (see `attn vectors info`).", show_default=False)],
+    dst: Annotated[Path, typer.Argument(help="The attn folder to write (vectors.npy + keys.txt).", show_default=False)],
+    limit: LimitOpt = None,
+    force: ForceOpt = False,
+    trust_pickle: TrustOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Write vectors as an attn folder, which later loads in milliseconds (memory-mapped)."""
+    from attn_cli import formats
+
+    source, destination = Path(src).expanduser(), dst.expanduser()
+    formats.check_destination(destination, force)  # before a long read, not after it
+    start = time.perf_counter()
+    with progress(source) as bars:
+        vectors = formats.load_foreign(
+            source, limit=limit, trust=trust_pickle, on_bytes=bars.on_bytes if bars else None
+        )
+        formats.write_fast(vectors, destination, force=force, on_rows=bars.on_rows if bars else None)
+    result = VectorsConverted(
+        source=str(source),
+        source_format=vectors.format,
+        destination=str(destination),
+        keys=len(vectors),
+        dimension=vectors.vector_size,
+        dtype=str(formats.fast_dtype(vectors.vectors)),
+        file_bytes=file_bytes(destination),
+        seconds=time.perf_counter() - start,
+    )
+    if json:
+        write_json(result.to_dict())
+    else:
+        sys.stderr.write(
+            f"converted {result.keys:,} keys x {result.dimension} ({result.source_format} -> {result.dtype}) "
+            f"in {result.seconds:.2f} s: {result.destination}\n"
+        )

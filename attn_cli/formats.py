@@ -1,0 +1,364 @@
+"""Word-vector files made by other tools: detecting their format, reading them, and
+writing them out in the project's fast format.
+
+Detection reads only the first bytes of a file (no gensim). Reading goes through gensim,
+imported inside `load_foreign`, so the default vectors never pay for its import.
+
+Exit codes follow the tool's rule: a file whose format is recognised but whose content is
+damaged (truncated, corrupt, empty, unreadable) is a DataError (exit 1); a file that is
+plainly not word vectors, or a pickle the user has not said to trust, is an InputError (exit 2).
+"""
+
+import os
+import secrets
+import shutil
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from attn_cli.errors import AttnError, DataError, InputError
+from attn_cli.vectors import FAST_FORMAT, KEYS_FILE, MATRIX_FILE, Vectors, fast_folder, load_fast
+
+WORD2VEC_TEXT = "word2vec-text"
+WORD2VEC_BIN = "word2vec-bin"
+GLOVE_TEXT = "glove-text"
+FASTTEXT_VEC = "fasttext-vec"
+FASTTEXT_BIN = "fasttext-bin"
+GENSIM_PICKLE = "gensim-kv"
+FORMATS = (FAST_FORMAT, WORD2VEC_TEXT, WORD2VEC_BIN, GLOVE_TEXT, FASTTEXT_VEC, FASTTEXT_BIN, GENSIM_PICKLE)
+DESCRIPTIONS = {
+    WORD2VEC_TEXT: "word2vec text",
+    WORD2VEC_BIN: "word2vec binary",
+    GLOVE_TEXT: "GloVe text",
+    FASTTEXT_VEC: "fastText .vec",
+    FASTTEXT_BIN: "fastText .bin",
+    GENSIM_PICKLE: "gensim .kv/.model",
+}
+KNOWN = "word2vec text or binary, GloVe text, fastText .vec/.bin, gensim .kv, or an attn folder"
+
+FASTTEXT_MAGIC = 793712314  # int32 at the start of every fastText .bin
+MAX_LINE = 1 << 20  # bytes of a line looked at while detecting (a 300-d text row is ~3 KB)
+CHUNK = 1 << 20  # bytes per read while streaming a file to gensim
+ROWS_PER_CHUNK = 16384  # rows per write while converting
+
+
+# --- detection ------------------------------------------------------------------------------
+
+
+def _header(line: bytes) -> tuple[int, int] | None:
+    """(n_keys, d) from a word2vec header line "N D", else None."""
+    parts = line.split()
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+def _text_row(line: bytes) -> int | None:
+    """The number of values on a text row "word v1 v2 ...", or None if it is not one."""
+    parts = line.rstrip().split(b" ")
+    if len(parts) < 2:
+        return None
+    try:
+        [float(p) for p in parts[1:]]
+    except ValueError:
+        return None
+    return len(parts) - 1
+
+
+def _looks_like_text(line: bytes) -> bool:
+    """UTF-8 without control characters: a text row, not the raw floats of a binary record."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return all(c.isprintable() or c in "\t\r\n" for c in text)
+
+
+def _is_pickle(head: bytes) -> bool:
+    return len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5  # PROTO opcode, protocol 2-5
+
+
+def detect_format(path: str | os.PathLike, *, trust: bool = False) -> str:
+    """The format of a vectors file or folder, from its first bytes: one of FORMATS.
+
+    Raises InputError for a pickle without `trust` and for files that are not word vectors,
+    DataError for files that cannot be read or are empty or damaged.
+    """
+    path = Path(path)
+    if fast_folder(path) is not None:
+        return FAST_FORMAT
+    if path.is_dir():
+        raise InputError(f"{path}: a folder without {MATRIX_FILE}; expected {KNOWN}")
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(MAX_LINE)
+            second = f.readline(MAX_LINE)
+    except OSError as e:
+        raise DataError(f"{path}: cannot read the file ({e.strerror or e})") from None
+    if not first:
+        raise DataError(f"{path}: the file is empty")
+    if len(first) >= 4 and int.from_bytes(first[:4], "little") == FASTTEXT_MAGIC:
+        return FASTTEXT_BIN
+    if _is_pickle(first):
+        if not trust:
+            raise InputError(
+                f"{path}: a gensim .kv/.model file is a Python pickle, which can run code when loaded; "
+                "pass --trust-pickle if you trust it, or convert it with gensim's save_word2vec_format"
+            )
+        return GENSIM_PICKLE
+    header = _header(first)
+    if header is not None:
+        n_keys, d = header
+        if not second:
+            raise DataError(f"{path}: the header announces {n_keys} keys of {d} values but no vectors follow")
+        if not _looks_like_text(second):
+            return WORD2VEC_BIN
+        if _text_row(second) == d:
+            return FASTTEXT_VEC if path.suffix.lower() == ".vec" else WORD2VEC_TEXT
+    d = _text_row(first)
+    if d is not None and (not second or _text_row(second) == d):
+        return GLOVE_TEXT
+    if header is not None:
+        raise DataError(f"{path}: line 2 is not a word followed by {header[1]} numbers, as the header announces")
+    if d is not None:
+        raise DataError(f"{path}: line 1 has {d} numbers but line 2 does not (a damaged GloVe text file?)")
+    raise InputError(f"{path}: not a word-vectors file; expected {KNOWN}")
+
+
+# --- reading (gensim) -----------------------------------------------------------------------
+
+
+class _Feed:
+    """A pipe that gensim reads as a file (its readers accept a file descriptor), fed by a
+    thread that reports how many bytes it has passed on: real reading progress, while gensim
+    does all the parsing. `header` is sent first (GloVe text has none of its own).
+    """
+
+    def __init__(self, path: Path, header: bytes = b"", on_bytes: Callable[[int], None] | None = None):
+        self.path, self.header, self.on_bytes = path, header, on_bytes
+        self.error: OSError | None = None
+
+    def __enter__(self) -> int:
+        self.read_end, write_end = os.pipe()
+        self.thread = threading.Thread(target=self._pump, args=(write_end,), daemon=True)
+        self.thread.start()
+        return self.read_end
+
+    def _pump(self, write_end: int) -> None:
+        done = 0
+        try:
+            with open(write_end, "wb") as out, open(self.path, "rb") as src:
+                out.write(self.header)
+                while chunk := src.read(CHUNK):
+                    out.write(chunk)
+                    done += len(chunk)
+                    if self.on_bytes:
+                        self.on_bytes(done)
+        except BrokenPipeError:
+            pass  # the reader stopped early: --limit reached, or a damaged file
+        except OSError as e:
+            self.error = e
+
+    def __exit__(self, *exc) -> None:
+        os.close(self.read_end)  # unblocks the pump if gensim stopped before the end
+        self.thread.join()
+        if self.error is not None:
+            raise DataError(f"{self.path}: cannot read the file ({self.error.strerror or self.error})")
+
+
+def _glove_header(path: Path, limit: int | None) -> bytes:
+    """The "N D" line gensim expects, for a GloVe file that has none (counting lines in bulk,
+    which is much faster than gensim's own first pass)."""
+    n_lines, last = 0, b"\n"
+    with open(path, "rb") as f:
+        d = _text_row(f.readline(MAX_LINE)) or 0
+        f.seek(0)
+        while limit is None or n_lines < limit:
+            chunk = f.read(CHUNK)
+            if not chunk:
+                break
+            n_lines += chunk.count(b"\n")
+            last = chunk[-1:]
+    if last != b"\n":
+        n_lines += 1  # a last line without its newline
+    if limit is not None:
+        n_lines = min(n_lines, limit)
+    return f"{n_lines} {d}\n".encode()
+
+
+def _reason(e: BaseException) -> str:
+    """A short reason for a gensim failure on a damaged file."""
+    if isinstance(e, EOFError):
+        return "it ends early; truncated?"
+    if isinstance(e, MemoryError):
+        return "not enough memory to hold it"
+    if isinstance(e, UnicodeDecodeError):
+        return "a key is not valid UTF-8"
+    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    if "broadcast" in text or "could not convert" in text or "invalid literal" in text:
+        return f"a line has the wrong number of values or a value that is not a number: {text}"
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _read_gensim(path: Path, fmt: str, limit: int | None, on_bytes: Callable[[int], None] | None):
+    """A gensim KeyedVectors, with an oov_vector hook for fastText .bin (else None)."""
+    if fmt == GENSIM_PICKLE:
+        from gensim.models import KeyedVectors
+
+        loaded = KeyedVectors.load(str(path))
+        kv = getattr(loaded, "wv", loaded)  # a whole model (.model) holds its vectors in .wv
+        if not isinstance(kv, KeyedVectors):
+            raise DataError(f"{path}: the pickle holds a {type(loaded).__name__}, not word vectors")
+        return kv
+    if fmt == FASTTEXT_BIN:
+        from gensim.models.fasttext import load_facebook_vectors
+
+        return load_facebook_vectors(str(path))  # its reader seeks, so it cannot read from a pipe
+    from gensim.models import KeyedVectors
+
+    header = _glove_header(path, limit) if fmt == GLOVE_TEXT else b""
+    with _Feed(path, header, on_bytes) as fd:
+        return KeyedVectors.load_word2vec_format(fd, binary=fmt == WORD2VEC_BIN, limit=limit)
+
+
+def load_foreign(
+    path: str | os.PathLike,
+    limit: int | None = None,
+    trust: bool = False,
+    on_bytes: Callable[[int], None] | None = None,
+) -> Vectors:
+    """Vectors from any supported file (gensim does the reading); `format` is the detected one.
+
+    `limit` keeps the first N keys; `trust` allows gensim's pickled .kv/.model files;
+    `on_bytes(n)` is told how many bytes of the file have been read so far.
+    """
+    path = Path(path)
+    fmt = detect_format(path, trust=trust)
+    if fmt == FAST_FORMAT:
+        return load_fast(fast_folder(path), limit)
+    try:
+        kv = _read_gensim(path, fmt, limit, on_bytes)
+    except AttnError:
+        raise
+    except Exception as e:  # gensim's readers fail in many ways on damaged files; all mean the same here
+        raise DataError(f"{path}: not a readable {DESCRIPTIONS[fmt]} file ({_reason(e)})") from None
+    keys = [str(k) for k in kv.index_to_key]
+    matrix = kv.vectors  # [n_keys, d]
+    if limit is not None:
+        keys, matrix = keys[:limit], matrix[:limit]
+    if not keys:
+        raise DataError(f"{path}: the file holds no vectors")
+    oov_vector = kv.get_vector if fmt in (FASTTEXT_BIN, GENSIM_PICKLE) and getattr(kv, "bucket", 0) else None
+    return Vectors(keys, matrix, source=str(path), format=fmt, oov_vector=oov_vector)
+
+
+# --- writing the fast format ----------------------------------------------------------------
+
+
+def fast_dtype(matrix: np.ndarray) -> np.dtype:
+    """float32, or float16 for vectors stored that way already (half the size, same values)."""
+    return np.dtype(np.float16 if matrix.dtype == np.float16 else np.float32)
+
+
+def _check_keys(keys: list[str]) -> None:
+    for i, key in enumerate(keys):
+        if "\n" in key or "\r" in key:
+            raise DataError(f"key {i} ({key!r}) contains a line break, which {KEYS_FILE} cannot hold")
+
+
+def _write_matrix(path: Path, matrix: np.ndarray, dtype, on_rows: Callable[[int, int], None] | None) -> None:
+    n_keys, d = matrix.shape
+    out = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(n_keys, d))
+    for start in range(0, n_keys, ROWS_PER_CHUNK):
+        stop = min(start + ROWS_PER_CHUNK, n_keys)
+        out[start:stop] = matrix[start:stop]
+        if on_rows:
+            on_rows(stop, n_keys)
+    out.flush()
+    del out
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())
+
+
+def _write_keys(path: Path, keys: list[str]) -> None:
+    try:
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
+            for start in range(0, len(keys), ROWS_PER_CHUNK):
+                f.write("".join(k + "\n" for k in keys[start : start + ROWS_PER_CHUNK]))
+            f.flush()
+            os.fsync(f.fileno())
+    except UnicodeEncodeError as e:
+        raise DataError(f"a key cannot be written as UTF-8 ({e.reason})") from None
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _move_into_place(new: Path, dst: Path) -> None:
+    """Rename `new` to `dst`; an existing `dst` is set aside first and removed only at the end."""
+    if not dst.exists() and not dst.is_symlink():
+        os.replace(new, dst)
+        return
+    old = dst.with_name(f".{dst.name}.{secrets.token_hex(4)}.old")
+    os.replace(dst, old)
+    try:
+        os.replace(new, dst)
+    except BaseException:
+        os.replace(old, dst)
+        raise
+    _remove(old)
+
+
+def check_destination(dst: str | os.PathLike, force: bool) -> Path:
+    """`dst` as a place to write an attn folder: new, or (with `force`) something safe to replace.
+
+    A folder holding anything but an attn folder's files is never replaced, --force or not.
+    """
+    dst = Path(os.path.abspath(Path(dst).expanduser()))
+    if not dst.parent.is_dir():
+        raise InputError(f"{dst.parent}: no such folder")
+    if not (dst.exists() or dst.is_symlink()):
+        return dst
+    if not force:
+        raise InputError(f"{dst} exists; pass --force to overwrite it")
+    if dst.is_dir() and not dst.is_symlink():
+        others = sorted(p.name for p in dst.iterdir() if p.name not in (MATRIX_FILE, KEYS_FILE))
+        if others:
+            raise InputError(f"{dst} is a folder holding other files ({', '.join(others[:3])}); not replacing it")
+    return dst
+
+
+def write_fast(
+    vectors: Vectors,
+    dst: str | os.PathLike,
+    *,
+    force: bool = False,
+    on_rows: Callable[[int, int], None] | None = None,
+) -> Path:
+    """Write `vectors` as a fast-format folder at `dst` (float32, or float16 if they are).
+
+    Everything is written into a hidden folder next to `dst` and renamed into place, so a
+    failure or an interruption leaves no half-written `dst`. `on_rows(done, total)` reports rows.
+    """
+    dst = check_destination(dst, force)
+    _check_keys(vectors.index_to_key)
+    dtype = fast_dtype(vectors.vectors)
+    tmp = dst.with_name(f".{dst.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        tmp.mkdir()
+        _write_matrix(tmp / MATRIX_FILE, vectors.vectors, dtype, on_rows)
+        _write_keys(tmp / KEYS_FILE, vectors.index_to_key)
+        _move_into_place(tmp, dst)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise DataError(f"{dst}: cannot write the vectors ({e.strerror or e})") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dst
