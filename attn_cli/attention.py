@@ -21,6 +21,11 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     top = np.max(x, axis=axis, keepdims=True)
     shift = np.where(np.isfinite(top), top, 0.0)
+    pos_inf = np.isposinf(top)
+    if not pos_inf.any():  # the usual case, kept fast: attention runs it once per head per sentence
+        e = np.exp(x - shift)
+        total = np.sum(e, axis=axis, keepdims=True)
+        return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
     with np.errstate(invalid="ignore"):  # inf - inf where a slice has +inf; replaced below
         e = np.exp(x - shift)
     total = np.sum(np.where(np.isnan(e), 0.0, e), axis=axis, keepdims=True)

@@ -19,3 +19,6 @@ def main() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(1)
+    except OSError as e:  # a full disk, a closed terminal: say so, without a traceback
+        sys.stderr.write(f"attn: cannot write the output: {e.strerror or e}\n")
+        sys.exit(1)

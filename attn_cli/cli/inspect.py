@@ -1,3 +1,160 @@
-"""`attn inspect`."""
+"""`attn inspect`: attention heads over a sentence, as heatmaps or as JSON."""
 
-from attn_cli.cli.app import app  # noqa: F401
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from attn_cli.cli.app import ForceOpt, JsonlOpt, JsonOpt, LimitOpt, OovOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors
+from attn_cli.errors import InputError
+from attn_cli.inspection import MAX_TOKENS, Mask, Settings, Stage, find_query, inspect_text
+from attn_cli.output import json_line, warn, write_json
+from attn_cli.tokens import Oov
+
+
+def resolve_heads(specs: list[str] | None, d: int, seed: int) -> list:
+    """The heads named by --head, in order; without any, the shipped defaults."""
+    from attn_cli import heads
+
+    return [heads.resolve_head(spec, d, seed) for spec in specs] if specs else heads.default_heads(d, seed)
+
+
+def stdin_lines():
+    """Lines of standard input, read lazily (a million-line file streams), without their newline."""
+    for n, line in enumerate(sys.stdin, 1):
+        yield n, line.rstrip("\r\n")
+
+
+def stream_jsonl(lines, compute) -> tuple[int, int]:
+    """One JSON object per input line, written as each is done; a bad line becomes {"line", "error"}."""
+    write, flush = sys.stdout.write, sys.stdout.flush
+    failed = total = 0
+    for total, text in lines:
+        try:
+            obj = compute(text).to_dict()
+        except InputError as e:
+            failed += 1
+            obj = {"line": total, "error": str(e)}
+        write(json_line(obj) + "\n")
+        flush()
+    return failed, total
+
+
+@app.command("inspect")
+def inspect(
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="A sentence, or - to read one sentence per line from stdin.", show_default=False)],
+    head: Annotated[
+        list[str] | None,
+        typer.Option("--head", metavar="NAME|FILE", help="identity, random, a shipped head's name, or a .npz file; repeat for several heads. Default: the shipped learned heads.", show_default=False),
+    ] = None,
+    mask: Annotated[Mask, typer.Option("--mask", help="causal: a token sees only itself and earlier tokens; none: every token.")] = Mask.causal,
+    position: Annotated[bool, typer.Option("--position/--no-position", help="Add sinusoidal positions to the word vectors.")] = True,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random head's weights.")] = 0,
+    stage: Annotated[
+        Stage | None,
+        typer.Option("--stage", help="Show the matrix before scaling (scores), after scaling and masking (masked), or after softmax (weights); with --json, add each head's scores.", show_default=False),
+    ] = None,
+    transpose: Annotated[bool, typer.Option("--transpose", help="Queries as columns, as in the lesson (default: queries as rows).")] = False,
+    focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="A token (its first occurrence) or a 0-based index (-1 = last): show that query's softmax distribution.", show_default=False)] = None,
+    neighbors: Annotated[int, typer.Option("--neighbors", metavar="K", min=0, help="Nearest keys to show for E and E' (0 to skip).")] = 3,
+    embeddings: Annotated[bool, typer.Option("--embeddings", help="With --json, add the input embeddings E and the output E'.")] = False,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", metavar="N", min=1, help="Refuse sentences with more tokens than this.")] = MAX_TOKENS,
+    svg: Annotated[Path | None, typer.Option("--svg", metavar="FILE", help="Also save the view as an SVG picture.", show_default=False)] = None,
+    html: Annotated[Path | None, typer.Option("--html", metavar="FILE", help="Also save the view as an HTML page.", show_default=False)] = None,
+    force: ForceOpt = False,
+    vectors: VectorsOpt = None,
+    limit: LimitOpt = None,
+    trust_pickle: TrustOpt = False,
+    oov: OovOpt = Oov.error,
+    json: JsonOpt = False,
+    jsonl: JsonlOpt = False,
+) -> None:
+    """Run attention heads over a sentence: Q/K/V, scaling, the causal mask, softmax and E' = E + Delta E.
+
+    Exit codes: 0 ok; 2 bad usage or input (with -, 2 when any line failed: the others are
+    still done and a failed line's output is {"line": n, "error": ...}); 1 unreadable files.
+    """
+    if json and jsonl:
+        raise InputError("--json and --jsonl exclude each other")
+    exports = [p for p in (svg, html) if p is not None]
+    if exports and (json or jsonl):
+        raise InputError("--svg and --html save the terminal view; they do not combine with --json or --jsonl")
+    for path in exports:
+        check_new_file(path, force)  # before any work, so nothing is computed in vain
+
+    words = load_vectors(vectors, limit, trust_pickle)
+    heads = resolve_heads(head, words.vector_size, seed)
+    noise = [h.name for h in heads if h.noise]
+    if (json or jsonl) and noise:
+        warn(f"untrained random weights in {', '.join(noise)}: their pattern is noise")
+    settings = Settings(mask=mask, position=position, oov=oov, max_tokens=max_tokens, stage=stage, embeddings=embeddings)
+
+    def compute(sentence: str):
+        result = inspect_text(sentence, words, heads, settings)
+        if focus is not None:
+            find_query(result.tokens, focus)
+        return result
+
+    if text == "-":
+        words.key_to_index  # many sentences: build the key index once, not a scan per sentence
+    lines = stdin_lines() if text == "-" else iter([(1, text)])
+    if jsonl:
+        failed, total = stream_jsonl(lines, compute)
+    elif json and text != "-":
+        write_json(compute(text).to_dict())
+        return
+    elif json:
+        failed, total = batch_json(lines, compute)
+    else:
+        failed, total = show(lines, compute, words, single=text != "-", neighbors=neighbors, stage=stage, transpose=transpose, focus=focus, exports=(svg, html))
+    if failed:
+        if text == "-":
+            warn(f"{failed} of {total} lines failed")
+        raise typer.Exit(2)
+
+
+def batch_json(lines, compute) -> tuple[int, int]:
+    """`-` with --json: one array, a bad line's entry being {"line": n, "error": ...}."""
+    items, failed, total = [], 0, 0
+    for total, text in lines:
+        try:
+            items.append(compute(text).to_dict())
+        except InputError as e:
+            failed += 1
+            items.append({"line": total, "error": str(e)})
+    write_json(items)
+    return failed, total
+
+
+def show(lines, compute, words, *, single: bool, neighbors: int, stage, transpose: bool, focus, exports) -> tuple[int, int]:
+    """The terminal view of each sentence; recorded and saved as SVG/HTML when asked."""
+    from rich.rule import Rule
+
+    from attn_cli import render
+    from attn_cli.inspection import add_neighbors
+    from attn_cli.output import console
+
+    svg, html = exports
+    out = console(record=svg is not None or html is not None)
+    failed = total = 0
+    for total, text in lines:
+        try:
+            result = compute(text)
+        except InputError as e:
+            if single:
+                raise
+            failed += 1
+            warn(f"line {total}: {e}")
+            continue
+        add_neighbors(result, words, neighbors)
+        query = find_query(result.tokens, focus) if focus is not None else None
+        if not single:
+            out.print(Rule(f"line {total}", style="bold"))
+        for part in render.inspect_view(result, stage=(stage or Stage.weights).value, transpose=transpose, focus=query):
+            out.print(part)
+    if svg is not None:
+        out.save_svg(str(svg), title="attn inspect", clear=html is None)
+    if html is not None:
+        out.save_html(str(html))
+    return failed, total

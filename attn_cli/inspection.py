@@ -1,0 +1,179 @@
+"""`attn inspect` without the terminal: text -> tokens -> E -> heads -> weights, Delta E, E'.
+
+Everything a view or a JSON object shows is computed here and handed over as an
+`InspectResult` (attn_cli.results); rendering lives in attn_cli.render.
+"""
+
+from dataclasses import dataclass
+from enum import Enum
+from functools import lru_cache
+
+import numpy as np
+
+from attn_cli.attention import causal_mask, multi_head, positional_encoding
+from attn_cli.errors import InputError
+from attn_cli.heads import NamedHead
+from attn_cli.results import HeadView, InspectResult
+from attn_cli.tokens import Embedded, Oov, embed, tokenize
+from attn_cli.vectors import Vectors
+
+MAX_TOKENS = 512
+SCAN_TOKENS = 64  # up to this many tokens, find their rows by scanning the key list
+
+
+class Mask(str, Enum):
+    """Which keys a query may see: earlier ones and itself (a decoder), or all (an encoder)."""
+
+    causal = "causal"
+    none = "none"
+
+
+class Stage(str, Enum):
+    """A step of one head: Q K^T before scaling, scaled and masked, or after softmax."""
+
+    scores = "scores"
+    masked = "masked"
+    weights = "weights"
+
+
+@dataclass
+class Settings:
+    mask: Mask = Mask.causal
+    position: bool = True  # add sinusoidal positions to the word vectors
+    oov: Oov = Oov.error
+    max_tokens: int = MAX_TOKENS
+    stage: Stage | None = None  # also report this stage's matrix
+    embeddings: bool = False  # also report E and E'
+
+
+@lru_cache(maxsize=64)
+def _causal(n: int) -> np.ndarray:  # [n, n] bool, shared between sentences of the same length: read-only
+    mask = causal_mask(n)
+    mask.setflags(write=False)
+    return mask
+
+
+@lru_cache(maxsize=8)
+def _positions(n_max: int, d: int) -> np.ndarray:  # [n_max, d]; row p depends only on p and d
+    pe = positional_encoding(n_max, d)
+    pe.setflags(write=False)
+    return pe
+
+
+def visible_keys(kind: Mask, n: int) -> np.ndarray | None:  # -> [n, n] bool, or None for "all"
+    return _causal(n) if kind == Mask.causal else None
+
+
+def embeddings(words: np.ndarray, position: bool) -> np.ndarray:  # [n, d] -> [n, d]
+    """attention.input_embeddings(words, position), the sinusoids computed once per power-of-two length."""
+    n, d = words.shape
+    return words + _positions(max(64, 1 << (n - 1).bit_length()), d)[:n] if position else words
+
+
+def key_rows(tokens: list[str], vectors: Vectors) -> list[int | None]:
+    """Each token's row, None for a word that is not a key.
+
+    Building the key index costs ~50 ms for 100,000 keys; for one short sentence a scan of
+    the key list is ~10x cheaper, so the index is built only when many tokens need it
+    (stdin batches build it up front).
+    """
+    if "key_to_index" in vars(vectors) or len(tokens) > SCAN_TOKENS:
+        index = vectors.key_to_index
+        return [index.get(t) for t in tokens]
+    keys, rows = vectors.index_to_key, {}
+    for token in dict.fromkeys(tokens):
+        try:
+            rows[token] = keys.index(token)
+        except ValueError:
+            rows[token] = None
+    return [rows[t] for t in tokens]
+
+
+def lookup(tokens: list[str], vectors: Vectors, oov: Oov) -> Embedded:
+    """tokens.embed, with one matrix read when every token is a key (the common case)."""
+    rows = key_rows(tokens, vectors)
+    if None in rows:
+        return embed(tokens, vectors, oov)
+    matrix = np.asarray(vectors.vectors)  # a plain view of the (memory-mapped) matrix: cheaper to index
+    return Embedded(tokens, matrix[rows].astype(np.float64))
+
+
+def sentence_tokens(text: str, max_tokens: int) -> list[str]:
+    tokens = tokenize(text)
+    if not tokens:
+        raise InputError("no words in the input")
+    if len(tokens) > max_tokens:
+        raise InputError(f"{len(tokens)} tokens, more than --max-tokens {max_tokens}; split the text or raise the limit")
+    return tokens
+
+
+def inspect_text(text: str, vectors: Vectors, heads: list[NamedHead], settings: Settings) -> InspectResult:
+    """Run every head over one sentence and collect what `inspect` reports."""
+    embedded = lookup(sentence_tokens(text, settings.max_tokens), vectors, settings.oov)
+    if not embedded.tokens:
+        raise InputError(f"none of the words has a vector: {', '.join(embedded.unknown)}")
+    n = len(embedded.tokens)
+    e = embeddings(embedded.vectors, settings.position)  # [n, d]
+    allowed = visible_keys(settings.mask, n)
+    outs, delta, e_prime = multi_head(e, heads, allowed)  # list, [n, d], [n, d]
+    views = [
+        HeadView(
+            name=head.name, d_k=head.d_k, noise=head.noise, description=head.description,
+            scores=out.scores, scaled=out.masked, weights=out.weights, allowed=allowed,
+        )
+        for head, out in zip(heads, outs)
+    ]
+    return InspectResult(
+        tokens=embedded.tokens, unknown=embedded.unknown, mask=settings.mask.value, position=settings.position,
+        heads=views, e=e, delta=delta, e_prime=e_prime,
+        stage=settings.stage.value if settings.stage else None, with_embeddings=settings.embeddings,
+    )
+
+
+def find_query(tokens: list[str], focus: str) -> int:
+    """The position `--focus` names: an index (0-based, negative from the end) or a token."""
+    n = len(tokens)
+    try:
+        i = int(focus)
+    except ValueError:
+        word = tokenize(focus)
+        if len(word) == 1 and word[0] in tokens:
+            return tokens.index(word[0])
+        raise InputError(f"--focus {focus!r} is not one of the tokens: {' '.join(tokens)}") from None
+    if not -n <= i < n:
+        raise InputError(f"--focus {i} is out of range: the sentence has {n} tokens (0 to {n - 1})")
+    return i % n
+
+
+NEIGHBOR_CHUNK = 64  # rows scored against the whole vocabulary at a time: [64, n_keys] float32
+
+
+def nearest_keys(rows: np.ndarray, own: list[int], unit: np.ndarray, k: int) -> list[list[int]]:  # [n, d] -> n lists
+    """The k rows of `unit` nearest by cosine to each of `rows`, skipping `own[i]` (-1: skip none).
+
+    A zero row has no direction and gets no neighbours.
+    """
+    found: list[list[int]] = []
+    take = min(k, unit.shape[0] - 1)
+    for start in range(0, len(rows), NEIGHBOR_CHUNK):
+        chunk = rows[start : start + NEIGHBOR_CHUNK].astype(np.float32)  # [c, d]
+        sims = chunk @ unit.T  # [c, d] x [d, n_keys] -> [c, n_keys]; unit rows have norm 1
+        for i, row_sims in enumerate(sims):
+            if own[start + i] >= 0:
+                row_sims[own[start + i]] = -np.inf  # the token itself says nothing about where it moved
+        top = np.argpartition(-sims, take - 1, axis=1)[:, :take]  # [c, k], unordered
+        order = np.argsort(-np.take_along_axis(sims, top, axis=1), axis=1, kind="stable")
+        best = np.take_along_axis(top, order, axis=1)
+        zero = ~np.any(chunk != 0, axis=1)
+        found.extend([] if z else b.tolist() for b, z in zip(best, zero))
+    return found
+
+
+def add_neighbors(result: InspectResult, vectors: Vectors, k: int) -> None:
+    """The k keys nearest (by cosine) to each token's E and E', the token's own key left out."""
+    if k <= 0:
+        return
+    own = [i if i is not None else -1 for i in key_rows(result.tokens, vectors)]
+    for name, rows in (("near_input", result.e), ("near_output", result.e_prime)):
+        near = nearest_keys(rows, own, vectors.unit, k)
+        setattr(result, name, [[vectors.index_to_key[j] for j in row] for row in near])

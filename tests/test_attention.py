@@ -1,0 +1,152 @@
+"""The attention math of `inspect`, against a plain-Python loop implementation and by its properties."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attn_cli.attention import Head, causal_mask, input_embeddings, multi_head, run_head
+
+
+# --- an independent implementation: lists and loops, no NumPy -------------------------------
+
+
+def matmul(a: list, b: list) -> list:
+    return [[sum(a[i][t] * b[t][j] for t in range(len(b))) for j in range(len(b[0]))] for i in range(len(a))]
+
+
+def loop_head(e: list, w_q: list, w_k: list, w_v: list, w_o: list | None, causal: bool):
+    """weights[i][j] and delta[i] of one head, written out the long way."""
+    q, k, v = matmul(e, w_q), matmul(e, w_k), matmul(e, w_v)
+    d_k = len(w_q[0])
+    n = len(e)
+    weights = []
+    for i in range(n):
+        seen = [j for j in range(n) if not causal or j <= i]
+        scaled = {j: sum(q[i][t] * k[j][t] for t in range(d_k)) / math.sqrt(d_k) for j in seen}
+        top = max(scaled.values())
+        exps = {j: math.exp(s - top) for j, s in scaled.items()}
+        total = sum(exps.values())
+        weights.append([exps[j] / total if j in exps else 0.0 for j in range(n)])
+    delta = matmul(weights, v)
+    if w_o is not None:
+        delta = matmul(delta, w_o)
+    return weights, delta
+
+
+def random_head(rng, d: int, d_k: int, d_v: int | None) -> Head:
+    w_q, w_k = rng.normal(0, 1 / np.sqrt(d), (d, d_k)), rng.normal(0, 1 / np.sqrt(d), (d, d_k))
+    if d_v is None:
+        return Head("h", w_q, w_k, rng.normal(0, 1 / np.sqrt(d), (d, d)))
+    return Head("h", w_q, w_k, rng.normal(0, 1 / np.sqrt(d), (d, d_v)), rng.normal(0, 1 / np.sqrt(d_v), (d_v, d)))
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("d_v", [None, 3])
+@pytest.mark.parametrize("seed", range(4))
+def test_run_head_matches_the_loop_implementation(seed, d_v, causal):
+    rng = np.random.default_rng(seed)
+    n, d, d_k = 6, 8, 4
+    e = rng.normal(0, 2, (n, d))
+    head = random_head(rng, d, d_k, d_v)
+    out = run_head(e, head, causal_mask(n) if causal else None)
+    weights, delta = loop_head(e.tolist(), head.w_q.tolist(), head.w_k.tolist(), head.w_v.tolist(),
+                               None if head.w_o is None else head.w_o.tolist(), causal)
+    np.testing.assert_allclose(out.weights, weights, atol=1e-6)
+    np.testing.assert_allclose(out.delta, delta, atol=1e-6)
+    assert out.delta.shape == (n, d)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_multi_head_sums_the_heads_updates(causal):
+    rng = np.random.default_rng(7)
+    n, d = 5, 6
+    e = rng.normal(0, 2, (n, d))
+    heads = [random_head(rng, d, 2, None), random_head(rng, d, 3, 2)]
+    outs, delta, e_prime = multi_head(e, heads, causal_mask(n) if causal else None)
+    expected = np.zeros((n, d))
+    for head in heads:
+        _, head_delta = loop_head(e.tolist(), head.w_q.tolist(), head.w_k.tolist(), head.w_v.tolist(),
+                                  None if head.w_o is None else head.w_o.tolist(), causal)
+        expected += np.array(head_delta)
+    np.testing.assert_allclose(delta, expected, atol=1e-6)
+    np.testing.assert_allclose(e_prime, e + expected, atol=1e-6)
+    assert len(outs) == 2
+
+
+def test_the_scores_stages_are_raw_then_scaled_and_masked():
+    rng = np.random.default_rng(1)
+    e = rng.normal(0, 1, (4, 6))
+    head = random_head(rng, 6, 3, None)
+    out = run_head(e, head, causal_mask(4))
+    raw = (e @ head.w_q) @ (e @ head.w_k).T
+    np.testing.assert_allclose(out.scores, raw)
+    assert np.all(np.isneginf(out.masked[np.triu_indices(4, 1)]))
+    np.testing.assert_allclose(np.tril(out.masked), np.tril(raw / np.sqrt(3)))
+
+
+def test_a_fully_masked_row_takes_nothing_and_never_gives_nan():
+    """Defined behaviour: a query that may see no key gets all-zero weights and Delta E = 0."""
+    rng = np.random.default_rng(2)
+    e = rng.normal(0, 1, (4, 5))
+    head = random_head(rng, 5, 2, None)
+    mask = causal_mask(4)
+    mask[2] = False  # token 2 may see nothing, not even itself
+    out = run_head(e, head, mask)
+    assert not np.isnan(out.weights).any() and not np.isnan(out.delta).any()
+    assert np.all(out.weights[2] == 0.0)
+    assert np.all(out.delta[2] == 0.0)
+    np.testing.assert_allclose(out.weights.sum(axis=1)[[0, 1, 3]], 1.0)
+
+
+# --- properties --------------------------------------------------------------------------------
+
+sizes = st.tuples(st.integers(1, 9), st.integers(2, 8), st.integers(1, 5))  # n, d, d_k
+seeds = st.integers(0, 2**32 - 1)
+scales = st.sampled_from([0.1, 1.0, 5.0, 30.0])  # up to scores far past exp's range
+
+
+def sample(n: int, d: int, d_k: int, seed: int, scale: float):
+    rng = np.random.default_rng(seed)
+    return rng.normal(0, scale, (n, d)), random_head(rng, d, d_k, None if seed % 2 else max(1, d_k - 1))
+
+
+@settings(max_examples=80, deadline=None)
+@given(sizes, seeds, scales, st.booleans())
+def test_every_row_sums_to_one_and_masked_weights_are_exactly_zero(shape, seed, scale, causal):
+    e, head = sample(*shape, seed, scale)
+    n = e.shape[0]
+    out = run_head(e, head, causal_mask(n) if causal else None)
+    np.testing.assert_allclose(out.weights.sum(axis=1), 1.0, atol=1e-12)
+    assert np.all(out.weights >= 0)
+    if causal:
+        assert np.all(out.weights[np.triu_indices(n, 1)] == 0.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes, seeds, st.integers(1, 5), st.booleans())
+def test_causal_prefix_invariance(shape, seed, extra, position):
+    """Appending tokens changes nothing for the earlier positions under the causal mask."""
+    n, d, d_k = shape
+    words, head = sample(n + extra, d, d_k, seed, 1.0)
+    full_e, short_e = input_embeddings(words, position), input_embeddings(words[:n], position)
+    full, _, full_prime = multi_head(full_e, [head], causal_mask(n + extra))
+    short, _, short_prime = multi_head(short_e, [head], causal_mask(n))
+    np.testing.assert_allclose(full[0].weights[:n, :n], short[0].weights, atol=1e-12)
+    np.testing.assert_allclose(full_prime[:n], short_prime, atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes, seeds, st.randoms(use_true_random=False))
+def test_without_mask_or_position_permuting_tokens_permutes_the_output(shape, seed, shuffler):
+    words, head = sample(*shape, seed, 1.0)
+    n = words.shape[0]
+    order = list(range(n))
+    shuffler.shuffle(order)
+    e = input_embeddings(words, position=False)
+    outs, _, e_prime = multi_head(e, [head], None)
+    p_outs, _, p_prime = multi_head(e[order], [head], None)
+    np.testing.assert_allclose(p_outs[0].weights, outs[0].weights[np.ix_(order, order)], atol=1e-12)
+    np.testing.assert_allclose(p_prime, e_prime[order], atol=1e-10)

@@ -1,0 +1,450 @@
+"""`attn inspect`: the JSON contract, the terminal view, stdin batches, exports, heads and every error path."""
+
+import io
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from rich.cells import cell_len
+from rich.console import Console
+
+from attn_cli import heads as heads_module
+from attn_cli import render
+from attn_cli.attention import Head, causal_mask, input_embeddings, positional_encoding, softmax
+from attn_cli.heads import load_head, read_meta, resolve_head, save_head
+from attn_cli.inspection import embeddings, key_rows, nearest_keys
+from attn_cli.results import WEIGHT_DIGITS, significant
+from attn_cli.vectors import Vectors
+from conftest import parse_json
+
+LESSON = "A fluffy blue creature roamed the verdant forest."
+LESSON_TOKENS = ["a", "fluffy", "blue", "creature", "roamed", "the", "verdant", "forest", "."]
+WIDE = {"COLUMNS": "100"}
+
+
+@pytest.fixture
+def no_shipped_heads(tmp_path, monkeypatch):
+    """Pretend no learned heads are installed, whatever data/heads holds."""
+    monkeypatch.setattr(heads_module, "SHIPPED_DIR", tmp_path / "no-heads")
+    monkeypatch.setattr(heads_module, "_fallback_said", False)
+
+
+def rng_head(name: str, d: int = 50, d_k: int = 4, d_v: int | None = None, seed: int = 0) -> Head:
+    rng = np.random.default_rng(seed)
+    w_v = rng.normal(0, 0.1, (d, d_v or d))
+    w_o = rng.normal(0, 0.1, (d_v, d)) if d_v else None
+    return Head(name, rng.normal(0, 0.2, (d, d_k)), rng.normal(0, 0.2, (d, d_k)), w_v, w_o)
+
+
+def write_npz(path, **arrays):
+    np.savez(path, **arrays)
+    return path
+
+
+# --- the JSON contract -------------------------------------------------------------------------
+
+
+def test_json_has_exactly_the_documented_keys_and_true_weights(run, glove):
+    out = parse_json(run("inspect", LESSON, "--head", "identity", "--json"))
+    assert set(out) == {"tokens", "mask", "position", "heads", "delta_norms"}
+    assert out["tokens"] == LESSON_TOKENS
+    assert out["mask"] == "causal" and out["position"] is True
+    [head] = out["heads"]
+    assert set(head) == {"name", "d_k", "weights"}
+    assert head["name"] == "identity" and head["d_k"] == 50
+    weights = np.array(head["weights"])
+    n = len(LESSON_TOKENS)
+    assert weights.shape == (n, n)
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, atol=1e-6)
+    assert np.all(weights[np.triu_indices(n, 1)] == 0)
+    # The identity head is attention by similarity: recompute it here with plain NumPy.
+    e = np.array([glove.get_vector(t) for t in LESSON_TOKENS]) + positional_encoding(n, 50)
+    scaled = np.where(causal_mask(n), e @ e.T / np.sqrt(50), -np.inf)
+    expected = np.exp(scaled - scaled.max(axis=1, keepdims=True))
+    expected /= expected.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(weights, expected, atol=1e-6)
+    np.testing.assert_allclose(out["delta_norms"], np.linalg.norm(expected @ e, axis=1), rtol=1e-5)
+
+
+def test_mask_none_and_no_position(run):
+    out = parse_json(run("inspect", "the river bank", "--head", "identity", "--mask", "none", "--no-position", "--json"))
+    assert out["mask"] == "none" and out["position"] is False
+    weights = np.array(out["heads"][0]["weights"])
+    assert np.all(weights > 0)  # every key is visible
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0, atol=1e-6)
+
+
+def test_rounded_rows_still_sum_to_one_for_long_sentences(run):
+    text = " ".join(["the cat sat on the mat and the dog ran to the park"] * 6)
+    out = parse_json(run("inspect", text, "--head", "identity", "--head", "random", "--mask", "none", "--json"))
+    for head in out["heads"]:
+        sums = np.array(head["weights"]).sum(axis=1)
+        assert np.max(np.abs(sums - 1)) < 1e-6
+
+
+def test_significant_digits_print_short():
+    assert significant(np.array([0.123456789, 1.0, -2.5e-9, 123456.7]), 6).tolist() == [0.123457, 1.0, -2.5e-09, 123457.0]
+    assert json.dumps(significant(np.array([0.42]), 7).tolist()) == "[0.42]"
+
+
+def test_stage_scores_carries_raw_scores_with_null_where_masked(run, glove):
+    out = parse_json(run("inspect", "one mole of carbon", "--head", "identity", "--stage", "scores", "--json"))
+    scores = out["heads"][0]["scores"]
+    e = input_embeddings(np.array([glove.get_vector(t) for t in out["tokens"]]))
+    raw = e @ e.T  # Q K^T for W_Q = W_K = I, before scaling
+    for i in range(4):
+        for j in range(4):
+            if j > i:
+                assert scores[i][j] is None
+            else:
+                assert scores[i][j] == pytest.approx(raw[i, j], rel=1e-5)
+
+
+def test_stage_masked_carries_scaled_scores(run, glove):
+    out = parse_json(run("inspect", "one mole of carbon", "--head", "identity", "--stage", "masked", "--mask", "none", "--json"))
+    e = input_embeddings(np.array([glove.get_vector(t) for t in out["tokens"]]))
+    np.testing.assert_allclose(np.array(out["heads"][0]["scores"], dtype=float), e @ e.T / np.sqrt(50), rtol=1e-5)
+
+
+def test_embeddings_are_input_and_output(run, glove):
+    out = parse_json(run("inspect", "a biopsy of the mole", "--head", "random", "--embeddings", "--json"))
+    e_in, e_out = np.array(out["embeddings"]["input"]), np.array(out["embeddings"]["output"])
+    words = np.array([glove.get_vector(t) for t in out["tokens"]])
+    np.testing.assert_allclose(e_in, words + positional_encoding(len(words), 50), atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(e_out - e_in, axis=1), out["delta_norms"], rtol=1e-4)
+
+
+def test_random_head_is_seeded_and_says_it_is_untrained(run):
+    a = run("inspect", LESSON, "--head", "random", "--json")
+    b = parse_json(run("inspect", LESSON, "--head", "random", "--seed", "0", "--json"))
+    c = parse_json(run("inspect", LESSON, "--head", "random", "--seed", "1", "--json"))
+    assert parse_json(a) == b and b != c
+    assert "untrained" in a.stderr
+    view = run("inspect", LESSON, "--head", "random", env=WIDE)
+    assert "untrained" in view.stdout
+
+
+def test_several_heads_add_up(run):
+    one = parse_json(run("inspect", LESSON, "--head", "identity", "--embeddings", "--json"))
+    two = parse_json(run("inspect", LESSON, "--head", "identity", "--head", "identity", "--embeddings", "--json"))
+    assert [h["name"] for h in two["heads"]] == ["identity", "identity"]
+    e = np.array(one["embeddings"]["input"])
+    np.testing.assert_allclose(np.array(two["embeddings"]["output"]) - e, 2 * (np.array(one["embeddings"]["output"]) - e), atol=1e-4)
+
+
+def test_unknown_words_skip_or_zero(run):
+    bad = run("inspect", "the cat xqzvw sat", "--head", "identity", "--json")
+    assert bad.exit_code == 2 and "xqzvw" in bad.stderr and bad.stdout == ""
+    skipped = parse_json(run("inspect", "the cat xqzvw sat", "--head", "identity", "--oov", "skip", "--json"))
+    assert skipped["tokens"] == ["the", "cat", "sat"]
+    zeroed = parse_json(run("inspect", "the cat xqzvw sat", "--head", "identity", "--oov", "zero", "--json"))
+    assert zeroed["tokens"] == ["the", "cat", "xqzvw", "sat"]
+
+
+# --- heads from files and the default heads -----------------------------------------------------
+
+
+def test_npz_head_with_low_rank_value_map(run, tmp_path):
+    path = tmp_path / "mine.npz"
+    save_head(rng_head("mine", d_v=5), path, {"description": "a test head"})
+    out = parse_json(run("inspect", LESSON, "--head", str(path), "--json"))
+    assert out["heads"][0]["name"] == "mine" and out["heads"][0]["d_k"] == 4
+    assert read_meta(path) == {"name": "mine", "d_k": 4, "description": "a test head"}
+    assert [p.name for p in tmp_path.iterdir()] == ["mine.npz"]  # the atomic write left no temporary file
+
+
+def test_a_saved_random_head_still_says_it_is_untrained(run, tmp_path):
+    head = resolve_head("random", 50, 3)
+    save_head(head, tmp_path / "noise.npz", head.meta)
+    result = run("inspect", LESSON, "--head", tmp_path / "noise.npz", "--json")
+    assert parse_json(result)["heads"][0]["name"] == "noise"
+    assert "untrained random weights in noise" in result.stderr
+
+
+def test_load_head_round_trip(tmp_path):
+    head = rng_head("x", d_v=3)
+    save_head(head, tmp_path / "x.npz", None)
+    back = load_head(tmp_path / "x.npz", 50)
+    for key in ("w_q", "w_k", "w_v", "w_o"):
+        np.testing.assert_array_equal(getattr(back, key), getattr(head, key))
+    assert back.name == "x" and back.trained
+
+
+def test_builtin_heads():
+    identity = resolve_head("identity", 7, 0)
+    assert np.array_equal(identity.w_q, np.eye(7)) and identity.d_k == 7
+    r0, r0b, r1 = resolve_head("random", 50, 0), resolve_head("random", 50, 0), resolve_head("random", 50, 1)
+    assert np.array_equal(r0.w_q, r0b.w_q) and not np.array_equal(r0.w_q, r1.w_q)
+    assert not r0.trained and r0.noise and "untrained" in r0.description
+    assert not identity.noise
+    assert abs(np.std(r0.w_q) - 1 / np.sqrt(50)) < 0.02  # initialised like a real model
+
+
+def test_default_heads_fall_back_to_identity_and_say_so(run, no_shipped_heads):
+    result = run("inspect", LESSON, "--json")
+    assert parse_json(result)["heads"][0]["name"] == "identity"
+    assert "identity" in result.stderr
+
+
+def test_default_heads_are_the_shipped_ones_when_present(run, tmp_path, monkeypatch):
+    monkeypatch.setattr(heads_module, "SHIPPED_DIR", tmp_path)
+    for name in heads_module.DEFAULT_HEADS:
+        save_head(rng_head(name), tmp_path / f"{name}.npz")
+    out = parse_json(run("inspect", LESSON, "--json"))
+    assert [h["name"] for h in out["heads"]] == heads_module.DEFAULT_HEADS
+    assert parse_json(run("inspect", LESSON, "--head", heads_module.DEFAULT_HEADS[0], "--json"))["heads"][0]["name"] == heads_module.DEFAULT_HEADS[0]
+
+
+BAD_HEADS = {
+    "missing keys": (dict(w_q=np.eye(50), w_k=np.eye(50)), "missing w_v"),
+    "wrong d": (dict(w_q=np.ones((40, 4)), w_k=np.ones((40, 4)), w_v=np.eye(50)), "d=50"),
+    "w_k unlike w_q": (dict(w_q=np.ones((50, 4)), w_k=np.ones((50, 3)), w_v=np.eye(50)), "w_k has shape"),
+    "low-rank w_v without w_o": (dict(w_q=np.ones((50, 4)), w_k=np.ones((50, 4)), w_v=np.ones((50, 5))), "without w_o"),
+    "w_o of the wrong shape": (dict(w_q=np.ones((50, 4)), w_k=np.ones((50, 4)), w_v=np.ones((50, 5)), w_o=np.ones((4, 50))), "w_o has shape"),
+    "not 2-d": (dict(w_q=np.ones(50), w_k=np.ones((50, 4)), w_v=np.eye(50)), "2-d"),
+    "integers": (dict(w_q=np.ones((50, 4), dtype=int), w_k=np.ones((50, 4)), w_v=np.eye(50)), "floats"),
+    "NaN": (dict(w_q=np.full((50, 4), np.nan), w_k=np.ones((50, 4)), w_v=np.eye(50)), "NaN"),
+    "infinity": (dict(w_q=np.ones((50, 4)), w_k=np.ones((50, 4)), w_v=np.full((50, 50), np.inf)), "infinite"),
+    "pickled objects": (dict(w_q=np.array([{"a": 1}], dtype=object), w_k=np.ones((50, 4)), w_v=np.eye(50)), "pickled"),
+    "meta not JSON": (dict(w_q=np.ones((50, 4)), w_k=np.ones((50, 4)), w_v=np.eye(50), meta=np.array("{nope")), "meta"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_HEADS)
+def test_bad_head_files_are_exit_2_naming_file_and_problem(run, tmp_path, case):
+    arrays, message = BAD_HEADS[case]
+    path = write_npz(tmp_path / "bad.npz", **arrays)
+    result = run("inspect", LESSON, "--head", str(path), "--json")
+    assert result.exit_code == 2, result.stderr
+    assert result.stdout == ""
+    assert str(path) in result.stderr and message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_corrupt_head_file_is_exit_1(run, tmp_path):
+    path = tmp_path / "broken.npz"
+    path.write_bytes(b"PK\x03\x04 this is not really a zip file")
+    result = run("inspect", LESSON, "--head", str(path), "--json")
+    assert result.exit_code == 1 and "cannot read" in result.stderr and str(path) in result.stderr
+
+
+@pytest.mark.parametrize("spec, message", [("nonsense", "unknown head"), ("missing/head.npz", "no such head file")])
+def test_bad_head_specs(run, spec, message):
+    result = run("inspect", LESSON, "--head", spec, "--json")
+    assert result.exit_code == 2 and message in result.stderr
+
+
+# --- other error paths ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((LESSON, "--max-tokens", "5"), "more than --max-tokens 5"),
+        ((LESSON, "--focus", "tiger"), "--focus 'tiger' is not one of the tokens"),
+        ((LESSON, "--focus", "9"), "out of range"),
+        (("",), "no words"),
+        (("the cat", "--json", "--jsonl"), "exclude each other"),
+        (("the cat", "--json", "--svg", "x.svg"), "do not combine"),
+        (("the cat", "--mask", "sideways"), "sideways"),
+        (("the cat", "--stage", "everything"), "everything"),
+        (("the cat", "--neighbors", "-1"), "--neighbors"),
+    ],
+)
+def test_usage_errors_are_exit_2(run, args, message):
+    result = run("inspect", *args, "--head", "identity")
+    assert result.exit_code == 2
+    assert message in result.stderr or message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_max_tokens_default_refuses_huge_input(run):
+    result = run("inspect", "word " * 600, "--head", "identity", "--json")
+    assert result.exit_code == 2 and "600 tokens" in result.stderr
+
+
+# --- the terminal view -------------------------------------------------------------------------
+
+
+def text_of(*renderables, width: int = 100) -> str:
+    out = io.StringIO()
+    console = Console(file=out, width=width, color_system=None)
+    for r in renderables:
+        console.print(r)
+    return out.getvalue()
+
+
+def test_heatmap_labels_cells_and_marks_masked_cells():
+    matrix = np.array([[1.0, np.nan], [0.25, 0.75]])
+    lines = text_of(render.Heatmap(matrix, ["cat", "sat"], ["cat", "sat"]), width=40).splitlines()
+    assert lines[0].split() == ["query", "↓", "key", "→", "cat", "sat"]
+    assert lines[1].split() == ["cat", "1.0", "·"]
+    assert lines[2].split() == ["sat", ".25", ".75"]
+
+
+def test_heatmap_degrades_to_top_entries_when_too_wide():
+    n = 30
+    labels = [f"word{i}" for i in range(n)]
+    weights = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]
+    shown = text_of(render.Heatmap(np.where(causal_mask(n), weights, np.nan), labels, labels), width=60)
+    assert "do not fit in 60 characters" in shown
+    assert all(len(line) <= 60 for line in shown.splitlines())
+    assert "word0 1.0" in shown
+
+
+def test_human_view_shows_tokens_heatmap_and_shift_table(run):
+    result = run("inspect", "one mole of carbon dioxide", "--head", "identity", env=WIDE)
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert "tokens 0:one 1:mole 2:of 3:carbon 4:dioxide" in out
+    assert "head identity" in out and "query ↓ key →" in out
+    assert "·" in out  # the masked cells
+    assert "‖ΔE‖" in out and "nearest to E′" in out
+    assert "\x1b[" not in out  # not a terminal: no colour codes
+
+
+def test_human_view_transpose_focus_and_stages(run):
+    transposed = run("inspect", LESSON, "--head", "identity", "--transpose", env=WIDE).stdout
+    assert "key ↓ query →" in transposed
+    focused = run("inspect", LESSON, "--head", "identity", "--focus", "creature", env=WIDE).stdout
+    assert "what 'creature' (#3) attends to" in focused and "−∞ masked" in focused and "score/√d_k" in focused
+    by_index = run("inspect", LESSON, "--head", "identity", "--focus", "-1", env=WIDE).stdout
+    assert "what '.' (#8) attends to" in by_index
+    scores = run("inspect", LESSON, "--head", "identity", "--stage", "scores", env=WIDE).stdout
+    assert "before scaling" in scores
+    masked = run("inspect", LESSON, "--head", "identity", "--stage", "masked", env=WIDE).stdout
+    assert "√d_k with the mask applied" in masked
+
+
+def test_neighbors_zero_skips_them(run):
+    out = run("inspect", LESSON, "--head", "identity", "--neighbors", "0", env=WIDE).stdout
+    assert "nearest" not in out and "‖ΔE‖" in out
+
+
+def test_wide_input_says_it_degrades(run):
+    text = " ".join(["the quick brown fox jumps over the lazy dog"] * 4)
+    result = run("inspect", text, "--head", "identity", "--neighbors", "0", env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    assert "do not fit in 80 characters" in result.stdout
+
+
+# --- stdin batches -----------------------------------------------------------------------------
+
+BATCH = "the cat sat\n\nthe xqzvw sat\n" + "word " * 20 + "\none mole of carbon dioxide\n"
+
+
+def test_jsonl_batch_keeps_going_past_bad_lines(run):
+    result = run("inspect", "-", "--head", "identity", "--jsonl", "--max-tokens", "10", input=BATCH)
+    assert result.exit_code == 2
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(rows) == 5
+    assert rows[0]["tokens"] == ["the", "cat", "sat"]
+    assert rows[1] == {"line": 2, "error": "no words in the input"}
+    assert rows[2]["line"] == 3 and "xqzvw" in rows[2]["error"]
+    assert rows[3]["line"] == 4 and "--max-tokens" in rows[3]["error"]
+    assert rows[4]["tokens"][1] == "mole"
+    assert "3 of 5 lines failed" in result.stderr
+
+
+def test_jsonl_all_good_is_exit_0(run):
+    result = run("inspect", "-", "--head", "identity", "--jsonl", input="the cat sat\na dog ran\n")
+    assert result.exit_code == 0
+    assert [json.loads(line)["tokens"][1] for line in result.stdout.splitlines()] == ["cat", "dog"]
+
+
+def test_json_batch_is_an_array(run):
+    result = run("inspect", "-", "--head", "identity", "--json", input="the cat sat\n\n")
+    assert result.exit_code == 2
+    items = json.loads(result.stdout)
+    assert items[0]["tokens"] == ["the", "cat", "sat"] and items[1] == {"line": 2, "error": "no words in the input"}
+
+
+def test_human_batch_shows_each_sentence(run):
+    result = run("inspect", "-", "--head", "identity", "--neighbors", "0", input="the cat sat\n\na dog ran\n", env=WIDE)
+    assert result.exit_code == 2
+    assert "line 1" in result.stdout and "line 3" in result.stdout
+    assert "line 2: no words" in result.stderr
+
+
+# --- exports -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flag, marker", [("--svg", "<svg"), ("--html", "<html")])
+def test_exports_write_what_was_shown_and_never_overwrite(run, tmp_path, flag, marker):
+    path = tmp_path / f"view{flag[1:]}"
+    result = run("inspect", LESSON, "--head", "identity", flag, path, env=WIDE)
+    assert result.exit_code == 0
+    saved = path.read_text()
+    assert marker in saved and "creature" in saved
+    path.write_text("mine")
+    again = run("inspect", LESSON, "--head", "nonsense", flag, path)  # the file is checked before any work
+    assert again.exit_code == 2 and "exists" in again.stderr and path.read_text() == "mine"
+    forced = run("inspect", LESSON, "--head", "identity", flag, path, "--force")
+    assert forced.exit_code == 0 and marker in path.read_text()
+
+
+def test_key_rows_scan_and_index_agree(glove):
+    tokens = ["the", "verdant", "xqzvw", "forest", "the"]
+    fresh = Vectors(glove.index_to_key, glove.vectors)  # no key index built yet: scans
+    scanned = key_rows(tokens, fresh)
+    assert "key_to_index" not in vars(fresh)
+    assert scanned == [glove.key_to_index.get(t) for t in tokens]
+    assert scanned[2] is None
+
+
+def test_machine_output_never_imports_rich_gensim_or_scipy():
+    code = (
+        "import sys\nfrom attn_cli.cli import app\n"
+        "try:\n    app(['inspect', '-', '--head', 'random', '--jsonl'], prog_name='attn')\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('rich', 'gensim', 'scipy')), file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], input="the cat sat\n", capture_output=True, text=True, timeout=60)
+    assert json.loads(done.stdout)["tokens"] == ["the", "cat", "sat"]
+    assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_wide_characters_keep_the_grid_aligned():
+    labels = ["東京", "is", "big"]
+    matrix = np.where(causal_mask(3), 1 / 3, np.nan)
+    lines = text_of(render.Heatmap(matrix, labels, labels), width=60).splitlines()
+    assert len({cell_len(line.rstrip("\n")) for line in lines}) == 1
+    assert render.abbreviate("東京タワー", 5) == "東京…"
+
+
+def test_nearest_keys_by_cosine_leave_the_token_out(glove):
+    rows = np.array([glove.get_vector("forest"), np.zeros(50)])
+    own = [glove.key_to_index["forest"], -1]
+    near = nearest_keys(rows, own, glove.unit, 3)
+    sims = glove.unit @ (rows[0] / np.linalg.norm(rows[0]))
+    sims[own[0]] = -np.inf
+    assert near[0] == list(np.argsort(-sims)[:3]) and near[1] == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(arrays(np.float64, st.integers(1, 600), elements=st.floats(-40, 40)))
+def test_rounded_weights_keep_rows_summing_to_one(scores):
+    rounded = significant(softmax(scores), WEIGHT_DIGITS)
+    assert abs(rounded.sum() - 1) < 1e-6
+
+
+@pytest.mark.parametrize("n", [1, 9, 64, 65, 600])
+def test_cached_positions_equal_input_embeddings(n):
+    words = np.random.default_rng(n).normal(size=(n, 50))
+    np.testing.assert_array_equal(embeddings(words, True), input_embeddings(words, True))
+    np.testing.assert_array_equal(embeddings(words, False), input_embeddings(words, False))
+
+
+def test_saved_head_files_get_ordinary_permissions(tmp_path):
+    import os
+
+    umask = os.umask(0o022)
+    try:
+        save_head(rng_head("p"), tmp_path / "p.npz")
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "p.npz").stat().st_mode & 0o777 == 0o644
