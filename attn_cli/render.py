@@ -19,7 +19,7 @@ def signed_bar(value: float, scale: float, width: int = 12) -> Text:
     """A bar that grows left (red) for negative values and right (green) for positive ones."""
     fraction = 0.0 if scale <= 0 else min(abs(value) / scale, 1.0)
     cells = round(fraction * width)
-    left = " " * (width - cells) + ("█" * cells if value < 0 else "")
+    left = " " * (width - cells) + ("█" if value < 0 else " ") * cells
     right = "█" * cells if value > 0 else ""
     text = Text(left, style="red")
     text.append("│", style="dim")
@@ -55,7 +55,404 @@ def vectors_info(info: results.VectorsInfo) -> Table:
 # --- softmax / analogy / similarity --------------------------------------------------------
 
 
+def fmt_probability(p: float) -> str:
+    """Four decimals; a tiny but nonzero value in scientific notation, never a misleading 0.0000."""
+    if p == 0:
+        return "0"
+    return f"{p:.4f}" if p >= 5e-5 else f"{p:.2e}"
+
+
+def fmt_log(x: float) -> str:
+    return f"{x:.4f}" if abs(x) < 1e6 else f"{x:.4g}"
+
+
+def softmax_view(result: results.SoftmaxResult):
+    import math
+    from math import fsum
+
+    from rich.console import Group
+
+    t = result.temperature
+    exp_header = "exp(x - max)" if t == 1 else "argmax (T = 0)" if t == 0 else f"exp((x - max) / {t:g})"
+    table = Table(box=box.SIMPLE)
+    table.add_column("value", justify="right")
+    table.add_column(exp_header, justify="right")
+    table.add_column("probability", justify="right")
+    table.add_column("")
+    if result.log_probabilities is not None:
+        table.add_column("log p", justify="right")
+    logs = result.log_probabilities or [None] * len(result.values)
+    for value, e, p, lp in zip(result.values, result.exps, result.probabilities, logs):
+        row = [f"{value:.6g}", fmt_probability(e), fmt_probability(p), bar(p)]
+        table.add_row(*row, *([fmt_log(lp)] if lp is not None else []))
+    total = f"probabilities sum to {fsum(result.probabilities):.6f}"
+    winners = sum(e > 0 for e in result.exps)
+    if t == 0 or any(v == math.inf for v in result.values):
+        why = "T = 0: argmax" if t == 0 else "+inf takes all"
+        summary = Text(f"{why}, {winners} value{'s' if winners > 1 else ''} share the mass equally; {total}")
+    else:
+        summary = Text(f"sum of exp = {result.total:.6g}{f' (T = {t:g})' if t != 1 else ''}; {total}")
+    return Group(table, summary)
+
+
+ALIGNMENT_WORDS = {"aligned": "aligned (positive)", "unrelated": "unrelated (near zero)", "opposed": "opposed (negative)"}
+
+
+def analogy_verdicts(result: results.AnalogyResult) -> list[str]:
+    """The pattern, in words, exactly as the numbers came out."""
+    dot = {p.key: p.dot for p in result.probes}
+    lines = []
+    if result.plural_above_singular is not None:
+        n = len(result.pairs)
+        if result.plural_above_singular:
+            lines.append(f"Every plural scored above its singular ({n} of {n} pairs).")
+        else:
+            misses = [pair.split("/") for pair in result.plural_exceptions]
+            detail = ", ".join(f"{p} {dot[p]:.2f} <= {s} {dot[s]:.2f}" for s, p in misses)
+            lines.append(f"Not every plural scored above its singular: {len(misses)} of {n} pairs did not ({detail}).")
+    if result.numbers_increasing is not None:
+        chain = " < ".join(result.numbers)
+        if result.numbers_increasing:
+            values = " < ".join(f"{dot[w]:.2f}" for w in result.numbers)
+            lines.append(f"{chain} held: {values}.")
+        else:
+            steps = [step.split("/") for step in result.numbers_breaks]
+            detail = ", ".join(f"{u} {dot[u]:.2f} >= {v} {dot[v]:.2f}" for u, v in steps)
+            lines.append(f"{chain} did not hold: it broke at {detail}.")
+    return lines
+
+
+def probe_tables(result: results.AnalogyResult) -> list:
+    dot = {p.key: p.dot for p in result.probes}
+    scale = max((abs(v) for v in dot.values()), default=0.0)
+    tables = []
+    if result.pairs:
+        tables.append(Text("d · E(word), singular and plural side by side:"))
+        pairs = Table(box=box.SIMPLE)
+        for name in ("singular", "d · E", "", "plural", "d · E", ""):
+            pairs.add_column(name, justify="right" if name == "d · E" else "left")
+        for s, p in result.pairs:
+            pairs.add_row(s, f"{dot[s]:.2f}", signed_bar(dot[s], scale, 7), p, f"{dot[p]:.2f}", signed_bar(dot[p], scale, 7))
+        tables.append(pairs)
+    in_pairs = {w for pair in result.pairs for w in pair}
+    rest = [p for p in result.probes if p.key not in in_pairs]
+    if rest:
+        tables.append(Text("d · E(word):" if not result.pairs else "d · E(word), the other probes:"))
+        others = Table(box=box.SIMPLE)
+        others.add_column("word")
+        others.add_column("d · E", justify="right")
+        others.add_column("")
+        for p in rest:
+            others.add_row(p.key, f"{p.dot:.2f}", signed_bar(p.dot, scale, 7))
+        tables.append(others)
+    return tables
+
+
+def ranked_table(title: str, rows: list[tuple[str, float]], score: str):
+    from rich.console import Group
+
+    table = Table(box=box.SIMPLE)
+    table.add_column("#", justify="right", style="dim")
+    table.add_column("key")
+    table.add_column(score, justify="right")
+    for i, (key, value) in enumerate(rows, 1):
+        table.add_row(str(i), key, f"{value:.4f}")
+    return Group(Text(title), table)
+
+
+def analogy_view(result: results.AnalogyResult):
+    from rich.console import Group
+
+    parts = [Text(f"d = E({result.a}) - E({result.b}), |d| = {result.norm:.4f}", style="bold")]
+    parts += probe_tables(result)
+    parts += [Text(line) for line in analogy_verdicts(result)]
+    if result.neighbors:
+        title = f"Nearest keys to d by cosine ({result.a} and {result.b} left out):"
+        parts.append(ranked_table(title, [(n.key, n.cosine) for n in result.neighbors], "cosine"))
+    if result.c is not None:
+        a, b, c = result.a, result.b, result.c
+        how = "3CosMul" if result.method == "cosmul" else "3CosAdd"
+        title = f"{b} is to {a} as {c} is to ?  ({how}: +{a} +{c} -{b}; input words left out):"
+        rows = [(x.key, x.similarity) for x in result.answers or []]
+        parts.append(ranked_table(title, rows, "similarity") if rows else Text(title))
+    return Group(*parts)
+
+
+def similarity_view(result: results.SimilarityResult):
+    from rich.console import Group
+
+    norms = Text("norms: " + ", ".join(f"|{w}| = {n:.3f}" for w, n in zip(result.words, result.norms)), style="dim")
+    if len(result.pairs) == 1:
+        p = result.pairs[0]
+        line = Text(f"{p.a} · {p.b} = {p.dot:.4f}   cosine = {p.cosine:.4f}   {ALIGNMENT_WORDS[p.alignment]}")
+        return Group(line, norms)
+    table = Table(box=box.SIMPLE)
+    for name in ("a", "b", "dot", "cosine", "", "alignment"):
+        table.add_column(name, justify="right" if name in ("dot", "cosine") else "left", no_wrap=True)
+    for p in result.pairs:
+        table.add_row(p.a, p.b, f"{p.dot:.4f}", f"{p.cosine:.4f}", signed_bar(p.cosine, 1.0, width=6), ALIGNMENT_WORDS[p.alignment])
+    return Group(table, norms)
+
+
 # --- inspect -------------------------------------------------------------------------------
+
+LOW, HIGH = (24, 28, 60), (250, 215, 50)  # weight 0 -> dark blue, weight 1 -> yellow
+NEUTRAL, NEGATIVE, POSITIVE = (40, 40, 40), (215, 48, 39), (49, 130, 189)  # diverging scale for scores
+MASKED = "·"
+LABEL_WIDTH = 8  # column labels longer than this are abbreviated
+ROW_LABEL_WIDTH = 13
+TOP_KEYS = 3  # keys per row listed when the grid does not fit
+STAGE_CAPTIONS = {
+    "scores": "Q·Kᵀ before scaling (· = hidden by the mask in the next step)",
+    "masked": "Q·Kᵀ / √d_k with the mask applied (· = −∞, gets weight exactly 0)",
+    "weights": "softmax over each query's row: each row sums to 1 (· = masked, weight exactly 0)",
+}
+
+
+def abbreviate(label: str, width: int, align: str = "") -> str:
+    """`label` in `width` terminal cells ("…" where cut; wide characters count twice), padded if aligned."""
+    from rich.cells import cell_len, set_cell_size
+
+    if cell_len(label) > width:
+        label = set_cell_size(label, max(width - 1, 0)).rstrip() + "…"
+    pad = " " * max(width - cell_len(label), 0)
+    return {"left": label + pad, "right": pad + label}.get(align, label)
+
+
+def cells(labels: list[str]) -> int:
+    from rich.cells import cell_len
+
+    return max((cell_len(s) for s in labels), default=1)
+
+
+def weight_text(w: float) -> str:
+    """'.42' for a weight; '1.0' when it rounds to 1."""
+    return "1.0" if w >= 0.995 else f"{w:.2f}"[1:]
+
+
+def score_text(x: float) -> str:
+    return f"{x:.1f}" if abs(x) < 9.95 else f"{x:.0f}"
+
+
+class Heatmap:
+    """A matrix as a grid of coloured cells with labelled rows and columns; NaN cells are masked.
+
+    `kind` is "weights" (values in [0, 1], one sequential scale) or "scores" (any sign, a
+    diverging scale around 0). When the grid is wider than the console it lists each row's
+    largest entries instead, and says so.
+    """
+
+    def __init__(self, matrix, row_labels: list[str], col_labels: list[str], *, kind: str = "weights", corner: str = "query ↓ key →"):
+        import numpy as np
+
+        self.matrix = np.asarray(matrix, dtype=np.float64)  # [rows, cols], NaN = masked
+        self.row_labels = row_labels
+        self.col_labels = col_labels
+        self.kind = kind
+        self.corner = corner
+        finite = self.matrix[np.isfinite(self.matrix)]
+        self.span = float(np.max(np.abs(finite))) if finite.size else 1.0  # diverging scale's end
+        self.cells = [[self.cell_text(x) for x in row] for row in self.matrix.tolist()]
+        self.cell_width = max([len(c) for row in self.cells for c in row] + [3])
+        self.label_width = min(max(cells(row_labels), cells([corner])), ROW_LABEL_WIDTH)
+
+    def cell_text(self, x: float) -> str:
+        if x != x:  # NaN: masked
+            return MASKED
+        return weight_text(x) if self.kind == "weights" else score_text(x)
+
+    def column_width(self, max_width: int) -> int | None:
+        """The widest column (up to LABEL_WIDTH + 1) that fits, or None when even the narrowest does not."""
+        widest = max(self.cell_width, min(cells(self.col_labels), LABEL_WIDTH)) + 1
+        for width in range(widest, self.cell_width, -1):
+            if self.label_width + 1 + width * len(self.col_labels) <= max_width:
+                return width
+        return None
+
+    def colour(self, x: float):
+        from rich.color import Color, blend_rgb
+        from rich.color_triplet import ColorTriplet
+
+        if self.kind == "weights":
+            rgb = blend_rgb(ColorTriplet(*LOW), ColorTriplet(*HIGH), min(max(x, 0.0), 1.0))
+            return Color.from_triplet(rgb), x > 0.55
+        end = POSITIVE if x >= 0 else NEGATIVE
+        amount = min(abs(x) / self.span, 1.0) if self.span > 0 else 0.0
+        return Color.from_triplet(blend_rgb(ColorTriplet(*NEUTRAL), ColorTriplet(*end), amount)), False
+
+    def __rich_measure__(self, console, options):
+        from rich.measure import Measurement
+
+        full = self.label_width + 1 + (self.cell_width + 1) * len(self.col_labels)
+        return Measurement(min(full, 40), full + LABEL_WIDTH * len(self.col_labels))
+
+    def __rich_console__(self, console, options):
+        width = self.column_width(options.max_width)
+        if width is None:
+            yield from self.top_entries(options.max_width)
+            return
+        yield from self.grid(width)
+
+    def grid(self, width: int):
+        from rich.segment import Segment
+        from rich.style import Style
+
+        dim = Style(dim=True)
+        yield Segment(abbreviate(self.corner, self.label_width, "left") + " ", dim)
+        for label in self.col_labels:
+            yield Segment(abbreviate(label, width - 1, "right") + " ", Style(bold=True))
+        yield Segment.line()
+        for label, row, texts in zip(self.row_labels, self.matrix.tolist(), self.cells):
+            yield Segment(abbreviate(label, self.label_width, "left") + " ", Style(bold=True))
+            for x, text in zip(row, texts):
+                if x != x:
+                    yield Segment(text.rjust(width - 1), dim)
+                else:
+                    background, dark_text = self.colour(x)
+                    yield Segment(text.rjust(width - 1), Style(bgcolor=background, color="black" if dark_text else "white"))
+                yield Segment(" ")
+            yield Segment.line()
+
+    def top_entries(self, max_width: int):
+        """Each row's largest entries as a list: what is left when the grid is too wide."""
+        import numpy as np
+        from rich.text import Text
+
+        yield Text(
+            f"{len(self.col_labels)} columns do not fit in {max_width} characters: "
+            f"showing the {TOP_KEYS} largest entries of each row instead (widen the terminal or use --json)",
+            style="yellow",
+        )
+        for label, row in zip(self.row_labels, self.matrix):
+            shown = np.where(np.isnan(row), -np.inf, row)
+            best = [j for j in np.argsort(-shown, kind="stable")[:TOP_KEYS] if np.isfinite(shown[j])]
+            line = Text(abbreviate(label, self.label_width, "left") + " → ", style="bold", no_wrap=True, overflow="ellipsis")
+            line.append(", ".join(f"{self.col_labels[j]} {self.cell_text(row[j])}" for j in best) or "(all masked)")
+            line.truncate(max_width, overflow="ellipsis")
+            yield line
+
+
+def token_list(result: results.InspectResult) -> Text:
+    text = Text("tokens ", style="bold")
+    for i, token in enumerate(result.tokens):
+        text.append(f"{i}:", style="dim")
+        text.append(token + " ")
+    return text
+
+
+def head_heading(head: results.HeadView, result: results.InspectResult, stage: str) -> Text:
+    mask = "causal mask" if result.mask == "causal" else "no mask"
+    text = Text(f"head {head.name}", style="bold cyan")
+    text.append(f"  d_k={head.d_k} · {mask} · {stage}", style="dim")
+    if head.description:
+        text.append(f"\n{head.description}", style="yellow" if head.noise else "dim")
+    return text
+
+
+def heatmap(head: results.HeadView, tokens: list[str], stage: str, transpose: bool) -> Heatmap:
+    matrix = head.stage_matrix(stage)
+    kind = "weights" if stage == "weights" else "scores"
+    if transpose:
+        return Heatmap(matrix.T, tokens, tokens, kind=kind, corner="key ↓ query →")
+    return Heatmap(matrix, tokens, tokens, kind=kind)
+
+
+def focus_table(head: results.HeadView, tokens: list[str], i: int) -> Table:
+    """Query i's row: the scaled scores and the softmax distribution they become."""
+    table = Table(box=box.SIMPLE, title=f"what {tokens[i]!r} (#{i}) attends to, head {head.name}", title_justify="left")
+    table.add_column("key")
+    table.add_column("score/√d_k", justify="right")
+    table.add_column("weight", justify="right")
+    table.add_column("softmax")
+    for j, token in enumerate(tokens):
+        if head.allowed is not None and not head.allowed[i, j]:
+            table.add_row(Text(f"{j}:{token}", style="dim"), Text("−∞ masked", style="dim"), Text("0", style="dim"), "")
+            continue
+        w = float(head.weights[i, j])
+        table.add_row(f"{j}:{token}", f"{head.scaled[i, j]:.3f}", f"{w:.3f}", bar(w))
+    return table
+
+
+def shift_table(result: results.InspectResult) -> Table:
+    """How far each token's embedding moved: E -> E' = E + Delta E."""
+    table = Table(box=box.SIMPLE, title="embedding shift E → E′ = E + ΔE (all heads)", title_justify="left")
+    table.add_column("token")
+    table.add_column("‖E‖", justify="right")
+    table.add_column("‖ΔE‖", justify="right")
+    table.add_column("cos(E, E′)", justify="right")
+    neighbors = result.near_input is not None
+    if neighbors:
+        table.add_column("nearest to E")
+        table.add_column("nearest to E′")
+        table.caption = "nearest keys by cosine over the vocabulary, the token itself left out"
+    for i, token in enumerate(result.tokens):
+        row = [token, f"{result.input_norms[i]:.2f}", f"{result.delta_norms[i]:.2f}", f"{result.cosines[i]:.3f}"]
+        if neighbors:
+            before, after = result.near_input[i], result.near_output[i]
+            row.append(", ".join(before))
+            moved = Text()
+            for k, key in enumerate(after):
+                moved.append(key, style="" if key in before else "bold green")
+                moved.append(", " if k < len(after) - 1 else "")
+            row.append(moved)
+        table.add_row(*row)
+    return table
+
+
+def inspect_view(result: results.InspectResult, *, stage: str = "weights", transpose: bool = False, focus: int | None = None) -> list:
+    """Everything `attn inspect` shows for one sentence, in order."""
+    from rich.rule import Rule
+
+    parts: list = [token_list(result)]
+    if result.unknown:
+        parts.append(Text(f"without a vector: {', '.join(dict.fromkeys(result.unknown))}", style="yellow"))
+    position = "word vector + sinusoidal position" if result.position else "word vector only (--no-position)"
+    parts.append(Text(f"E = {position}; {STAGE_CAPTIONS[stage]}", style="dim"))
+    for head in result.heads:
+        parts.append(Rule(style="dim"))
+        parts.append(head_heading(head, result, stage))
+        parts.append(heatmap(head, result.tokens, stage, transpose))
+        if focus is not None:
+            parts.append(focus_table(head, result.tokens, focus))
+    parts.append(Rule(style="dim"))
+    parts.append(shift_table(result))
+    return parts
+
 
 
 # --- heads ---------------------------------------------------------------------------------
+
+
+def _figure(value) -> str:
+    return "-" if value is None or value != value else f"{value:.2f}"
+
+
+def heads_list(result: results.HeadsList) -> Table:
+    table = Table(box=box.SIMPLE, title=f"attention heads (d = {result.dimension}; default: {' + '.join(result.default)})")
+    table.add_column("head", style="bold")
+    table.add_column("d_k", justify="right")
+    table.add_column("learned")
+    table.add_column("what it does / recorded metric")
+    for head in result.heads:
+        about = Text(head.description)
+        if head.summary:
+            about.append("\n" + head.summary, style="green")
+        table.add_row(head.name, str(head.d_k), "yes" if head.trained else "no", about)
+    return table
+
+
+def head_trained(result: results.HeadTrained) -> Table:
+    table = Table(box=box.SIMPLE, show_header=False, title=f"trained {result.path}")
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("links", f"{result.links:,} ({result.train_sentences} sentences trained on, {result.heldout_sentences} held out)")
+    table.add_row("d_k / steps / seed / mask", f"{result.d_k} / {result.steps} / {result.seed} / {result.mask}")
+    table.add_row("final training loss", f"{result.final_loss:.4f}")
+    if result.heldout:
+        top, weight = result.heldout["top_on_key"], result.heldout["key_weight"]
+        table.add_row("held-out: top weight on a linked key", Text(f"{_figure(top)} ").append(bar(top, 16)))
+        table.add_row("held-out: weight on linked keys", Text(f"{_figure(weight)} ").append(bar(weight, 16)))
+        table.add_row("held-out linked queries", str(result.heldout["queries"]))
+    else:
+        table.add_row("held-out", "no sentences held out (--holdout 0): nothing measured")
+    return table

@@ -1,3 +1,140 @@
-"""`attn heads`."""
+"""`attn heads list|train`."""
 
-from attn_cli.cli.app import app  # noqa: F401
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from attn_cli.cli.app import ForceOpt, JsonOpt, LimitOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors
+from attn_cli.errors import InputError
+from attn_cli.output import console, write_json
+
+heads_app = typer.Typer(help="List the attention heads, or train your own from labelled links.", no_args_is_help=True)
+app.add_typer(heads_app, name="heads")
+
+
+class TrainMask(str, Enum):
+    causal = "causal"
+    none = "none"
+
+
+@heads_app.command("list")
+def list_heads(
+    vectors: VectorsOpt = None,
+    limit: LimitOpt = None,
+    trust_pickle: TrustOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Every head `inspect --head` accepts: built-in ones and the shipped learned ones, with d_k and metrics."""
+    from attn_cli import heads
+    from attn_cli.results import HeadInfo, HeadsList
+
+    d = load_vectors(vectors, limit, trust_pickle).vector_size
+    rows = []
+    for name in heads.BUILT_IN:
+        head = heads.resolve_head(name, d)
+        rows.append(HeadInfo(name, "built-in", head.d_k, False, head.description, None, {}))
+    for path in heads.shipped_heads():
+        meta = heads.read_meta(path)
+        try:
+            head = heads.load_head(path, d, name=path.stem)
+            d_k, description = head.d_k, head.description
+        except InputError:  # shipped for other vectors: list it, and say why inspect cannot use it
+            d_k, description = int(meta.get("d_k", 0)), f"{meta.get('description', '')} (does not fit vectors with d = {d})"
+        rows.append(HeadInfo(
+            path.stem, str(path), d_k, bool(meta.get("trained", True)), description,
+            meta.get("summary"), meta.get("metrics", {}),
+        ))
+    result = HeadsList(dimension=d, default=list(heads.DEFAULT_HEADS), heads=rows)
+    if json:
+        write_json(result.to_dict())
+    else:
+        from attn_cli import render
+
+        console().print(render.heads_list(result))
+
+
+class TrainProgress:
+    """An Adam-step bar on stderr, drawn only on a terminal."""
+
+    def __init__(self, steps: int):
+        self.steps, self.bars, self.task = steps, None, None
+
+    def __enter__(self):
+        if sys.stderr.isatty():
+            from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+            columns = (TextColumn("training"), BarColumn(), TaskProgressColumn(), TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn())
+            self.bars = Progress(*columns, console=console(stderr=True), transient=True)
+            self.bars.__enter__()
+            self.task = self.bars.add_task("train", total=self.steps, loss="-")
+        return self
+
+    def __call__(self, step: int, loss: float) -> None:
+        if self.bars is not None:
+            self.bars.update(self.task, completed=step, loss=f"{loss:.4f}")
+
+    def __exit__(self, *exc):
+        if self.bars is not None:
+            self.bars.__exit__(*exc)
+
+
+@heads_app.command("train")
+def train(
+    links: Annotated[Path, typer.Argument(help="Labelled links: sentence<TAB>query word<TAB>key word per line; '#' comments.", show_default=False)],
+    out: Annotated[Path, typer.Argument(help="The .npz head file to write.", show_default=False)],
+    d_k: Annotated[int, typer.Option("--d-k", min=1, max=512, help="Size of queries and keys.")] = 16,
+    steps: Annotated[int, typer.Option("--steps", min=1, help="Adam steps on W_Q, W_K.")] = 300,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the initial weights and of the held-out split.")] = 0,
+    holdout: Annotated[float, typer.Option("--holdout", min=0.0, max=0.9, help="Share of sentences held out to measure the head.")] = 0.2,
+    mask: Annotated[TrainMask, typer.Option("--mask", help="Train under the causal mask (keys must precede their query) or none.")] = TrainMask.causal,
+    vectors: VectorsOpt = None,
+    limit: LimitOpt = None,
+    trust_pickle: TrustOpt = False,
+    force: ForceOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Train a head whose queries attend to the keys your links name; print its held-out metric.
+
+    Each linked query word should attend to its key words (several lines may give one query
+    several keys); every other token is trained to attend to itself. The value map is then
+    fitted so a linked query moves toward its keys' vectors.
+    """
+    from attn_cli import heads, training
+    from attn_cli.results import HeadTrained
+
+    out = out.expanduser()
+    if out.suffix != ".npz":
+        raise InputError(f"{out}: the head file must end in .npz")
+    check_new_file(out, force)  # before training, not after it
+    all_links = training.read_links(links)
+    word_vectors = load_vectors(vectors, limit, trust_pickle)
+    train_links, held_links = training.split_sentences(all_links, holdout, seed)
+    config = training.TrainConfig(d_k=d_k, steps=steps, seed=seed, mask=mask.value)
+    train_ex = training.links_to_examples(train_links, word_vectors, mask.value, str(links))
+    held_ex = training.links_to_examples(held_links, word_vectors, mask.value, str(links)) if held_links else []
+    with TrainProgress(steps) as progress:
+        head = training.train_link_head(out.stem, train_ex, config, progress)
+    final_loss = training.attention_loss(head.w_q, head.w_k, training.make_batches(train_ex, config.self_weight), config.l2)[0]
+    metrics = training.link_metrics(head, held_ex) if held_ex else {}
+    summary = (
+        f"held-out: top weight on a linked key {metrics['top_on_key']:.2f}, weight on linked keys {metrics['key_weight']:.2f}"
+        if held_ex else "no held-out sentences"
+    )
+    meta = {
+        "description": f"trained by `attn heads train` from {links.name} ({len(train_ex)} sentences, mask {mask.value})",
+        "summary": summary, "metrics": metrics, "mask": mask.value, "seed": seed, "steps": steps, "trained": True,
+    }
+    heads.save_head(head, out, meta)
+    result = HeadTrained(
+        path=str(out), d_k=d_k, steps=steps, seed=seed, mask=mask.value, links=len(all_links),
+        train_sentences=len(train_ex), heldout_sentences=len(held_ex), final_loss=final_loss, heldout=metrics,
+    )
+    if json:
+        write_json(result.to_dict())
+    else:
+        from attn_cli import render
+
+        console().print(render.head_trained(result))

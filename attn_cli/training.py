@@ -1,0 +1,406 @@
+"""Training small attention heads on static word vectors, in plain NumPy.
+
+A head's W_Q, W_K are learned from *links*: "in this sentence, this query word should attend
+to this key word". Each linked query row gets a target distribution (uniform over its keys);
+every other row should attend to itself. The loss is the cross-entropy between the target
+rows and softmax(Q K^T / sqrt(d_k)) under the mask, minimised with Adam on the gradient
+written out below (`attention_loss`; tests check it against finite differences).
+The value map W_V is then fitted in closed form (ridge regression) with the attention fixed.
+
+Shape letters: b = sentences in a batch, n = tokens (padded), d = d_model, d_k = query/key size.
+"""
+
+import csv
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from attn_cli.attention import Head, causal_mask, input_embeddings, multi_head, run_head
+from attn_cli.errors import DataError, InputError
+from attn_cli.tokens import tokenize
+
+
+@dataclass
+class TrainConfig:
+    d_k: int = 16  # query/key size
+    steps: int = 400  # Adam steps on the attention loss
+    lr: float = 0.03  # Adam step size
+    seed: int = 0  # initial W_Q, W_K
+    mask: str = "causal"  # "causal", "none", or "both" (every sentence seen under each mask)
+    self_weight: float = 0.3  # loss weight of rows without links (target: attend to yourself)
+    l2: float = 1e-4  # weight decay on W_Q, W_K
+    value_scale: float = 0.6  # Delta E of a linked query ~ value_scale * mean of its keys' vectors
+    value_ridge: float = 1.0  # pulls W_V toward value_scale * I where the data say little
+
+
+# --- links: "sentence <TAB> query word <TAB> key word" -----------------------------------------
+
+
+@dataclass
+class Link:
+    sentence: str
+    query: str
+    key: str
+    line: int  # 1-based line in the file, for error messages
+
+
+@dataclass
+class Example:
+    """One sentence ready for training: its embeddings and which query rows link to which keys."""
+
+    tokens: list[str]
+    e: np.ndarray  # [n, d] input embeddings (word vector + position)
+    words: np.ndarray  # [n, d] word vectors alone (value targets)
+    links: dict[int, list[int]]  # query index -> key indices
+    mask: str  # "causal" or "none"
+
+
+def read_links(path: str | Path) -> list[Link]:
+    """Read a links file: three tab-separated fields a line; '#' comments, blank lines and a
+    header line "sentence<TAB>query<TAB>key" are skipped. Bad lines raise InputError naming them."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder, not a links file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataError(f"{path}: cannot read ({e})") from None
+    return parse_links(text.splitlines(), str(path))
+
+
+def parse_links(lines: Iterable[str], source: str = "<links>") -> list[Link]:
+    links = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = line.rstrip("\r\n").split("\t")
+        if [f.strip().lower() for f in fields] == ["sentence", "query", "key"]:
+            continue
+        if len(fields) != 3 or not all(f.strip() for f in fields):
+            raise InputError(
+                f"{source} line {number}: expected 3 tab-separated fields (sentence, query word, key word), found {len(fields)}"
+                if len(fields) != 3 else f"{source} line {number}: an empty field"
+            )
+        links.append(Link(fields[0].strip(), fields[1].strip().lower(), fields[2].strip().lower(), number))
+    if not links:
+        raise InputError(f"{source}: no links (lines 'sentence<TAB>query word<TAB>key word')")
+    return links
+
+
+def _nearest(tokens: list[str], word: str, to: int) -> int | None:
+    """Index of `word` nearest to position `to`, an earlier one winning a tie."""
+    places = [i for i, t in enumerate(tokens) if t == word]
+    return min(places, key=lambda i: (abs(i - to), i > to)) if places else None
+
+
+def links_to_examples(
+    links: list[Link], vectors, mask: str, source: str = "<links>", strict: bool = True, self_links: bool = False
+) -> list[Example]:
+    """Group links by sentence and resolve words to token positions.
+
+    The query is the first occurrence of the query word; the key, the occurrence nearest to it.
+    Under the causal mask a key after its query cannot be seen: an error when `strict`,
+    otherwise dropped (the row then falls back to attending to itself). A link from a word to
+    itself is dropped, unless `self_links` (then a linked query shares its target with itself).
+    """
+    by_sentence: dict[str, list[Link]] = {}
+    for link in links:
+        by_sentence.setdefault(link.sentence, []).append(link)
+    examples = []
+    for sentence, group in by_sentence.items():
+        tokens = tokenize(sentence)
+        unknown = [t for t in tokens if not vectors.has_vector(t)]
+        if unknown:
+            raise InputError(f"{source} line {group[0].line}: no vector for {', '.join(dict.fromkeys(unknown))}")
+        pairs: dict[int, list[int]] = {}
+        for link in group:
+            q = tokens.index(link.query) if link.query in tokens else None
+            if q is None:
+                raise InputError(f"{source} line {link.line}: query word {link.query!r} is not a token of the sentence")
+            k = _nearest(tokens, link.key, q)
+            if k is None:
+                raise InputError(f"{source} line {link.line}: key word {link.key!r} is not a token of the sentence")
+            if mask == "causal" and k > q:
+                if strict:
+                    raise InputError(
+                        f"{source} line {link.line}: key {link.key!r} comes after query {link.query!r}, "
+                        "which the causal mask hides; use --mask none"
+                    )
+                continue
+            if (k != q or self_links) and k not in pairs.setdefault(q, []):
+                pairs[q].append(k)
+        words = np.array([vectors.get_vector(t) for t in tokens], dtype=np.float64)  # [n, d]
+        e = input_embeddings(words, position=True)
+        examples.append(Example(tokens, e, words, {q: ks for q, ks in pairs.items() if ks}, mask))
+    return examples
+
+
+# --- batches and the attention loss -----------------------------------------------------------
+
+
+@dataclass
+class Batch:
+    e: np.ndarray  # [b, n, d] input embeddings, zero-padded
+    visible: np.ndarray  # [b, n, n] True where query i may see key j (mask and padding)
+    targets: np.ndarray  # [b, n, n] target attention rows (sum to 1 on real rows)
+    row_weight: np.ndarray  # [b, n] how much each row counts in the loss (0 on padding)
+
+
+def example_targets(ex: Example, self_weight: float) -> tuple[np.ndarray, np.ndarray]:  # -> [n, n], [n]
+    """Linked rows: uniform over their keys (weight 1). Other rows: themselves (weight self_weight)."""
+    n = len(ex.tokens)
+    targets = np.eye(n)
+    row_weight = np.full(n, self_weight)
+    for q, keys in ex.links.items():
+        targets[q] = 0.0
+        targets[q, keys] = 1.0 / len(keys)
+        row_weight[q] = 1.0
+    return targets, row_weight
+
+
+def make_batch(examples: list[Example], self_weight: float) -> Batch:
+    b, n, d = len(examples), max(len(x.tokens) for x in examples), examples[0].e.shape[1]
+    batch = Batch(np.zeros((b, n, d)), np.zeros((b, n, n), bool), np.zeros((b, n, n)), np.zeros((b, n)))
+    for i, ex in enumerate(examples):
+        m = len(ex.tokens)
+        batch.e[i, :m] = ex.e
+        batch.visible[i, :m, :m] = causal_mask(m) if ex.mask == "causal" else True
+        batch.targets[i, :m, :m], batch.row_weight[i, :m] = example_targets(ex, self_weight)
+    batch.visible[:, np.arange(n), np.arange(n)] = True  # padded rows see themselves: no empty row
+    return batch
+
+
+def make_batches(examples: list[Example], self_weight: float) -> list[Batch]:
+    """One batch per sentence length: no padding, so no wasted work."""
+    by_length: dict[int, list[Example]] = {}
+    for ex in examples:
+        by_length.setdefault(len(ex.tokens), []).append(ex)
+    return [make_batch(group, self_weight) for _, group in sorted(by_length.items())]
+
+
+def attention_loss(w_q: np.ndarray, w_k: np.ndarray, batches: list[Batch], l2: float = 0.0):
+    """Weighted cross-entropy between target rows and the head's attention, with its gradient.
+
+    L = sum_{b,i} r_bi * -sum_j T_bij log A_bij / sum r + l2 (|W_Q|^2 + |W_K|^2), where
+    A = softmax(mask(Q K^T / sqrt(d_k))). Returns (L, dL/dW_Q, dL/dW_K).
+    """
+    d, d_k = w_q.shape
+    total = sum(batch.row_weight.sum() for batch in batches)
+    loss = l2 * (np.sum(w_q**2) + np.sum(w_k**2))
+    grad_q, grad_k = 2 * l2 * w_q, 2 * l2 * w_k  # [d, d_k] each
+    for batch in batches:
+        b, n, _ = batch.e.shape
+        flat_e = batch.e.reshape(b * n, d)  # [b*n, d]
+        q = (flat_e @ w_q).reshape(b, n, d_k)  # [b*n, d] x [d, d_k] -> [b, n, d_k]
+        k = (flat_e @ w_k).reshape(b, n, d_k)
+        scaled = q @ k.transpose(0, 2, 1) / math.sqrt(d_k)  # [b, n, d_k] x [b, d_k, n] -> [b, n, n]
+        scaled = np.where(batch.visible, scaled, -np.inf)
+        top = scaled.max(axis=-1, keepdims=True)  # every row sees at least itself: finite
+        log_a = scaled - top - np.log(np.exp(scaled - top).sum(axis=-1, keepdims=True))  # [b, n, n]
+        cross = -np.sum(batch.targets * np.where(batch.visible, log_a, 0.0), axis=-1)  # [b, n]; targets are 0 where masked
+        loss += np.sum(batch.row_weight * cross) / total
+        d_scaled = batch.row_weight[..., None] * (np.exp(log_a) - batch.targets) / total  # [b, n, n]; 0 where masked
+        d_scores = d_scaled / math.sqrt(d_k)
+        d_q = (d_scores @ k).reshape(b * n, d_k)  # [b, n, n] x [b, n, d_k] -> [b*n, d_k]
+        d_k_ = (d_scores.transpose(0, 2, 1) @ q).reshape(b * n, d_k)
+        grad_q = grad_q + flat_e.T @ d_q  # [d, b*n] x [b*n, d_k] -> [d, d_k]
+        grad_k = grad_k + flat_e.T @ d_k_
+    return float(loss), grad_q, grad_k
+
+
+def adam(params: list[np.ndarray], loss_and_grads: Callable, steps: int, lr: float,
+         progress: Callable[[int, float], None] | None = None) -> list[float]:
+    """Adam (Kingma and Ba 2015) in place on `params`; returns the loss at every step."""
+    beta1, beta2, eps = 0.9, 0.999, 1e-8
+    m = [np.zeros_like(p) for p in params]
+    v = [np.zeros_like(p) for p in params]
+    history = []
+    for t in range(1, steps + 1):
+        loss, *grads = loss_and_grads(*params)
+        history.append(loss)
+        for p, g, m_i, v_i in zip(params, grads, m, v):
+            m_i[...] = beta1 * m_i + (1 - beta1) * g
+            v_i[...] = beta2 * v_i + (1 - beta2) * g * g
+            p -= lr * (m_i / (1 - beta1**t)) / (np.sqrt(v_i / (1 - beta2**t)) + eps)
+        if progress:
+            progress(t, loss)
+    return history
+
+
+def train_query_key(examples: list[Example], config: TrainConfig, progress=None) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    """W_Q, W_K [d, d_k] from the links, starting from a seeded random init (std 1/sqrt(d))."""
+    d = examples[0].e.shape[1]
+    rng = np.random.default_rng(config.seed)
+    w_q = rng.normal(0.0, 1.0 / math.sqrt(d), (d, config.d_k))
+    w_k = rng.normal(0.0, 1.0 / math.sqrt(d), (d, config.d_k))
+    batches = make_batches(examples, config.self_weight)
+    history = adam([w_q, w_k], lambda wq, wk: attention_loss(wq, wk, batches, config.l2), config.steps, config.lr, progress)
+    return w_q, w_k, history
+
+
+def attended(e: np.ndarray, w_q: np.ndarray, w_k: np.ndarray, mask: str) -> np.ndarray:  # [n, d] -> [n, n]
+    """Attention weights of a head's Q and K alone (W_V does not change them)."""
+    head = Head("qk", w_q, w_k, np.eye(e.shape[1]))
+    return run_head(e, head, causal_mask(len(e)) if mask == "causal" else None).weights
+
+
+def fit_value_map(inputs: np.ndarray, targets: np.ndarray, row_weight: np.ndarray, prior: np.ndarray, ridge: float) -> np.ndarray:
+    """W_V [d, d] minimising sum_i w_i |x_i W_V - t_i|^2 + ridge |W_V - prior|^2 (closed form).
+
+    inputs: [m, d] attention-weighted embeddings (A E rows), targets: [m, d] wanted Delta E rows;
+    prior: [d, d] the map to stay near where the data say little.
+    """
+    d = inputs.shape[1]
+    weighted = inputs * row_weight[:, None]  # [m, d]
+    gram = weighted.T @ inputs + ridge * np.eye(d)  # [d, m] x [m, d] -> [d, d]
+    rhs = weighted.T @ targets + ridge * prior  # [d, d]
+    return np.linalg.solve(gram, rhs)
+
+
+def link_value_rows(examples: list[Example], w_q, w_k, config: TrainConfig):
+    """Rows for the value map: a linked query should move toward the mean of its keys' vectors,
+    every other token keep its direction (Delta E ~ value_scale * its own vector)."""
+    inputs, targets, weights = [], [], []
+    for ex in examples:
+        a = attended(ex.e, w_q, w_k, ex.mask)  # [n, n]
+        mixed = a @ ex.e  # [n, n] x [n, d] -> [n, d]
+        for i in range(len(ex.tokens)):
+            keys = ex.links.get(i)
+            inputs.append(mixed[i])
+            targets.append(config.value_scale * (ex.words[keys].mean(axis=0) if keys else ex.words[i]))
+            weights.append(1.0 if keys else config.self_weight)
+    return np.array(inputs), np.array(targets), np.array(weights)
+
+
+def train_link_head(name: str, examples: list[Example], config: TrainConfig, progress=None) -> Head:
+    w_q, w_k, _ = train_query_key(examples, config, progress)
+    inputs, targets, weights = link_value_rows(examples, w_q, w_k, config)
+    w_v = fit_value_map(inputs, targets, weights, config.value_scale * np.eye(inputs.shape[1]), config.value_ridge)
+    return Head(name, w_q, w_k, w_v)
+
+
+# --- measuring a head -------------------------------------------------------------------------
+
+
+def link_metrics(head: Head, examples: list[Example]) -> dict:
+    """On linked query rows: how often the largest non-self weight lands on a linked key
+    (`top_on_key`), the mean total weight on the linked keys (`key_weight`), and, on the other
+    rows, the mean weight a token keeps on itself (`self_weight_other`)."""
+    hits, key_weight, self_other, moved = [], [], [], []
+    for ex in examples:
+        n = len(ex.tokens)
+        result = run_head(ex.e, head, causal_mask(n) if ex.mask == "causal" else None)
+        w = result.weights  # [n, n]
+        for i in range(n):
+            keys = ex.links.get(i)
+            if not keys:
+                self_other.append(w[i, i])
+                continue
+            others = np.where(np.arange(n) == i, -1.0, w[i])
+            hits.append(int(np.argmax(others)) in keys)
+            key_weight.append(w[i, keys].sum())
+            after = ex.e[i] + result.delta[i]
+            for key in keys:  # does E' of the query move toward each key word's vector?
+                moved.append(_cos(after, ex.words[key]) > _cos(ex.e[i], ex.words[key]))
+    return {
+        "queries": len(hits),
+        "top_on_key": float(np.mean(hits)) if hits else float("nan"),
+        "key_weight": float(np.mean(key_weight)) if key_weight else float("nan"),
+        "self_weight_other": float(np.mean(self_other)) if self_other else float("nan"),
+        "moved_toward_key": float(np.mean(moved)) if moved else float("nan"),
+    }
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-12))
+
+
+def split_sentences(links: list[Link], holdout: float, seed: int) -> tuple[list[Link], list[Link]]:
+    """Hold out a fraction of the sentences (all their lines together), chosen with a fixed seed."""
+    sentences = list(dict.fromkeys(link.sentence for link in links))
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(sentences))
+    n_held = int(round(holdout * len(sentences)))
+    if holdout > 0 and len(sentences) > 1:
+        n_held = min(max(n_held, 1), len(sentences) - 1)
+    held = {sentences[i] for i in order[:n_held]}
+    return [l for l in links if l.sentence not in held], [l for l in links if l.sentence in held]
+
+
+# --- the context head: sense shifts ------------------------------------------------------------
+
+
+@dataclass
+class SenseCase:
+    """An ambiguous word in a sentence, the sense its context selects, and where that context is."""
+
+    sentence: str
+    word: str
+    sense: str
+    context_before: bool  # all the selecting context precedes the word (visible under the causal mask)
+
+
+def read_senses(path: str | Path) -> dict[str, dict[str, dict]]:
+    """senses.tsv -> {word: {sense: {"split", "probes", "context"}}}."""
+    table: dict[str, dict[str, dict]] = {}
+    with open(path, encoding="utf-8") as f:
+        for number, row in enumerate(csv.reader(f, delimiter="\t"), start=1):
+            if not row or row[0].startswith("#"):
+                continue
+            if len(row) != 5:
+                raise DataError(f"{path} line {number}: expected 5 tab-separated fields, found {len(row)}")
+            word, sense, split, probes, context = row
+            table.setdefault(word, {})[sense] = {"split": split, "probes": probes.split(), "context": context.split()}
+    return table
+
+
+def read_sense_cases(path: str | Path) -> list[SenseCase]:
+    """context_*.tsv rows: sentence, word, sense, before|after."""
+    cases = []
+    with open(path, encoding="utf-8") as f:
+        for row in csv.reader(f, delimiter="\t"):
+            if row and not row[0].startswith("#") and row[0] != "sentence":
+                cases.append(SenseCase(row[0], row[1], row[2], row[3] == "before"))
+    return cases
+
+
+def sense_centroid(vectors, words: list[str]) -> np.ndarray:  # -> [d]
+    """Mean of the probes' unit vectors: x . centroid / |x| is the mean cosine of x with the probes."""
+    units = np.array([vectors.get_vector(w) for w in words])
+    return (units / np.linalg.norm(units, axis=1, keepdims=True)).mean(axis=0)
+
+
+def sense_shift_metrics(heads: list[Head], cases: list[SenseCase], senses, vectors, mask: str) -> dict:
+    """Share of cases where E' of the ambiguous word gains more mean cosine with its intended
+    sense's probes than with every other sense's; and the mean |Delta E| / |E| of that word.
+
+    mask "causal" uses only the cases whose context precedes the word; "none" uses all.
+    """
+    wins, ratios, margins = [], [], []
+    for case in cases:
+        if mask == "causal" and not case.context_before:
+            continue
+        tokens = tokenize(case.sentence)
+        words = np.array([vectors.get_vector(t) for t in tokens], dtype=np.float64)
+        e = input_embeddings(words, position=True)
+        _, delta, e_prime = multi_head(e, heads, causal_mask(len(tokens)) if mask == "causal" else None)
+        i = tokens.index(case.word)
+        gain = {}
+        for sense, info in senses[case.word].items():
+            c = sense_centroid(vectors, info["probes"])
+            gain[sense] = (e_prime[i] @ c) / np.linalg.norm(e_prime[i]) - (e[i] @ c) / np.linalg.norm(e[i])
+        rival = max(g for s, g in gain.items() if s != case.sense)
+        wins.append(gain[case.sense] > rival)
+        margins.append(gain[case.sense] - rival)
+        ratios.append(np.linalg.norm(delta[i]) / np.linalg.norm(e[i]))
+    return {
+        "cases": len(wins),
+        "accuracy": float(np.mean(wins)) if wins else float("nan"),
+        "mean_margin": float(np.mean(margins)) if margins else float("nan"),
+        "delta_ratio": float(np.mean(ratios)) if ratios else float("nan"),
+    }
