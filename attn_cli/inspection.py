@@ -153,19 +153,15 @@ def nearest_keys(rows: np.ndarray, own: list[int], unit: np.ndarray, k: int) -> 
 
     A zero row has no direction and gets no neighbours.
     """
+    from attn_cli.neighbors import top_k  # only the terminal view shows neighbours
+
     found: list[list[int]] = []
-    take = min(k, unit.shape[0] - 1)
     for start in range(0, len(rows), NEIGHBOR_CHUNK):
         chunk = rows[start : start + NEIGHBOR_CHUNK].astype(np.float32)  # [c, d]
-        sims = chunk @ unit.T  # [c, d] x [d, n_keys] -> [c, n_keys]; unit rows have norm 1
+        sims = chunk @ unit.T  # [c, d] x [d, n_keys] -> [c, n_keys]; ranks as cosine: unit rows have norm 1
         for i, row_sims in enumerate(sims):
-            if own[start + i] >= 0:
-                row_sims[own[start + i]] = -np.inf  # the token itself says nothing about where it moved
-        top = np.argpartition(-sims, take - 1, axis=1)[:, :take]  # [c, k], unordered
-        order = np.argsort(-np.take_along_axis(sims, top, axis=1), axis=1, kind="stable")
-        best = np.take_along_axis(top, order, axis=1)
-        zero = ~np.any(chunk != 0, axis=1)
-        found.extend([] if z else b.tolist() for b, z in zip(best, zero))
+            skip = [own[start + i]] if own[start + i] >= 0 else []  # the token itself says nothing about where it moved
+            found.append(top_k(row_sims, k, skip).tolist() if chunk[i].any() else [])
     return found
 
 
