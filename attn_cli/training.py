@@ -32,6 +32,7 @@ class TrainConfig:
     mask: str = "causal"  # "causal", "none", or "both" (every sentence seen under each mask)
     self_weight: float = 0.3  # loss weight of rows without links (target: attend to yourself)
     l2: float = 1e-4  # weight decay on W_Q, W_K
+    set_weight: float = 0.0  # weight of -log(mass on a linked row's keys): keep attention off unlinked tokens
     value_scale: float = 0.6  # Delta E of a linked query ~ value_scale * mean of its keys' vectors
     value_ridge: float = 1.0  # pulls W_V toward value_scale * I where the data say little
 
@@ -149,6 +150,7 @@ class Batch:
     visible: np.ndarray  # [b, n, n] True where query i may see key j (mask and padding)
     targets: np.ndarray  # [b, n, n] target attention rows (sum to 1 on real rows)
     row_weight: np.ndarray  # [b, n] how much each row counts in the loss (0 on padding)
+    linked: np.ndarray  # [b, n] True on rows with links
 
 
 def example_targets(ex: Example, self_weight: float) -> tuple[np.ndarray, np.ndarray]:  # -> [n, n], [n]
@@ -165,12 +167,13 @@ def example_targets(ex: Example, self_weight: float) -> tuple[np.ndarray, np.nda
 
 def make_batch(examples: list[Example], self_weight: float) -> Batch:
     b, n, d = len(examples), max(len(x.tokens) for x in examples), examples[0].e.shape[1]
-    batch = Batch(np.zeros((b, n, d)), np.zeros((b, n, n), bool), np.zeros((b, n, n)), np.zeros((b, n)))
+    batch = Batch(np.zeros((b, n, d)), np.zeros((b, n, n), bool), np.zeros((b, n, n)), np.zeros((b, n)), np.zeros((b, n), bool))
     for i, ex in enumerate(examples):
         m = len(ex.tokens)
         batch.e[i, :m] = ex.e
         batch.visible[i, :m, :m] = causal_mask(m) if ex.mask == "causal" else True
         batch.targets[i, :m, :m], batch.row_weight[i, :m] = example_targets(ex, self_weight)
+        batch.linked[i, list(ex.links)] = True
     batch.visible[:, np.arange(n), np.arange(n)] = True  # padded rows see themselves: no empty row
     return batch
 
@@ -183,14 +186,17 @@ def make_batches(examples: list[Example], self_weight: float) -> list[Batch]:
     return [make_batch(group, self_weight) for _, group in sorted(by_length.items())]
 
 
-def attention_loss(w_q: np.ndarray, w_k: np.ndarray, batches: list[Batch], l2: float = 0.0):
+def attention_loss(w_q: np.ndarray, w_k: np.ndarray, batches: list[Batch], l2: float = 0.0, set_weight: float = 0.0):
     """Weighted cross-entropy between target rows and the head's attention, with its gradient.
 
-    L = sum_{b,i} r_bi * -sum_j T_bij log A_bij / sum r + l2 (|W_Q|^2 + |W_K|^2), where
-    A = softmax(mask(Q K^T / sqrt(d_k))). Returns (L, dL/dW_Q, dL/dW_K).
+    L = sum_{b,i} r_bi * -sum_j T_bij log A_bij / sum r + l2 (|W_Q|^2 + |W_K|^2)
+        + set_weight * sum_{linked b,i} -log sum_{j: T_bij > 0} A_bij / (number of linked rows), where
+    A = softmax(mask(Q K^T / sqrt(d_k))). The last term only asks for little weight off the keys
+    (how it spreads over them is the cross-entropy's business). Returns (L, dL/dW_Q, dL/dW_K).
     """
     d, d_k = w_q.shape
     total = sum(batch.row_weight.sum() for batch in batches)
+    n_linked = max(1, sum(batch.linked.sum() for batch in batches))
     loss = l2 * (np.sum(w_q**2) + np.sum(w_k**2))
     grad_q, grad_k = 2 * l2 * w_q, 2 * l2 * w_k  # [d, d_k] each
     for batch in batches:
@@ -205,6 +211,11 @@ def attention_loss(w_q: np.ndarray, w_k: np.ndarray, batches: list[Batch], l2: f
         cross = -np.sum(batch.targets * np.where(batch.visible, log_a, 0.0), axis=-1)  # [b, n]; targets are 0 where masked
         loss += np.sum(batch.row_weight * cross) / total
         d_scaled = batch.row_weight[..., None] * (np.exp(log_a) - batch.targets) / total  # [b, n, n]; 0 where masked
+        if set_weight:
+            a, on_key = np.exp(log_a), batch.targets > 0  # [b, n, n] each
+            mass = np.where(batch.linked, np.sum(a * on_key, axis=-1), 1.0)  # [b, n]; > 0: a linked row's keys are visible
+            loss += set_weight * np.sum(-np.log(mass)) / n_linked
+            d_scaled = d_scaled + set_weight * batch.linked[..., None] * a * (1.0 - on_key / mass[..., None]) / n_linked
         d_scores = d_scaled / math.sqrt(d_k)
         d_q = (d_scores @ k).reshape(b * n, d_k)  # [b, n, n] x [b, n, d_k] -> [b*n, d_k]
         d_k_ = (d_scores.transpose(0, 2, 1) @ q).reshape(b * n, d_k)
@@ -239,7 +250,8 @@ def train_query_key(examples: list[Example], config: TrainConfig, progress=None)
     w_q = rng.normal(0.0, 1.0 / math.sqrt(d), (d, config.d_k))
     w_k = rng.normal(0.0, 1.0 / math.sqrt(d), (d, config.d_k))
     batches = make_batches(examples, config.self_weight)
-    history = adam([w_q, w_k], lambda wq, wk: attention_loss(wq, wk, batches, config.l2), config.steps, config.lr, progress)
+    history = adam([w_q, w_k], lambda wq, wk: attention_loss(wq, wk, batches, config.l2, config.set_weight),
+                   config.steps, config.lr, progress)
     return w_q, w_k, history
 
 
