@@ -96,11 +96,9 @@ def compute_softmax(values: list[float], temperature: float, log: bool) -> Softm
 
     x = np.array(values, dtype=np.float64)  # [n]
     finite = x[np.isfinite(x)]
-    # Softmax ignores a shift; subtracting the largest finite value before dividing by T keeps
-    # x / T from overflowing when T is small (then the largest finite value scales to exactly 0).
-    shifted = x - (finite.max() if finite.size else 0.0)
+    shifted = x - (finite.max() if finite.size else 0.0)  # for the exp column: shift first, so x / T cannot overflow
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        probabilities = softmax_with_temperature(shifted, temperature)  # [n]
+        probabilities = softmax_with_temperature(x, temperature)  # [n]
         if temperature == 0 or np.isposinf(x).any():
             exps = (probabilities > 0).astype(np.float64)  # the limit: 1 at the winners, 0 elsewhere
             log_probabilities = np.log(probabilities)
