@@ -100,26 +100,55 @@ class Head:
 @dataclass
 class HeadResult:
     scores: np.ndarray  # [n, n] Q K^T, before scaling
-    masked: np.ndarray  # [n, n] scores / sqrt(d_k), -inf where masked
+    masked: np.ndarray  # [n, n] scores / sqrt(d_k) (scores alone when not scaled), -inf where masked
     weights: np.ndarray  # [n, n] softmax over keys; rows sum to 1 (0 for a fully masked row)
     delta: np.ndarray  # [n, d] this head's contribution to Delta E
+    delta_self: np.ndarray | None = None  # [n, d] w_ii v_i (then W_O): the token's own value, copied
+    delta_context: np.ndarray | None = None  # [n, d] sum_{j != i} w_ij v_j (then W_O): what the other tokens wrote
 
 
-def run_head(e: np.ndarray, head: Head, mask: np.ndarray | None) -> HeadResult:  # e: [n, d]
-    q, k, v = e @ head.w_q, e @ head.w_k, e @ head.w_v  # [n, d_k], [n, d_k], [n, d_v]
-    scores = q @ k.T  # [n, d_k] x [d_k, n] -> [n, n]
-    masked = scores / np.sqrt(head.d_k)
+def attention_weights(scores: np.ndarray, d_k: int, mask: np.ndarray | None, scale: bool = True):  # [n, n] -> [n, n], [n, n]
+    """(masked, weights): scores / sqrt(d_k) (or as they are, `scale=False`), -inf where the mask hides a key; softmax of each row."""
+    masked = scores / np.sqrt(d_k) if scale else scores
     if mask is not None:
         masked = np.where(mask, masked, -np.inf)
-    weights = softmax(masked)  # [n, n]
+    return masked, softmax(masked)  # [n, n], [n, n]
+
+
+def split_update(weights: np.ndarray, v: np.ndarray, delta: np.ndarray, w_o: np.ndarray | None):
+    """Delta E = self + context: the self part w_ii v_i (then W_O) and the rest, sum_{j != i} w_ij v_j (then W_O).
+
+    weights [n, n], v [n, d_v], delta [n, d] (weights V, then W_O) -> ([n, d], [n, d]). The self
+    part costs n * d_v multiplications; the context part is what is left of Delta E.
+    """
+    own = np.diagonal(weights)[:, None] * v  # [n, 1] * [n, d_v] -> [n, d_v]
+    if w_o is not None:
+        own = own @ w_o  # [n, d_v] x [d_v, d] -> [n, d]
+    return own, delta - own
+
+
+def run_head(e: np.ndarray, head: Head, mask: np.ndarray | None, scale: bool = True) -> HeadResult:  # e: [n, d]
+    """One head over E; `scale=False` skips the division of the scores by sqrt(d_k)."""
+    q, k, v = e @ head.w_q, e @ head.w_k, e @ head.w_v  # [n, d_k], [n, d_k], [n, d_v]
+    scores = q @ k.T  # [n, d_k] x [d_k, n] -> [n, n]
+    masked, weights = attention_weights(scores, head.d_k, mask, scale)  # [n, n], [n, n]
     delta = weights @ v  # [n, n] x [n, d_v] -> [n, d_v]
     if head.w_o is not None:
         delta = delta @ head.w_o  # [n, d_v] x [d_v, d] -> [n, d]
-    return HeadResult(scores, masked, weights, delta)
+    own, context = split_update(weights, v, delta, head.w_o)  # [n, d], [n, d]
+    return HeadResult(scores, masked, weights, delta, own, context)
 
 
-def multi_head(e: np.ndarray, heads: list[Head], mask: np.ndarray | None):  # [n, d] -> list, [n, d], [n, d]
-    """Every head sees the same E; their updates add up: E' = E + sum_h Delta E_h."""
-    outs = [run_head(e, head, mask) for head in heads]
-    delta = np.sum([o.delta for o in outs], axis=0) if outs else np.zeros_like(e)
-    return outs, delta, e + delta
+def multi_head(e: np.ndarray, heads: list[Head], mask: np.ndarray | None, scale: bool = True, parts: bool = False):
+    """Every head sees the same E; their updates add up: E' = E + sum_h Delta E_h.
+
+    Returns (outs, Delta E [n, d], E' [n, d]); with `parts=True` also the summed self and
+    context parts of Delta E ([n, d] each; self + context = Delta E): (outs, delta, e', self, context).
+    """
+    outs = [run_head(e, head, mask, scale) for head in heads]
+    delta = np.sum([o.delta for o in outs], axis=0) if outs else np.zeros_like(e)  # [n, d]
+    if not parts:
+        return outs, delta, e + delta
+    own = np.sum([o.delta_self for o in outs], axis=0) if outs else np.zeros_like(e)  # [n, d]
+    context = np.sum([o.delta_context for o in outs], axis=0) if outs else np.zeros_like(e)  # [n, d]
+    return outs, delta, e + delta, own, context

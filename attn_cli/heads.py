@@ -79,19 +79,29 @@ def _looks_like_path(spec: str) -> bool:
     return spec.endswith(".npz") or os.sep in spec or "/" in spec or Path(spec).exists()
 
 
+MAX_RANDOM_D_K = 4096
+
+
 def resolve_head(spec: str, d: int, seed: int = 0) -> NamedHead:
-    """A head from "identity", "random", a shipped head's name, or a path to an `.npz` file."""
+    """A head from "identity", "random" (or "random:D_K"), a shipped head's name, or a path to an `.npz` file."""
     if spec == "identity":
         return identity_head(d)
     if spec == "random":
         return random_head(d, seed)
+    if spec.startswith("random:"):
+        size = spec.partition(":")[2]
+        if not size.isdigit() or not 1 <= int(size) <= MAX_RANDOM_D_K:
+            raise InputError(f"--head {spec!r}: the random head's d_k must be a whole number from 1 to {MAX_RANDOM_D_K}, e.g. random:256")
+        head = random_head(d, seed, int(size))
+        head.name = spec
+        return head
     shipped = SHIPPED_DIR / f"{spec}.npz"
     if spec and "/" not in spec and os.sep not in spec and shipped.is_file():
         return load_head(shipped, d, name=spec)
     if spec and _looks_like_path(spec):
         return load_head(Path(spec).expanduser(), d)
     names = [*BUILT_IN, *(p.stem for p in shipped_heads())]
-    raise InputError(f"unknown head {spec!r}: use one of {', '.join(names)}, or a path to an .npz file")
+    raise InputError(f"unknown head {spec!r}: use one of {', '.join(names)} (random:D_K sets its d_k), or a path to an .npz file")
 
 
 def _open_npz(path: Path):
@@ -205,6 +215,11 @@ def save_head(head: Head, path: str | os.PathLike, meta: dict | None = None) -> 
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def resolve_heads(specs: list[str] | None, d: int, seed: int = 0) -> list[NamedHead]:
+    """The heads named by `--head`, in order; without any, the shipped defaults."""
+    return [resolve_head(spec, d, seed) for spec in specs] if specs else default_heads(d, seed)
 
 
 def default_heads(d: int, seed: int = 0) -> list[NamedHead]:

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from attn_cli.attention import causal_mask, multi_head, positional_encoding
+from attn_cli.attention import attention_weights, causal_mask, multi_head, positional_encoding
 from attn_cli.errors import InputError
 from attn_cli.heads import NamedHead
 from attn_cli.results import HeadView, InspectResult
@@ -44,6 +44,7 @@ class Settings:
     max_tokens: int = MAX_TOKENS
     stage: Stage | None = None  # also report this stage's matrix
     embeddings: bool = False  # also report E and E'
+    scale: bool = True  # divide the scores by sqrt(d_k) (False: --no-scale)
 
 
 @lru_cache(maxsize=64)
@@ -115,19 +116,27 @@ def inspect_text(text: str, vectors: Vectors, heads: list[NamedHead], settings: 
     n = len(embedded.tokens)
     e = embeddings(embedded.vectors, settings.position)  # [n, d]
     allowed = visible_keys(settings.mask, n)
-    outs, delta, e_prime = multi_head(e, heads, allowed)  # list, [n, d], [n, d]
+    outs, delta, e_prime, own, context = multi_head(e, heads, allowed, settings.scale, parts=True)  # list, [n, d] x 4
     views = [
         HeadView(
-            name=head.name, d_k=head.d_k, noise=head.noise, description=head.description,
+            name=head.name, d_k=head.d_k, noise=getattr(head, "noise", False), description=getattr(head, "description", ""),
             scores=out.scores, scaled=out.masked, weights=out.weights, allowed=allowed,
+            delta=out.delta, delta_self=out.delta_self, delta_context=out.delta_context,
+            top_weight=None if settings.scale else mean_top_weight(out.weights),
+            top_weight_scaled=None if settings.scale else mean_top_weight(attention_weights(out.scores, head.d_k, allowed)[1]),
         )
         for head, out in zip(heads, outs)
     ]
     return InspectResult(
         tokens=embedded.tokens, unknown=embedded.unknown, mask=settings.mask.value, position=settings.position,
-        heads=views, e=e, delta=delta, e_prime=e_prime,
+        heads=views, e=e, delta=delta, e_prime=e_prime, delta_self=own, delta_context=context, scale=settings.scale,
         stage=settings.stage.value if settings.stage else None, with_embeddings=settings.embeddings,
     )
+
+
+def mean_top_weight(weights: np.ndarray) -> float:  # [n, n] -> mean over rows of the row's largest weight
+    """How peaked a head's rows are: 1 when every query puts all its weight on one key."""
+    return float(np.mean(np.max(weights, axis=1)))
 
 
 def find_query(tokens: list[str], focus: str) -> int:

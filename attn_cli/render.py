@@ -207,6 +207,14 @@ STAGE_CAPTIONS = {
     "masked": "Q·Kᵀ / √d_k with the mask applied (· = −∞, gets weight exactly 0)",
     "weights": "softmax over each query's row: each row sums to 1 (· = masked, weight exactly 0)",
 }
+UNSCALED_CAPTION = "Q·Kᵀ not divided by √d_k (--no-scale), with the mask applied (· = −∞, gets weight exactly 0)"
+SENSE_BAR_SCALE = 0.1  # a change of this size fills the sense meter's bar, unless a larger one is shown
+RELATIVE_NOTE = "softmax depends only on differences between scores in a row: adding a constant to a row changes nothing"
+PARTS_CAPTION = (
+    "ΔE = ΔE_ctx + ΔE_self. context: Σ_{j≠i} w_ij v_j, what other tokens wrote; "
+    "self: w_ii v_i, a copy of the token's own value (each through W_O when a head has one). "
+    "cos ctx = cos(E, E + ΔE_ctx): how far the context part alone turns E"
+)
 
 
 def abbreviate(label: str, width: int, align: str = "") -> str:
@@ -343,9 +351,14 @@ def token_list(result: results.InspectResult) -> Text:
 def head_heading(head: results.HeadView, result: results.InspectResult, stage: str) -> Text:
     mask = "causal mask" if result.mask == "causal" else "no mask"
     text = Text(f"head {head.name}", style="bold cyan")
-    text.append(f"  d_k={head.d_k} · {mask} · {stage}", style="dim")
+    text.append(f"  d_k={head.d_k} · {mask} · {stage}{'' if result.scale else ' · not divided by √d_k'}", style="dim")
     if head.description:
         text.append(f"\n{head.description}", style="yellow" if head.noise else "dim")
+    if head.top_weight_scaled is not None:
+        text.append(
+            f"\nwithout /√d_k: mean top weight {head.top_weight:.2f} (with: {head.top_weight_scaled:.2f})",
+            style="bold yellow",
+        )
     return text
 
 
@@ -357,11 +370,11 @@ def heatmap(head: results.HeadView, tokens: list[str], stage: str, transpose: bo
     return Heatmap(matrix, tokens, tokens, kind=kind)
 
 
-def focus_table(head: results.HeadView, tokens: list[str], i: int) -> Table:
+def focus_table(head: results.HeadView, tokens: list[str], i: int, scale: bool = True) -> Table:
     """Query i's row: the scaled scores and the softmax distribution they become."""
     table = Table(box=box.SIMPLE, title=f"what {tokens[i]!r} (#{i}) attends to, head {head.name}", title_justify="left")
     table.add_column("key")
-    table.add_column("score/√d_k", justify="right")
+    table.add_column("score/√d_k" if scale else "score (not /√d_k)", justify="right")
     table.add_column("weight", justify="right")
     table.add_column("softmax")
     for j, token in enumerate(tokens):
@@ -374,19 +387,22 @@ def focus_table(head: results.HeadView, tokens: list[str], i: int) -> Table:
 
 
 def shift_table(result: results.InspectResult) -> Table:
-    """How far each token's embedding moved: E -> E' = E + Delta E."""
-    table = Table(box=box.SIMPLE, title="embedding shift E → E′ = E + ΔE (all heads)", title_justify="left")
+    """How far each token's embedding moved: E -> E' = E + Delta E, and how much of that the context wrote."""
+    table = Table(box=box.SIMPLE, title="embedding shift E → E′ = E + ΔE (all heads)", title_justify="left", collapse_padding=True)
     table.add_column("token")
     table.add_column("‖E‖", justify="right")
     table.add_column("‖ΔE‖", justify="right")
+    table.add_column("‖ΔE_ctx‖", justify="right")
     table.add_column("cos(E, E′)", justify="right")
+    table.add_column("cos ctx", justify="right")
     neighbors = result.near_input is not None
     if neighbors:
         table.add_column("nearest to E")
         table.add_column("nearest to E′")
         table.caption = "nearest keys by cosine over the vocabulary, the token itself left out"
-    for i, token in enumerate(result.tokens):
-        row = [token, f"{result.input_norms[i]:.2f}", f"{result.delta_norms[i]:.2f}", f"{result.cosines[i]:.3f}"]
+    numbers = zip(result.input_norms, result.delta_norms, result.delta_context_norms, result.cosines, result.context_cosines)
+    for i, (token, (norm, delta, context, cos, context_cos)) in enumerate(zip(result.tokens, numbers)):
+        row = [token, f"{norm:.2f}", f"{delta:.2f}", f"{context:.2f}", f"{cos:.3f}", f"{context_cos:.3f}"]
         if neighbors:
             before, after = result.near_input[i], result.near_output[i]
             row.append(", ".join(before))
@@ -399,7 +415,46 @@ def shift_table(result: results.InspectResult) -> Table:
     return table
 
 
-def inspect_view(result: results.InspectResult, *, stage: str = "weights", transpose: bool = False, focus: int | None = None) -> list:
+def head_shift_table(result: results.InspectResult, h: int) -> Table:
+    """One head's update alone (--per-head): its size, its context and self parts, and the cosine shifts they cause."""
+    head = result.heads[h]
+    table = Table(box=box.SIMPLE, title=f"shift from head {head.name} alone", title_justify="left")
+    for name in ("token", "‖ΔE‖", "‖ΔE_ctx‖", "‖ΔE_self‖", "cos(E, E+ΔE)", "cos ctx"):
+        table.add_column(name, justify="left" if name == "token" else "right")
+    cos, context_cos = result.head_cosines(h)
+    norms = zip(*head.norm_rows(), cos, context_cos)
+    for token, (delta, context, own, c, cc) in zip(result.tokens, norms):
+        table.add_row(token, f"{delta:.2f}", f"{context:.2f}", f"{own:.2f}", f"{c:.3f}", f"{cc:.3f}")
+    return table
+
+
+def sense_meter(result: results.InspectResult):
+    """Mean cosine of each measured token with each sense's probe words, before and after the heads."""
+    from rich.console import Group
+
+    title = Text("sense meter", style="bold")
+    title.append(": mean cosine with each sense's probe words, of E (before the heads) and E′ (after)", style="dim")
+    table = Table(box=box.SIMPLE)
+    for name in ("token", "sense", "before", "after", "change", ""):
+        table.add_column(name, justify="right" if name in ("before", "after", "change") else "left")
+    scale = max([abs(c) for row in result.senses for c in row.change] + [SENSE_BAR_SCALE])  # tiny changes keep tiny bars
+    lines = []
+    for row in result.senses:
+        for k, (name, before, after, change) in enumerate(zip(row.names, row.before, row.after, row.change)):
+            label = f"{row.index}:{row.token}" if k == 0 else ""
+            shown = f"{change:+.3f}" if round(change, 3) != 0 else "0.000"
+            table.add_row(label, name, f"{before:.3f}", f"{after:.3f}", shown, signed_bar(change, scale, 8))
+        table.add_section()
+        line = Text(f"  {row.index}:{row.token}", style="bold")
+        line.append(f"  nearer to {row.nearest_before} before / {row.nearest_after} after")
+        if row.nearest_before != row.nearest_after:
+            line.append("  (changed)", style="bold green")
+        lines.append(line)
+    return Group(title, table, *lines)
+
+
+def inspect_view(result: results.InspectResult, *, stage: str = "weights", transpose: bool = False, focus: int | None = None,
+                 per_head: bool = False) -> list:
     """Everything `attn inspect` shows for one sentence, in order."""
     from rich.rule import Rule
 
@@ -407,15 +462,25 @@ def inspect_view(result: results.InspectResult, *, stage: str = "weights", trans
     if result.unknown:
         parts.append(Text(f"without a vector: {', '.join(dict.fromkeys(result.unknown))}", style="yellow"))
     position = "word vector + sinusoidal position" if result.position else "word vector only (--no-position)"
-    parts.append(Text(f"E = {position}; {STAGE_CAPTIONS[stage]}", style="dim"))
-    for head in result.heads:
+    caption = UNSCALED_CAPTION if stage == "masked" and not result.scale else STAGE_CAPTIONS[stage]
+    parts.append(Text(f"E = {position}; {caption}", style="dim"))
+    if not result.scale:
+        parts.append(Text("--no-scale: the scores go into softmax without the division by √d_k", style="yellow"))
+    if stage in ("scores", "masked") or focus is not None:
+        parts.append(Text(RELATIVE_NOTE, style="dim"))
+    for h, head in enumerate(result.heads):
         parts.append(Rule(style="dim"))
         parts.append(head_heading(head, result, stage))
         parts.append(heatmap(head, result.tokens, stage, transpose))
         if focus is not None:
-            parts.append(focus_table(head, result.tokens, focus))
+            parts.append(focus_table(head, result.tokens, focus, result.scale))
+        if per_head:
+            parts.append(head_shift_table(result, h))
     parts.append(Rule(style="dim"))
     parts.append(shift_table(result))
+    parts.append(Text(PARTS_CAPTION, style="dim"))
+    if result.senses:
+        parts.append(sense_meter(result))
     return parts
 
 
@@ -456,3 +521,40 @@ def head_trained(result: results.HeadTrained) -> Table:
     else:
         table.add_row("held-out", "no sentences held out (--holdout 0): nothing measured")
     return table
+
+
+EVAL_COLUMNS = {
+    "links": [("top_on_key", "top on key"), ("exact_top", "exact top"), ("key_weight", "key weight"), ("others_on_self", "others on self")],
+    "senses": [("before", "before"), ("after", "after"), ("mean_cos", "cos(E,E′)"), ("mean_delta_ratio", "‖ΔE‖/‖E‖"),
+               ("mean_context_ratio", "‖ΔE_ctx‖/‖E‖"), ("scale", "s")],
+}
+
+
+def heads_eval(result: results.HeadsEval):
+    """A row per head (or the heads together) and per baseline, the measures as columns."""
+    c = result.counts
+    if result.format == "links":
+        caption = (f"{c['queries']} linked queries in {c['sentences']} sentences; mask {result.mask}"
+                   + (f"; {c['dropped']} link{'s' if c['dropped'] != 1 else ''} dropped (key after its query, hidden by the causal mask)"
+                      if c["dropped"] else ""))
+        caption += ("\ntop on key: the largest non-self weight is on a linked key; exact top: the linked keys are exactly "
+                    "the largest non-self weights; key weight: mean weight on the linked keys; others on self: "
+                    "mean weight of every other token on itself")
+    else:
+        caption = (f"{c['cases']} cases, sense set {result.sense_set}; mask {result.mask}"
+                   + (f"; {c['skipped']} skipped (context after the word, hidden by the causal mask)" if c["skipped"] else ""))
+        caption += ("\nbefore / after: share of cases where E / E′ of the word is nearer its intended sense than every other "
+                    "(mean cosine with the probe words); the even rows spread the weight evenly over the visible tokens other than the word "
+                    "(content words: not function words or punctuation), ΔE = s Σ_j w_ij E_j, s giving the heads' mean ‖ΔE‖/‖E‖")
+    table = Table(box=box.SIMPLE, title=f"heads eval: {result.file}", title_justify="left", collapse_padding=True)
+    table.add_column("", style="bold", no_wrap=True)
+    for _, label in EVAL_COLUMNS[result.format]:
+        table.add_column(label, justify="right")
+    table.add_column("what", style="dim")
+    for row in result.rows:
+        name = Text(row["name"], style="" if row["kind"] == "baseline" else "bold cyan")
+        figures = [row.get(key) for key, _ in EVAL_COLUMNS[result.format]]
+        table.add_row(name, *["-" if x is None or x != x else f"{x:.3f}" for x in figures], row.get("about", ""))
+    from rich.console import Group
+
+    return Group(table, Text(caption, style="dim"))

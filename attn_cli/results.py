@@ -170,6 +170,20 @@ def _with_nulls(a, hidden) -> list:
     return [[None if h else v for v, h in zip(row, hrow)] for row, hrow in zip(rows, hidden.tolist())]
 
 
+def _norms(rows):  # [n, d] -> [n]
+    import numpy as np
+
+    return np.linalg.norm(rows, axis=1)
+
+
+def row_cosines(a, b):  # [n, d], [n, d] -> [n]: cos(a_i, b_i), 0 where either row is zero
+    import numpy as np
+
+    dots = np.sum(a * b, axis=1)
+    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+
+
 @dataclass
 class HeadView:
     """One head over one sentence: its matrices at every step (queries are rows)."""
@@ -179,9 +193,14 @@ class HeadView:
     noise: bool  # untrained random weights: the pattern means nothing
     description: str
     scores: object  # [n, n] Q K^T before scaling
-    scaled: object  # [n, n] Q K^T / sqrt(d_k), -inf where masked
+    scaled: object  # [n, n] Q K^T / sqrt(d_k) (Q K^T itself with --no-scale), -inf where masked
     weights: object  # [n, n] softmax over keys; rows sum to 1
     allowed: object  # [n, n] bool, True where the query may see the key; None = every key
+    delta: object = None  # [n, d] this head's Delta E
+    delta_self: object = None  # [n, d] its self part, w_ii v_i (then W_O)
+    delta_context: object = None  # [n, d] its context part, sum_{j != i} w_ij v_j (then W_O)
+    top_weight: float | None = None  # with --no-scale: mean over rows of the largest weight, as run
+    top_weight_scaled: float | None = None  # with --no-scale: the same had the scores been divided by sqrt(d_k)
 
     def stage_matrix(self, stage: str):
         """The matrix at `stage` with NaN where masked (for the raw scores: where the mask will hide them)."""
@@ -189,6 +208,42 @@ class HeadView:
 
         m = {"weights": self.weights, "scores": self.scores}.get(stage, self.scaled)
         return m if self.allowed is None else np.where(self.allowed, m, np.nan)
+
+    def norm_rows(self) -> list:  # [3, n]: |Delta E|, |context part|, |self part| per token
+        return [_norms(self.delta), _norms(self.delta_context), _norms(self.delta_self)]
+
+
+@dataclass
+class SenseRow:
+    """The sense meter for one token: its score for each sense before (E) and after (E') the heads."""
+
+    index: int
+    token: str
+    names: list  # sense names
+    before: list  # mean cosine of E_i with each sense's probe words
+    after: list  # the same for E'_i
+    nearest_before: str  # the sense scoring highest before
+    nearest_after: str  # and after
+
+    @property
+    def change(self) -> list:
+        return [a - b for a, b in zip(self.after, self.before)]
+
+    def to_dict(self) -> dict:
+        import numpy as np
+
+        before, after, change = (significant(np.array(x), NUMBER_DIGITS).tolist() for x in (self.before, self.after, self.change))
+        return {
+            "index": self.index,
+            "token": self.token,
+            "senses": [{"name": n, "before": b, "after": a, "change": c} for n, b, a, c in zip(self.names, before, after, change)],
+            "nearest_before": self.nearest_before,
+            "nearest_after": self.nearest_after,
+        }
+
+
+TOKEN_NUMBERS = ("delta_norms", "delta_context_norms", "delta_self_norms", "input_norms", "cosines", "context_cosines")
+HEAD_NUMBERS = ("delta_norms", "delta_context_norms", "delta_self_norms")  # the order of HeadView.norm_rows
 
 
 @dataclass
@@ -205,39 +260,71 @@ class InspectResult:
     with_embeddings: bool = False
     near_input: list | None = None  # keys nearest to each E (the token itself left out)
     near_output: list | None = None  # keys nearest to each E'
+    delta_self: object = None  # [n, d] summed self parts, w_ii v_i (then W_O)
+    delta_context: object = None  # [n, d] summed context parts, sum_{j != i} w_ij v_j (then W_O)
+    scale: bool = True  # scores divided by sqrt(d_k) (False: --no-scale)
+    senses: list | None = None  # [SenseRow] with --sense or --sense-set
+    senses_note: str | None = None  # why no token was measured against a sense set
 
     @property
     def input_norms(self):
-        import numpy as np
-
-        return np.linalg.norm(self.e, axis=1)
+        return _norms(self.e)
 
     @property
     def delta_norms(self):
-        import numpy as np
+        return _norms(self.delta)
 
-        return np.linalg.norm(self.delta, axis=1)
+    @property
+    def delta_context_norms(self):
+        return _norms(self.delta_context)
+
+    @property
+    def delta_self_norms(self):
+        return _norms(self.delta_self)
 
     @property
     def cosines(self):  # cos(E_i, E'_i)
+        return row_cosines(self.e, self.e_prime)
+
+    @property
+    def context_cosines(self):  # cos(E_i, E_i + Delta E_context_i): the move the other tokens alone cause
+        return row_cosines(self.e, self.e + self.delta_context)
+
+    def head_cosines(self, h: int):  # -> [n], [n]: cos(E, E + Delta E_h) and cos(E, E + Delta E_h context)
+        head = self.heads[h]
+        return row_cosines(self.e, self.e + head.delta), row_cosines(self.e, self.e + head.delta_context)
+
+    def number_rows(self):  # -> [6 + 3 * heads, n]: TOKEN_NUMBERS, then HEAD_NUMBERS for each head
+        """Every per-token number of the JSON at once: one stack of [n, d] rows, one pass over it."""
         import numpy as np
 
-        dots = np.sum(self.e * self.e_prime, axis=1)
-        norms = np.linalg.norm(self.e, axis=1) * np.linalg.norm(self.e_prime, axis=1)
-        return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+        per_head = [m for h in self.heads for m in (h.delta, h.delta_context, h.delta_self)]
+        rows = np.stack([self.delta, self.delta_context, self.delta_self, self.e, self.e_prime, self.e + self.delta_context, *per_head])
+        norms = np.sqrt(np.einsum("knd,knd->kn", rows, rows))  # [k, n, d] -> [k, n]
+        dots = np.einsum("nd,knd->kn", self.e, rows[4:6])  # E . E', E . (E + Delta E_context): [2, n]
+        scale = norms[3] * norms[4:6]  # [2, n]
+        cos = np.divide(dots, scale, out=np.zeros_like(dots), where=scale > 0)
+        return np.concatenate([norms[:4], cos, norms[6:]])  # delta, context, self, input, cos, context cos, heads
 
-    def rounded_numbers(self) -> tuple[list, list]:
-        """Every head's weights and the delta norms, rounded in one pass (it runs once per streamed line)."""
+    def rounded_numbers(self) -> tuple[list, dict, list]:
+        """Every head's weights, the per-token numbers and each head's norms, rounded in one pass
+        (it runs once per streamed line): (weights [h][n][n], {name: [n]}, [{name: [n]}] per head)."""
         import numpy as np
 
         n, n_heads = len(self.tokens), len(self.heads)
-        flat = np.concatenate([h.weights.ravel() for h in self.heads] + [self.delta_norms])
-        digits = np.repeat([WEIGHT_DIGITS, NUMBER_DIGITS], [n * n * n_heads, n])
+        flat = np.concatenate([h.weights.ravel() for h in self.heads] + [self.number_rows().ravel()])
+        n_weights = n * n * n_heads
+        digits = np.repeat([WEIGHT_DIGITS, NUMBER_DIGITS], [n_weights, len(flat) - n_weights])
         flat = significant(flat, digits)
-        return flat[: n * n * n_heads].reshape(n_heads, n, n).tolist(), flat[n * n * n_heads :].tolist()
+        weights = flat[:n_weights].reshape(n_heads, n, n).tolist()
+        numbers = flat[n_weights:].reshape(-1, n).tolist()
+        per_token = dict(zip(TOKEN_NUMBERS, numbers))
+        rest = numbers[len(TOKEN_NUMBERS):]
+        per_head = [dict(zip(HEAD_NUMBERS, rest[3 * h : 3 * h + 3])) for h in range(n_heads)]
+        return weights, per_token, per_head
 
-    def head_dict(self, head: HeadView, weights: list) -> dict:
-        out = {"name": head.name, "d_k": head.d_k, "weights": weights}
+    def head_dict(self, head: HeadView, weights: list, norms: dict) -> dict:
+        out = {"name": head.name, "d_k": head.d_k, "weights": weights, **norms}
         if self.stage:
             matrix = head.stage_matrix("scores" if self.stage == "scores" else "masked")
             hidden = None if head.allowed is None else ~head.allowed
@@ -245,21 +332,25 @@ class InspectResult:
         return out
 
     def to_dict(self) -> dict:
-        weights, delta_norms = self.rounded_numbers()
+        weights, per_token, per_head = self.rounded_numbers()
         out = {
             "tokens": self.tokens,
             "mask": self.mask,
             "position": self.position,
-            "heads": [self.head_dict(h, w) for h, w in zip(self.heads, weights)],
-            "delta_norms": delta_norms,
+            "scaled": self.scale,
+            "heads": [self.head_dict(h, w, norms) for h, w, norms in zip(self.heads, weights, per_head)],
+            **per_token,
         }
+        if self.senses is not None:
+            out["senses"] = [row.to_dict() for row in self.senses]
+        if self.near_input is not None:
+            out["neighbors"] = {"input": self.near_input, "output": self.near_output}
         if self.with_embeddings:
             out["embeddings"] = {
                 "input": significant(self.e, NUMBER_DIGITS).tolist(),
                 "output": significant(self.e_prime, NUMBER_DIGITS).tolist(),
             }
         return out
-
 
 
 # --- heads ---------------------------------------------------------------------------------
@@ -304,3 +395,19 @@ class HeadTrained:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+@dataclass
+class HeadsEval:
+    file: str
+    format: str  # "links" | "senses"
+    mask: str
+    counts: dict  # links: sentences, queries, dropped; senses: cases, skipped
+    rows: list  # [{"name", "kind": "head" | "heads" | "baseline", "about", measures...}]
+    sense_set: str | None = None  # senses: where the senses and probe words came from
+
+    def to_dict(self) -> dict:
+        out = {"file": self.file, "format": self.format, "mask": self.mask, **self.counts}
+        if self.sense_set is not None:
+            out["sense_set"] = self.sense_set
+        return out | {"rows": self.rows}

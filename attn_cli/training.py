@@ -10,7 +10,6 @@ The value map W_V is then fitted in closed form (ridge regression) with the atte
 Shape letters: b = sentences in a batch, n = tokens (padded), d = d_model, d_k = query/key size.
 """
 
-import csv
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -18,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from attn_cli.attention import Head, causal_mask, input_embeddings, multi_head, run_head
-from attn_cli.errors import DataError, InputError
+from attn_cli.attention import Head, causal_mask, input_embeddings, run_head
+from attn_cli.files import read_text
+from attn_cli.errors import InputError
 from attn_cli.tokens import tokenize
 
 
@@ -62,16 +62,7 @@ class Example:
 def read_links(path: str | Path) -> list[Link]:
     """Read a links file: three tab-separated fields a line; '#' comments, blank lines and a
     header line "sentence<TAB>query<TAB>key" are skipped. Bad lines raise InputError naming them."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a folder, not a links file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise DataError(f"{path}: cannot read ({e})") from None
-    return parse_links(text.splitlines(), str(path))
+    return parse_links(read_text(path, "a links file").splitlines(), str(path))
 
 
 def parse_links(lines: Iterable[str], source: str = "<links>") -> list[Link]:
@@ -296,40 +287,7 @@ def train_link_head(name: str, examples: list[Example], config: TrainConfig, pro
     return Head(name, w_q, w_k, w_v)
 
 
-# --- measuring a head -------------------------------------------------------------------------
-
-
-def link_metrics(head: Head, examples: list[Example]) -> dict:
-    """On linked query rows: how often the largest non-self weight lands on a linked key
-    (`top_on_key`), the mean total weight on the linked keys (`key_weight`), and, on the other
-    rows, the mean weight a token keeps on itself (`self_weight_other`)."""
-    hits, key_weight, self_other, moved = [], [], [], []
-    for ex in examples:
-        n = len(ex.tokens)
-        result = run_head(ex.e, head, causal_mask(n) if ex.mask == "causal" else None)
-        w = result.weights  # [n, n]
-        for i in range(n):
-            keys = ex.links.get(i)
-            if not keys:
-                self_other.append(w[i, i])
-                continue
-            others = np.where(np.arange(n) == i, -1.0, w[i])
-            hits.append(int(np.argmax(others)) in keys)
-            key_weight.append(w[i, keys].sum())
-            after = ex.e[i] + result.delta[i]
-            for key in keys:  # does E' of the query move toward each key word's vector?
-                moved.append(_cos(after, ex.words[key]) > _cos(ex.e[i], ex.words[key]))
-    return {
-        "queries": len(hits),
-        "top_on_key": float(np.mean(hits)) if hits else float("nan"),
-        "key_weight": float(np.mean(key_weight)) if key_weight else float("nan"),
-        "self_weight_other": float(np.mean(self_other)) if self_other else float("nan"),
-        "moved_toward_key": float(np.mean(moved)) if moved else float("nan"),
-    }
-
-
-def _cos(a: np.ndarray, b: np.ndarray) -> float:
-    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-12))
+# --- held-out sentences (measured by attn_cli.evaluation) -------------------------------------
 
 
 def split_sentences(links: list[Link], holdout: float, seed: int) -> tuple[list[Link], list[Link]]:
@@ -344,7 +302,7 @@ def split_sentences(links: list[Link], holdout: float, seed: int) -> tuple[list[
     return [l for l in links if l.sentence not in held], [l for l in links if l.sentence in held]
 
 
-# --- the context head: sense shifts ------------------------------------------------------------
+# --- sense cases (measured by attn_cli.evaluation.sense_metrics) ------------------------------
 
 
 @dataclass
@@ -355,64 +313,3 @@ class SenseCase:
     word: str
     sense: str
     context_before: bool  # all the selecting context precedes the word (visible under the causal mask)
-
-
-def read_senses(path: str | Path) -> dict[str, dict[str, dict]]:
-    """senses.tsv -> {word: {sense: {"split", "probes", "context"}}}."""
-    table: dict[str, dict[str, dict]] = {}
-    with open(path, encoding="utf-8") as f:
-        for number, row in enumerate(csv.reader(f, delimiter="\t"), start=1):
-            if not row or row[0].startswith("#"):
-                continue
-            if len(row) != 5:
-                raise DataError(f"{path} line {number}: expected 5 tab-separated fields, found {len(row)}")
-            word, sense, split, probes, context = row
-            table.setdefault(word, {})[sense] = {"split": split, "probes": probes.split(), "context": context.split()}
-    return table
-
-
-def read_sense_cases(path: str | Path) -> list[SenseCase]:
-    """context_*.tsv rows: sentence, word, sense, before|after."""
-    cases = []
-    with open(path, encoding="utf-8") as f:
-        for row in csv.reader(f, delimiter="\t"):
-            if row and not row[0].startswith("#") and row[0] != "sentence":
-                cases.append(SenseCase(row[0], row[1], row[2], row[3] == "before"))
-    return cases
-
-
-def sense_centroid(vectors, words: list[str]) -> np.ndarray:  # -> [d]
-    """Mean of the probes' unit vectors: x . centroid / |x| is the mean cosine of x with the probes."""
-    units = np.array([vectors.get_vector(w) for w in words])
-    return (units / np.linalg.norm(units, axis=1, keepdims=True)).mean(axis=0)
-
-
-def sense_shift_metrics(heads: list[Head], cases: list[SenseCase], senses, vectors, mask: str) -> dict:
-    """Share of cases where E' of the ambiguous word gains more mean cosine with its intended
-    sense's probes than with every other sense's; and the mean |Delta E| / |E| of that word.
-
-    mask "causal" uses only the cases whose context precedes the word; "none" uses all.
-    """
-    wins, ratios, margins = [], [], []
-    for case in cases:
-        if mask == "causal" and not case.context_before:
-            continue
-        tokens = tokenize(case.sentence)
-        words = np.array([vectors.get_vector(t) for t in tokens], dtype=np.float64)
-        e = input_embeddings(words, position=True)
-        _, delta, e_prime = multi_head(e, heads, causal_mask(len(tokens)) if mask == "causal" else None)
-        i = tokens.index(case.word)
-        gain = {}
-        for sense, info in senses[case.word].items():
-            c = sense_centroid(vectors, info["probes"])
-            gain[sense] = (e_prime[i] @ c) / np.linalg.norm(e_prime[i]) - (e[i] @ c) / np.linalg.norm(e[i])
-        rival = max(g for s, g in gain.items() if s != case.sense)
-        wins.append(gain[case.sense] > rival)
-        margins.append(gain[case.sense] - rival)
-        ratios.append(np.linalg.norm(delta[i]) / np.linalg.norm(e[i]))
-    return {
-        "cases": len(wins),
-        "accuracy": float(np.mean(wins)) if wins else float("nan"),
-        "mean_margin": float(np.mean(margins)) if margins else float("nan"),
-        "delta_ratio": float(np.mean(ratios)) if ratios else float("nan"),
-    }

@@ -150,3 +150,113 @@ def test_without_mask_or_position_permuting_tokens_permutes_the_output(shape, se
     p_outs, _, p_prime = multi_head(e[order], [head], None)
     np.testing.assert_allclose(p_outs[0].weights, outs[0].weights[np.ix_(order, order)], atol=1e-12)
     np.testing.assert_allclose(p_prime, e_prime[order], atol=1e-10)
+
+
+# --- Delta E split into the self part and the context part ---------------------------------------
+
+
+def loop_parts(weights: list, v: list, w_o: list | None):
+    """self_i = w_ii v_i and context_i = sum_{j != i} w_ij v_j (each then W_O), written out the long way."""
+    n, d_v = len(v), len(v[0])
+    own = [[weights[i][i] * v[i][t] for t in range(d_v)] for i in range(n)]
+    context = [[sum(weights[i][j] * v[j][t] for j in range(n) if j != i) for t in range(d_v)] for i in range(n)]
+    if w_o is not None:
+        own, context = matmul(own, w_o), matmul(context, w_o)
+    return own, context
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("d_v", [None, 3])
+@pytest.mark.parametrize("seed", range(3))
+def test_self_and_context_parts_match_the_loop_and_add_up_to_delta(seed, d_v, causal):
+    rng = np.random.default_rng(seed)
+    n, d = 6, 8
+    e = rng.normal(0, 2, (n, d))
+    head = random_head(rng, d, 4, d_v)
+    out = run_head(e, head, causal_mask(n) if causal else None)
+    v = (e @ head.w_v).tolist()
+    own, context = loop_parts(out.weights.tolist(), v, None if head.w_o is None else head.w_o.tolist())
+    np.testing.assert_allclose(out.delta_self, own, atol=1e-12)
+    np.testing.assert_allclose(out.delta_context, context, atol=1e-12)
+    np.testing.assert_allclose(out.delta_self + out.delta_context, out.delta, rtol=0, atol=1e-13)
+    if causal:
+        assert np.all(out.delta_context[0] == 0.0)  # the first token sees only itself: nothing from context
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_multi_head_parts_are_sums_over_heads(causal):
+    rng = np.random.default_rng(11)
+    n, d = 5, 6
+    e = rng.normal(0, 2, (n, d))
+    heads = [random_head(rng, d, 2, None), random_head(rng, d, 3, 2), random_head(rng, d, 4, None)]
+    outs, delta, e_prime, own, context = multi_head(e, heads, causal_mask(n) if causal else None, parts=True)
+    np.testing.assert_allclose(own, sum(o.delta_self for o in outs), atol=1e-13)
+    np.testing.assert_allclose(context, sum(o.delta_context for o in outs), atol=1e-13)
+    np.testing.assert_allclose(own + context, delta, atol=1e-12)
+    plain = multi_head(e, heads, causal_mask(n) if causal else None)  # the old three-value form still works
+    assert len(plain) == 3
+    np.testing.assert_array_equal(plain[1], delta)
+    np.testing.assert_array_equal(plain[2], e_prime)
+
+
+@settings(max_examples=80, deadline=None)
+@given(sizes, seeds, scales, st.booleans(), st.booleans())
+def test_context_and_self_parts_always_sum_to_delta(shape, seed, scale, causal, scaled):
+    e, head = sample(*shape, seed, scale)
+    n = e.shape[0]
+    out = run_head(e, head, causal_mask(n) if causal else None, scale=scaled)
+    size = max(1.0, float(np.abs(out.delta).max()))
+    np.testing.assert_allclose(out.delta_self + out.delta_context, out.delta, rtol=0, atol=1e-12 * size)
+    v = e @ head.w_v
+    own = np.diag(out.weights)[:, None] * v  # [n, d_v]
+    np.testing.assert_allclose(out.delta_self, own if head.w_o is None else own @ head.w_o, atol=1e-12 * size)
+
+
+# --- scaling by sqrt(d_k) ------------------------------------------------------------------------
+
+
+def test_no_scale_feeds_the_raw_scores_to_softmax():
+    rng = np.random.default_rng(4)
+    e = rng.normal(0, 1, (5, 6))
+    head = random_head(rng, 6, 3, None)
+    out = run_head(e, head, causal_mask(5), scale=False)
+    raw = (e @ head.w_q) @ (e @ head.w_k).T
+    np.testing.assert_allclose(np.tril(out.masked), np.tril(raw))
+    expected = np.exp(np.where(causal_mask(5), raw, -np.inf) - np.tril(raw).max(axis=1, keepdims=True))
+    np.testing.assert_allclose(out.weights, expected / expected.sum(axis=1, keepdims=True), atol=1e-12)
+    np.testing.assert_array_equal(run_head(e, head, causal_mask(5)).scores, out.scores)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-30, 30), min_size=1, max_size=12), st.floats(-1e3, 1e3))
+def test_adding_a_constant_to_a_row_of_scores_changes_nothing(row, shift):
+    """What inspect says beside raw scores: softmax sees only differences within a row."""
+    from attn_cli.attention import softmax
+
+    x = np.array(row)
+    np.testing.assert_allclose(softmax(x + shift), softmax(x), atol=1e-9)
+
+
+def test_removing_the_scaling_sharpens_more_at_large_d_k(glove):
+    """Q.K sums d_k products, so its spread grows like sqrt(d_k); dividing by sqrt(d_k) undoes that.
+    Without it, the random head at d_k = 256 turns far more peaked than at d_k = 16."""
+    from attn_cli.heads import random_head as model_head
+    from attn_cli.tokens import tokenize
+
+    sentences = ["a fluffy blue creature roamed the verdant forest .", "one mole of carbon dioxide ."]
+    sharpening, spread = {16: [], 256: []}, {16: [], 256: []}
+    for sentence in sentences:
+        e = input_embeddings(np.array([glove.get_vector(t) for t in tokenize(sentence)]))
+        for seed in range(3):
+            for d_k in (16, 256):
+                head = model_head(50, seed, d_k)
+                scaled, unscaled = run_head(e, head, None), run_head(e, head, None, scale=False)
+                top = lambda out: np.max(out.weights, axis=1).mean()  # noqa: E731
+                sharpening[d_k].append(top(unscaled) - top(scaled))
+                spread[d_k].append((np.std(unscaled.masked), np.std(scaled.masked)))
+    for small, large in zip(sharpening[16], sharpening[256]):
+        assert large > small > 0
+    raw_ratio = np.mean([s[0] for s in spread[256]]) / np.mean([s[0] for s in spread[16]])
+    scaled_ratio = np.mean([s[1] for s in spread[256]]) / np.mean([s[1] for s in spread[16]])
+    assert 2.5 < raw_ratio < 6.5  # about sqrt(256 / 16) = 4
+    assert 0.6 < scaled_ratio < 1.6  # about 1: the scaling keeps the spread of the scores

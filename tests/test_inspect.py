@@ -51,11 +51,14 @@ def write_npz(path, **arrays):
 
 def test_json_has_exactly_the_documented_keys_and_true_weights(run, glove):
     out = parse_json(run("inspect", LESSON, "--head", "identity", "--json"))
-    assert set(out) == {"tokens", "mask", "position", "heads", "delta_norms"}
+    assert set(out) == {
+        "tokens", "mask", "position", "scaled", "heads", "delta_norms", "delta_context_norms", "delta_self_norms",
+        "input_norms", "cosines", "context_cosines",
+    }
     assert out["tokens"] == LESSON_TOKENS
-    assert out["mask"] == "causal" and out["position"] is True
+    assert out["mask"] == "causal" and out["position"] is True and out["scaled"] is True
     [head] = out["heads"]
-    assert set(head) == {"name", "d_k", "weights"}
+    assert set(head) == {"name", "d_k", "weights", "delta_norms", "delta_context_norms", "delta_self_norms"}
     assert head["name"] == "identity" and head["d_k"] == 50
     weights = np.array(head["weights"])
     n = len(LESSON_TOKENS)
@@ -448,3 +451,90 @@ def test_saved_head_files_get_ordinary_permissions(tmp_path):
     finally:
         os.umask(umask)
     assert (tmp_path / "p.npz").stat().st_mode & 0o777 == 0o644
+
+
+# --- Delta E split, --per-head, --no-scale, neighbours in JSON ------------------------------------
+
+
+def lesson_e(glove, tokens):
+    return np.array([glove.get_vector(t) for t in tokens]) + positional_encoding(len(tokens), 50)
+
+
+def cos_rows(a, b):
+    return np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+def test_json_split_of_delta_into_context_and_self(run, glove):
+    """The identity head: W_V = I, so self = w_ii E_i and context = sum_{j != i} w_ij E_j, recomputed here."""
+    out = parse_json(run("inspect", LESSON, "--head", "identity", "--head", "identity", "--json"))
+    e = lesson_e(glove, out["tokens"])
+    weights = np.array(out["heads"][0]["weights"])
+    own = np.diag(weights)[:, None] * e
+    context = (weights - np.diag(np.diag(weights))) @ e
+    for head in out["heads"]:
+        np.testing.assert_allclose(head["delta_self_norms"], np.linalg.norm(own, axis=1), rtol=1e-5)
+        np.testing.assert_allclose(head["delta_context_norms"], np.linalg.norm(context, axis=1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(head["delta_norms"], np.linalg.norm(own + context, axis=1), rtol=1e-5)
+    np.testing.assert_allclose(out["delta_self_norms"], 2 * np.linalg.norm(own, axis=1), rtol=1e-5)
+    np.testing.assert_allclose(out["delta_context_norms"], 2 * np.linalg.norm(context, axis=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out["input_norms"], np.linalg.norm(e, axis=1), rtol=1e-5)
+    np.testing.assert_allclose(out["cosines"], cos_rows(e, e + 2 * (own + context)), rtol=1e-5)
+    np.testing.assert_allclose(out["context_cosines"], cos_rows(e, e + 2 * context), rtol=1e-5)
+    assert out["delta_context_norms"][0] == 0  # under the causal mask the first token sees only itself
+
+
+def test_neighbors_are_in_json_only_when_asked(run, glove):
+    plain = parse_json(run("inspect", "the forest", "--head", "identity", "--json"))
+    assert "neighbors" not in plain
+    out = parse_json(run("inspect", "the forest", "--head", "identity", "--neighbors", "2", "--json"))
+    near = out["neighbors"]
+    assert set(near) == {"input", "output"} and [len(row) for row in near["input"]] == [2, 2]
+    e = lesson_e(glove, ["the", "forest"])
+    sims = glove.unit @ (e[1] / np.linalg.norm(e[1]))
+    sims[glove.key_to_index["forest"]] = -np.inf  # the token itself is left out
+    assert near["input"][1] == [glove.index_to_key[j] for j in np.argsort(-sims)[:2]]
+    lines = run("inspect", "-", "--head", "identity", "--neighbors", "1", "--jsonl", input="the cat\n").stdout
+    assert len(json.loads(lines)["neighbors"]["output"][1]) == 1
+
+
+def test_shift_table_shows_the_context_part_and_says_what_it_is(run):
+    out = run("inspect", LESSON, "--head", "identity", "--neighbors", "0", env={"COLUMNS": "160"}).stdout
+    assert "‖ΔE_ctx‖" in out and "cos ctx" in out and "cos(E, E + ΔE_ctx)" in out
+    assert "what other tokens wrote" in out and "a copy of the token's own value" in out
+    assert "shift from head" not in out
+
+
+def test_per_head_shows_each_heads_shift(run, glove):
+    result = run("inspect", "one mole of carbon", "--head", "identity", "--head", "random", "--per-head", "--neighbors", "0",
+                 env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.stderr
+    assert "shift from head identity alone" in result.stdout and "shift from head random alone" in result.stdout
+    assert "‖ΔE_self‖" in result.stdout
+    out = parse_json(run("inspect", "one mole of carbon", "--head", "identity", "--json"))
+    section = result.stdout.split("shift from head identity alone")[1].split("shift from head random")[0]
+    carbon = [line.split() for line in section.splitlines() if line.strip().startswith("carbon")][0]
+    expected = [out["heads"][0][k][3] for k in ("delta_norms", "delta_context_norms", "delta_self_norms")]
+    assert [float(x) for x in carbon[1:4]] == [round(x, 2) for x in expected]
+
+
+def test_no_scale_in_json_and_in_the_view(run, glove):
+    out = parse_json(run("inspect", "one mole of carbon", "--head", "identity", "--no-scale", "--stage", "masked", "--json"))
+    assert out["scaled"] is False
+    e = lesson_e(glove, out["tokens"])
+    raw = np.where(causal_mask(4), e @ e.T, -np.inf)
+    expected = softmax(raw)
+    np.testing.assert_allclose(out["heads"][0]["weights"], expected, atol=1e-6)
+    assert out["heads"][0]["scores"][3][0] == pytest.approx(raw[3, 0], rel=1e-5)  # not divided by sqrt(d_k)
+    view = run("inspect", "one mole of carbon", "--head", "identity", "--no-scale", env=WIDE).stdout
+    assert "not divided by √d_k" in view
+    with_scaling = softmax(np.where(causal_mask(4), e @ e.T / np.sqrt(50), -np.inf))
+    line = f"without /√d_k: mean top weight {expected.max(axis=1).mean():.2f} (with: {with_scaling.max(axis=1).mean():.2f})"
+    assert line in view
+    assert "without /√d_k" not in run("inspect", "one mole of carbon", "--head", "identity", env=WIDE).stdout
+
+
+def test_raw_scores_come_with_the_note_that_only_differences_count(run):
+    note = "adding a constant to a row changes nothing"
+    for args in (("--stage", "scores"), ("--stage", "masked"), ("--focus", "mole")):
+        assert note in run("inspect", "one mole of carbon", "--head", "identity", *args, env={"COLUMNS": "200"}).stdout
+    assert note not in run("inspect", "one mole of carbon", "--head", "identity", env={"COLUMNS": "200"}).stdout

@@ -1,4 +1,4 @@
-"""`attn heads list|train`."""
+"""`attn heads list|train|eval`."""
 
 import sys
 from enum import Enum
@@ -11,7 +11,7 @@ from attn_cli.cli.app import ForceOpt, JsonOpt, LimitOpt, TrustOpt, VectorsOpt, 
 from attn_cli.errors import InputError
 from attn_cli.output import console, write_json
 
-heads_app = typer.Typer(help="List the attention heads, or train your own from labelled links.", no_args_is_help=True)
+heads_app = typer.Typer(help="List the attention heads, train your own from labelled links, or score heads on a file.", no_args_is_help=True)
 app.add_typer(heads_app, name="heads")
 
 
@@ -102,7 +102,7 @@ def train(
     several keys); every other token is trained to attend to itself. The value map is then
     fitted so a linked query moves toward its keys' vectors.
     """
-    from attn_cli import heads, training
+    from attn_cli import evaluation, heads, training
     from attn_cli.results import HeadTrained
 
     out = out.expanduser()
@@ -118,7 +118,7 @@ def train(
     with TrainProgress(steps) as progress:
         head = training.train_link_head(out.stem, train_ex, config, progress)
     final_loss = training.attention_loss(head.w_q, head.w_k, training.make_batches(train_ex, config.self_weight), config.l2)[0]
-    metrics = training.link_metrics(head, held_ex) if held_ex else {}
+    metrics = evaluation.link_metrics(head, held_ex, mask.value) if held_ex else {}
     summary = (
         f"held-out: top weight on a linked key {metrics['top_on_key']:.2f}, weight on linked keys {metrics['key_weight']:.2f}"
         if held_ex else "no held-out sentences"
@@ -138,3 +138,45 @@ def train(
         from attn_cli import render
 
         console().print(render.head_trained(result))
+
+
+@heads_app.command("eval")
+def evaluate(
+    file: Annotated[
+        Path,
+        typer.Argument(metavar="FILE", help="Links (sentence<TAB>query<TAB>key) or sense cases (sentence<TAB>word<TAB>sense<TAB>before|after).", show_default=False),
+    ],
+    head: Annotated[
+        list[str] | None,
+        typer.Option("--head", metavar="NAME|FILE", help="identity, random (random:D_K for another d_k), a shipped head's name, or a .npz file; repeat for several heads. Default: the shipped learned heads.", show_default=False),
+    ] = None,
+    mask: Annotated[TrainMask, typer.Option("--mask", help="causal: a token sees only itself and earlier tokens; none: every token.")] = TrainMask.causal,
+    sense_set: Annotated[
+        str | None,
+        typer.Option("--sense-set", metavar="NAME|FILE", help="Senses and probe words for sense cases: a shipped set (lesson) or a TSV word<TAB>sense<TAB>probe words.", show_default=False),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random head's weights.")] = 0,
+    vectors: VectorsOpt = None,
+    limit: LimitOpt = None,
+    trust_pickle: TrustOpt = False,
+    json: JsonOpt = False,
+) -> None:
+    """Score heads on a file, beside reference baselines.
+
+    Links: where each linked query's attention goes, per head, beside the previous token, even
+    attention and the identity head. Sense cases (need --sense-set): how often the heads, run
+    together as inspect runs them, bring the word's E' nearest its intended sense, beside the
+    identity head and even attention with an update of the same size.
+    """
+    from attn_cli import evaluation, heads, senses
+
+    table, table_name = senses.resolve_sense_set(sense_set) if sense_set else (None, "")
+    words = load_vectors(vectors, limit, trust_pickle)
+    chosen = heads.resolve_heads(head, words.vector_size, seed)
+    result = evaluation.evaluate_file(file, chosen, words, mask.value, table, table_name)
+    if json:
+        write_json(result.to_dict())
+    else:
+        from attn_cli import render
+
+        console().print(render.heads_eval(result))

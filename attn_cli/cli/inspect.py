@@ -8,16 +8,19 @@ import typer
 
 from attn_cli.cli.app import ForceOpt, JsonlOpt, JsonOpt, LimitOpt, OovOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors
 from attn_cli.errors import InputError
-from attn_cli.inspection import MAX_TOKENS, Mask, Settings, Stage, find_query, inspect_text
+from attn_cli.inspection import MAX_TOKENS, Mask, Settings, Stage, add_neighbors, find_query, inspect_text
 from attn_cli.output import json_line, warn, write_json
 from attn_cli.tokens import Oov
+
+
+DEFAULT_NEIGHBORS = 3  # in the terminal view; JSON has neighbours only when --neighbors is given
 
 
 def resolve_heads(specs: list[str] | None, d: int, seed: int) -> list:
     """The heads named by --head, in order; without any, the shipped defaults."""
     from attn_cli import heads
 
-    return [heads.resolve_head(spec, d, seed) for spec in specs] if specs else heads.default_heads(d, seed)
+    return heads.resolve_heads(specs, d, seed)
 
 
 def stdin_lines():
@@ -46,7 +49,7 @@ def inspect(
     text: Annotated[str, typer.Argument(metavar="TEXT", help="A sentence, or - to read one sentence per line from stdin.", show_default=False)],
     head: Annotated[
         list[str] | None,
-        typer.Option("--head", metavar="NAME|FILE", help="identity, random, a shipped head's name, or a .npz file; repeat for several heads. Default: the shipped learned heads.", show_default=False),
+        typer.Option("--head", metavar="NAME|FILE", help="identity, random (random:D_K for another d_k), a shipped head's name, or a .npz file; repeat for several heads. Default: the shipped learned heads.", show_default=False),
     ] = None,
     mask: Annotated[Mask, typer.Option("--mask", help="causal: a token sees only itself and earlier tokens; none: every token.")] = Mask.causal,
     position: Annotated[bool, typer.Option("--position/--no-position", help="Add sinusoidal positions to the word vectors.")] = True,
@@ -57,7 +60,20 @@ def inspect(
     ] = None,
     transpose: Annotated[bool, typer.Option("--transpose", help="Queries as columns, as in the lesson (default: queries as rows).")] = False,
     focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="A token (its first occurrence) or a 0-based index (-1 = last): show that query's softmax distribution.", show_default=False)] = None,
-    neighbors: Annotated[int, typer.Option("--neighbors", metavar="K", min=0, help="Nearest keys to show for E and E' (0 to skip).")] = 3,
+    neighbors: Annotated[
+        int | None,
+        typer.Option("--neighbors", metavar="K", min=0, help="Nearest keys to show for E and E' (0 to skip). Default 3 in the terminal; JSON has them only when this is given.", show_default=False),
+    ] = None,
+    per_head: Annotated[bool, typer.Option("--per-head", help="Also show each head's own shift: |Delta E|, its context and self parts, and their cosines.")] = False,
+    scale: Annotated[bool, typer.Option("--scale/--no-scale", help="Divide the scores by sqrt(d_k) before softmax (--no-scale skips it, to see what it does).")] = True,
+    sense: Annotated[
+        list[str] | None,
+        typer.Option("--sense", metavar="NAME=W1,W2,...", help="A sense given by probe words; measure every token (or --focus) against it before and after the heads. Repeat for several senses.", show_default=False),
+    ] = None,
+    sense_set: Annotated[
+        str | None,
+        typer.Option("--sense-set", metavar="NAME|FILE", help="Measure the tokens this sense set has senses for (a shipped set such as lesson, or a TSV word<TAB>sense<TAB>probe words).", show_default=False),
+    ] = None,
     embeddings: Annotated[bool, typer.Option("--embeddings", help="With --json, add the input embeddings E and the output E'.")] = False,
     max_tokens: Annotated[int, typer.Option("--max-tokens", metavar="N", min=1, help="Refuse sentences with more tokens than this.")] = MAX_TOKENS,
     svg: Annotated[Path | None, typer.Option("--svg", metavar="FILE", help="Also save the view as an SVG picture.", show_default=False)] = None,
@@ -83,17 +99,31 @@ def inspect(
     for path in exports:
         check_new_file(path, force)  # before any work, so nothing is computed in vain
 
+    if sense and sense_set:
+        raise InputError("--sense and --sense-set exclude each other")
+    from attn_cli import senses
+
+    adhoc = senses.parse_sense_options(sense) if sense else None
     words = load_vectors(vectors, limit, trust_pickle)
+    if adhoc:
+        senses.check_probes(adhoc, words, "--sense")
+    table, table_name = senses.resolve_sense_set(sense_set) if sense_set else (None, "")
+    if table is not None:
+        senses.check_sense_set(table, words, table_name)
     heads = resolve_heads(head, words.vector_size, seed)
     noise = [h.name for h in heads if h.noise]
     if (json or jsonl) and noise:
         warn(f"untrained random weights in {', '.join(noise)}: their pattern is noise")
-    settings = Settings(mask=mask, position=position, oov=oov, max_tokens=max_tokens, stage=stage, embeddings=embeddings)
+    settings = Settings(mask=mask, position=position, oov=oov, max_tokens=max_tokens, stage=stage, embeddings=embeddings, scale=scale)
+    machine = json or jsonl
 
     def compute(sentence: str):
         result = inspect_text(sentence, words, heads, settings)
-        if focus is not None:
-            find_query(result.tokens, focus)
+        query = find_query(result.tokens, focus) if focus is not None else None
+        if adhoc or table is not None:
+            senses.measure_senses(result, words, adhoc=adhoc, sense_set=table, set_name=table_name, focus=query)
+        if machine and neighbors:
+            add_neighbors(result, words, neighbors)
         return result
 
     if text == "-":
@@ -107,7 +137,9 @@ def inspect(
     elif json:
         failed, total = batch_json(lines, compute)
     else:
-        failed, total = show(lines, compute, words, single=text != "-", neighbors=neighbors, stage=stage, transpose=transpose, focus=focus, exports=(svg, html))
+        k = DEFAULT_NEIGHBORS if neighbors is None else neighbors
+        failed, total = show(lines, compute, words, single=text != "-", neighbors=k, stage=stage, transpose=transpose, focus=focus,
+                             per_head=per_head, exports=(svg, html))
     if failed:
         if text == "-":
             warn(f"{failed} of {total} lines failed")
@@ -127,12 +159,11 @@ def batch_json(lines, compute) -> tuple[int, int]:
     return failed, total
 
 
-def show(lines, compute, words, *, single: bool, neighbors: int, stage, transpose: bool, focus, exports) -> tuple[int, int]:
+def show(lines, compute, words, *, single: bool, neighbors: int, stage, transpose: bool, focus, per_head: bool, exports) -> tuple[int, int]:
     """The terminal view of each sentence; recorded and saved as SVG/HTML when asked."""
     from rich.rule import Rule
 
     from attn_cli import render
-    from attn_cli.inspection import add_neighbors
     from attn_cli.output import console
 
     svg, html = exports
@@ -151,7 +182,10 @@ def show(lines, compute, words, *, single: bool, neighbors: int, stage, transpos
         query = find_query(result.tokens, focus) if focus is not None else None
         if not single:
             out.print(Rule(f"line {total}", style="bold"))
-        for part in render.inspect_view(result, stage=(stage or Stage.weights).value, transpose=transpose, focus=query):
+        if result.senses_note:
+            warn(result.senses_note if single else f"line {total}: {result.senses_note}")
+        view = render.inspect_view(result, stage=(stage or Stage.weights).value, transpose=transpose, focus=query, per_head=per_head)
+        for part in view:
             out.print(part)
     if svg is not None:
         out.save_svg(str(svg), title="attn inspect", clear=html is None)

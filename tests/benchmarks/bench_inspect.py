@@ -64,15 +64,25 @@ for n_line, line in enumerate(sys.stdin, 1):
     n = len(tokens)
     e = np.asarray(matrix[rows], dtype=np.float64) + pe[:n]
     allowed = np.tril(np.ones((n, n), dtype=bool))
-    delta = np.zeros_like(e); objs = []
+    delta = np.zeros_like(e); own = np.zeros_like(e); objs = []
     for name, w_q, w_k, w_v, w_o in heads:
         s = np.where(allowed, (e @ w_q) @ (e @ w_k).T / np.sqrt(w_q.shape[1]), -np.inf)
         w = np.exp(s - s.max(axis=1, keepdims=True)); w /= w.sum(axis=1, keepdims=True)
-        dh = w @ (e @ w_v)
-        delta += dh if w_o is None else dh @ w_o
-        objs.append({{"name": name, "d_k": w_q.shape[1], "weights": rounded(w, 7).tolist()}})
-    out.write(json.dumps({{"tokens": tokens, "mask": "causal", "position": True, "heads": objs,
-                          "delta_norms": rounded(np.linalg.norm(delta, axis=1), 6).tolist()}}, ensure_ascii=False) + "\n")
+        v = e @ w_v
+        dh, sh = w @ v, np.diag(w)[:, None] * v
+        if w_o is not None:
+            dh, sh = dh @ w_o, sh @ w_o
+        delta += dh; own += sh
+        norms = [rounded(np.linalg.norm(x, axis=1), 6).tolist() for x in (dh, dh - sh, sh)]
+        objs.append({{"name": name, "d_k": w_q.shape[1], "weights": rounded(w, 7).tolist(),
+                     "delta_norms": norms[0], "delta_context_norms": norms[1], "delta_self_norms": norms[2]}})
+    ctx = delta - own
+    cos = lambda a, b: np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    r = lambda x: rounded(x, 6).tolist()
+    out.write(json.dumps({{"tokens": tokens, "mask": "causal", "position": True, "scaled": True, "heads": objs,
+                          "delta_norms": r(np.linalg.norm(delta, axis=1)), "delta_context_norms": r(np.linalg.norm(ctx, axis=1)),
+                          "delta_self_norms": r(np.linalg.norm(own, axis=1)), "input_norms": r(np.linalg.norm(e, axis=1)),
+                          "cosines": r(cos(e, e + delta)), "context_cosines": r(cos(e, e + ctx))}}, ensure_ascii=False) + "\n")
 '''
 
 

@@ -1,0 +1,351 @@
+"""`attn heads eval`: heads scored on a file of labelled sentences, beside reference baselines.
+
+Two kinds of file:
+
+- links (3 fields a line, `sentence<TAB>query<TAB>key`, as `attn heads train` reads them):
+  where does each linked query put its attention? `link_metrics` scores one attention pattern
+  (a head, or a function giving weights) on linked queries: `top_on_key`, `exact_top`,
+  `key_weight`; the baselines are the previous token, even attention and the identity head.
+- sense cases (4 fields, `sentence<TAB>word<TAB>sense<TAB>before|after`, with a sense set giving
+  each word's senses and probe words): does E' of the word land nearer its intended sense?
+  `sense_metrics` runs the heads together exactly as `inspect` does and measures the word's E
+  and E' with the sense meter (attn_cli.senses), beside the identity head and even attention
+  over the other (content) tokens with an update of the same size.
+
+Both functions are what data/heads/build_heads.py can call to compute shipped metrics.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from attn_cli import training
+from attn_cli.attention import Head, causal_mask, run_head
+from attn_cli.files import read_text
+from attn_cli.errors import InputError
+from attn_cli.words import is_content
+
+SENSE_HEADER = ["sentence", "word", "sense", "context"]
+LINK_HEADER = ["sentence", "query", "key"]
+CONTEXTS = ("before", "after")
+
+WeightFn = Callable[[np.ndarray, np.ndarray | None], np.ndarray]  # (E [n, d], visible [n, n] bool or None) -> weights [n, n]
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+@dataclass
+class EvalCase(training.SenseCase):
+    """A sense case with the line it came from (for error messages)."""
+
+    line: int = 0
+
+
+def parse_sense_cases(lines, source: str = "<cases>") -> list[EvalCase]:
+    """Lines `sentence<TAB>word<TAB>sense<TAB>before|after`; '#' comments, blank lines and the
+    header line `sentence<TAB>word<TAB>sense<TAB>context` are skipped. Bad lines raise InputError."""
+    cases = []
+    for number, line in enumerate(lines, start=1):
+        line = line.rstrip("\r\n")
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = [f.strip() for f in line.split("\t")]
+        if [f.lower() for f in fields] == SENSE_HEADER:
+            continue
+        if len(fields) != 4:
+            raise InputError(f"{source} line {number}: expected 4 tab-separated fields (sentence, word, sense, before|after), found {len(fields)}")
+        sentence, word, sense, where = fields
+        if not all(fields):
+            raise InputError(f"{source} line {number}: an empty field")
+        if where.lower() not in CONTEXTS:
+            raise InputError(f"{source} line {number}: the context must be 'before' or 'after', not {where!r}")
+        cases.append(EvalCase(sentence, word.lower(), sense, where.lower() == "before", number))
+    if not cases:
+        raise InputError(f"{source}: no sense cases")
+    return cases
+
+
+def file_format(lines: list[str], source: str) -> str:
+    """"links" or "senses", from the header or the number of fields of the first line that is not a comment."""
+    for number, line in enumerate(lines, start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields = [f.strip().lower() for f in line.rstrip("\r\n").split("\t")]
+        if fields == LINK_HEADER or (len(fields) == 3 and fields != SENSE_HEADER[:3]):
+            return "links"
+        if len(fields) == 4:
+            return "senses"
+        raise InputError(
+            f"{source} line {number}: expected 3 tab-separated fields (links: sentence, query, key) "
+            f"or 4 (sense cases: sentence, word, sense, before|after), found {len(fields)}"
+        )
+    raise InputError(f"{source}: nothing to evaluate (only comments or blank lines)")
+
+
+def read_eval_file(path: str | Path) -> tuple[str, list]:
+    """("links", [training.Link]) or ("senses", [EvalCase]) from a TSV file."""
+    lines = read_text(path, "a TSV file").splitlines()
+    kind = file_format(lines, str(path))
+    if kind == "links":
+        return kind, training.parse_links(lines, str(path))
+    return kind, parse_sense_cases(lines, str(path))
+
+
+# --- links ----------------------------------------------------------------------------------------
+
+
+def previous_token(e: np.ndarray, visible: np.ndarray | None) -> np.ndarray:  # [n, d] -> [n, n]
+    """All weight on token i-1 (token 0 on itself)."""
+    n = len(e)
+    weights = np.zeros((n, n))
+    weights[np.arange(n), np.maximum(np.arange(n) - 1, 0)] = 1.0
+    return weights
+
+
+def even_visible(e: np.ndarray, visible: np.ndarray | None) -> np.ndarray:  # [n, d] -> [n, n]
+    """Weight spread evenly over every key the query may see (itself included)."""
+    n = len(e)
+    seen = np.ones((n, n)) if visible is None else visible.astype(np.float64)  # [n, n]
+    return seen / seen.sum(axis=1, keepdims=True)
+
+
+def _visible(n: int, mask: str) -> np.ndarray | None:
+    return causal_mask(n) if mask == "causal" else None
+
+
+def _check_mask(mask: str) -> None:
+    if mask not in ("causal", "none"):
+        raise InputError(f"mask must be 'causal' or 'none', not {mask!r}")
+
+
+def link_metrics(attention: Head | WeightFn, examples: list[training.Example], mask: str = "causal") -> dict:
+    """How one attention pattern serves the linked queries of `examples` (training.Example).
+
+    `attention` is a head (its weights under `mask`), or a function (E [n, d], visible
+    [n, n] bool or None) -> weights [n, n]. Under mask "causal" a link whose key comes after
+    its query cannot be served: it is dropped and counted (`dropped`); a query left without
+    keys is not counted. A link from a word to itself is ignored. Over the `queries` counted:
+
+    - `top_on_key`: share whose largest non-self weight is on a linked key
+    - `exact_top`: share whose linked keys are exactly their |keys| largest non-self weights
+    - `key_weight`: mean total weight on the linked keys
+    - `others_on_self`: over every token that is not a linked query, its mean weight on itself
+      (a pattern that puts weight on keys everywhere, such as the previous token, scores low)
+
+    A tie between a linked key and another token counts as a miss. Build examples with
+    training.links_to_examples(links, vectors, "none") to keep every link for counting.
+    """
+    _check_mask(mask)
+    top, exact, weight, on_self, dropped = [], [], [], [], 0
+    for ex in examples:
+        n = len(ex.tokens)
+        visible = _visible(n, mask)
+        w = run_head(ex.e, attention, visible).weights if isinstance(attention, Head) else attention(ex.e, visible)  # [n, n]
+        on_self += [w[i, i] for i in range(n) if i not in ex.links]
+        for q, keys in ex.links.items():
+            keys = [k for k in keys if k != q]
+            kept = [k for k in keys if mask != "causal" or k < q]
+            dropped += len(keys) - len(kept)
+            if not kept:
+                continue
+            others = np.where(np.arange(n) == q, -np.inf, w[q])  # [n]: non-self weights
+            rest = np.delete(others, kept)  # weights of the tokens that are neither keys nor the query
+            best_rest = rest.max(initial=-np.inf)
+            top.append(others[kept].max() > best_rest)
+            exact.append(others[kept].min() > best_rest)
+            weight.append(w[q, kept].sum())
+    nan = float("nan")
+    return {
+        "queries": len(top),
+        "dropped": dropped,
+        "top_on_key": float(np.mean(top)) if top else nan,
+        "exact_top": float(np.mean(exact)) if exact else nan,
+        "key_weight": float(np.mean(weight)) if weight else nan,
+        "others_on_self": float(np.mean(on_self)) if on_self else nan,
+    }
+
+
+LINK_BASELINES = {
+    "previous": "all weight on the token before (token 0: itself)",
+    "even": "weight spread evenly over the visible tokens",
+    "identity": "the identity head: plain similarity",
+}
+
+
+def link_rows(heads: list[Head], examples: list[training.Example], mask: str, d: int) -> list[dict]:
+    """One row per head, then the baselines: {"name", "kind", "about", "queries", "dropped", "top_on_key", ...}."""
+    from attn_cli.heads import identity_head
+
+    patterns: list[tuple[str, str, Head | WeightFn]] = [(h.name, "head", h) for h in heads]
+    patterns += [("previous", "baseline", previous_token), ("even", "baseline", even_visible), ("identity", "baseline", identity_head(d))]
+    rows = []
+    for name, kind, attention in patterns:
+        about = LINK_BASELINES[name] if kind == "baseline" else "the head alone"
+        rows.append({"name": name, "kind": kind, "about": about, **link_metrics(attention, examples, mask)})
+    return rows
+
+
+# --- senses ---------------------------------------------------------------------------------------
+
+
+def check_cases(cases: list, sense_set: dict, set_name: str = "the sense set") -> None:
+    """Every case's word and sense must be in the set, with at least one other sense to tell it from."""
+    problems = []
+    for case in cases:
+        where = f" (line {case.line})" if getattr(case, "line", 0) else ""
+        senses = sense_set.get(case.word)
+        if senses is None:
+            problems.append(f"{case.word!r}{where}")
+        elif case.sense not in senses:
+            problems.append(f"{case.word}/{case.sense}{where}")
+        elif len(senses) < 2:
+            problems.append(f"{case.word!r} has one sense only{where}")
+    if problems:
+        shown = ", ".join(dict.fromkeys(problems[:10])) + (f" and {len(problems) - 10} more" if len(problems) > 10 else "")
+        raise InputError(f"not in {set_name}: {shown}")
+
+
+def _share_correct(rows: np.ndarray, centroids: list[np.ndarray], intended: list[int]) -> float:
+    """Share of rows [c, d] nearer (by the sense score) to their intended sense than to every other."""
+    from attn_cli.senses import sense_scores
+
+    hits = []
+    for x, c, k in zip(rows, centroids, intended):
+        scores = sense_scores(x[None, :], c)[0]  # [s]
+        hits.append(scores[k] > np.delete(scores, k).max())
+    return float(np.mean(hits)) if hits else float("nan")
+
+
+def _measures(e: np.ndarray, delta: np.ndarray, context: np.ndarray, centroids, intended) -> dict:  # e, delta, context: [c, d]
+    from attn_cli.results import row_cosines
+
+    if not len(e):
+        nan = float("nan")
+        return dict.fromkeys(("before", "after", "mean_cos", "mean_delta_ratio", "mean_context_ratio"), nan)
+    norms = np.linalg.norm(e, axis=1)  # [c]
+    return {
+        "before": _share_correct(e, centroids, intended),
+        "after": _share_correct(e + delta, centroids, intended),
+        "mean_cos": float(np.mean(row_cosines(e, e + delta))),
+        "mean_delta_ratio": float(np.mean(np.linalg.norm(delta, axis=1) / norms)),
+        "mean_context_ratio": float(np.mean(np.linalg.norm(context, axis=1) / norms)),
+    }
+
+
+SENSE_BASELINES = {
+    "identity": "plain similarity",
+    "even_content": "even over other content words",
+    "even_all": "even over all other tokens",
+}
+
+
+def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask: str = "causal") -> dict:
+    """How often the heads, run together as `inspect` runs them, move an ambiguous word's E' to its intended sense.
+
+    cases: training.SenseCase (or EvalCase) items; sense_set: {word: {sense: [probe words]}}
+    (attn_cli.senses); mask:
+    "causal" (only cases whose context comes before the word) or "none" (all). Returns
+    {"mask", "cases", "skipped", "heads": {...}, "identity": {...}, "even_content": {...},
+    "even_all": {...}}, each measure dict holding `before` (share of cases whose E is nearer
+    the intended sense than every other, by the mean cosine with the probe words), `after`
+    (the same for E'), `mean_cos` (cos(E, E')), `mean_delta_ratio` (|Delta E| / |E|) and
+    `mean_context_ratio` (|Delta E context| / |E|); the even rows also hold `scale`, the s that
+    makes their mean |Delta E| / |E| equal the heads'.
+    """
+    from attn_cli.heads import identity_head
+    from attn_cli.inspection import Mask, Settings, inspect_text
+    from attn_cli.senses import check_probes, probe_matrix, sense_centroids
+
+    _check_mask(mask)
+    check_cases(cases, sense_set)
+    used = [c for c in cases if mask != "causal" or c.context_before]
+    vectors.key_to_index  # many sentences: look words up in the index, not by scanning the key list
+    centroids_of: dict[str, tuple[list[str], np.ndarray]] = {}
+    for word in dict.fromkeys(c.word for c in used):
+        probes = {name: list(entry) for name, entry in sense_set[word].items()}
+        check_probes({f"{word}/{name}": p for name, p in probes.items()}, vectors, "sense set")
+        centroids_of[word] = (list(probes), sense_centroids([probe_matrix(p, vectors) for p in probes.values()]))
+    settings = Settings(mask=Mask(mask))
+    identity = [identity_head(vectors.vector_size)]
+    e_rows, centroids, intended = [], [], []
+    parts = {name: ([], []) for name in ("heads", "identity")}  # name -> (delta rows, context rows)
+    mixes = {"even_content": [], "even_all": []}  # unscaled sum_j w_ij E_j rows
+    for case in used:
+        try:
+            result = inspect_text(case.sentence, vectors, heads, settings)
+            plain = inspect_text(case.sentence, vectors, identity, settings)
+        except InputError as e:
+            raise InputError(f"line {case.line}: {e}" if getattr(case, "line", 0) else str(e)) from None
+        if case.word not in result.tokens:
+            where = f"line {case.line}: " if getattr(case, "line", 0) else ""
+            raise InputError(f"{where}{case.word!r} is not a token of {case.sentence!r}")
+        i = result.tokens.index(case.word)
+        names, c = centroids_of[case.word]
+        e_rows.append(result.e[i])
+        centroids.append(c)
+        intended.append(names.index(case.sense))
+        for name, r in (("heads", result), ("identity", plain)):
+            parts[name][0].append(r.delta[i])
+            parts[name][1].append(r.delta_context[i])
+        seen = [j for j in range(len(result.tokens)) if j != i and (mask != "causal" or j < i)]
+        for name, keep in (("even_content", lambda j: is_content(result.tokens[j])), ("even_all", lambda j: True)):
+            chosen = [j for j in seen if keep(j)]
+            mixes[name].append(result.e[chosen].mean(axis=0) if chosen else np.zeros_like(result.e[i]))  # [d]
+    d = vectors.vector_size
+    e = np.array(e_rows).reshape(-1, d)  # [c, d]
+    out: dict = {"mask": mask, "cases": len(used), "skipped": len(cases) - len(used)}
+    for name, (delta, context) in parts.items():
+        delta, context = np.array(delta).reshape(-1, d), np.array(context).reshape(-1, d)
+        out[name] = _measures(e, delta, context, centroids, intended)
+    out["heads"]["names"] = [h.name for h in heads]
+    target = out["heads"]["mean_delta_ratio"]
+    for name, rows in mixes.items():
+        mix = np.array(rows).reshape(-1, d)  # [c, d]
+        raw = float(np.mean(np.linalg.norm(mix, axis=1) / np.linalg.norm(e, axis=1))) if len(e) else float("nan")
+        s = target / raw if raw > 0 else 0.0
+        delta = s * mix  # all the weight is on other tokens: the whole update is context
+        out[name] = {**_measures(e, delta, delta, centroids, intended), "scale": s}
+    return out
+
+
+def sense_rows(metrics: dict) -> list[dict]:
+    """sense_metrics' result as table rows: the heads, then the baselines."""
+    heads = metrics["heads"]
+    rows = [{"name": " + ".join(heads["names"]), "kind": "heads", "about": "together, as inspect runs them",
+             **{k: v for k, v in heads.items() if k != "names"}}]
+    for name, about in SENSE_BASELINES.items():
+        rows.append({"name": name, "kind": "baseline", "about": about, **metrics[name]})
+    return rows
+
+
+# --- the command's whole job ----------------------------------------------------------------------
+
+
+def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: str = "causal", sense_set: dict | None = None,
+                  set_name: str = ""):
+    """Read `path`, score the heads on it, and return attn_cli.results.HeadsEval."""
+    from attn_cli.results import HeadsEval
+
+    kind, items = read_eval_file(path)
+    if kind == "links":
+        if sense_set is not None:
+            raise InputError(f"{path} holds links (3 fields a line); --sense-set applies only to sense cases")
+        examples = training.links_to_examples(items, vectors, "none", str(path))  # every link kept; the mask drops later
+        rows = link_rows(heads, examples, mask, vectors.vector_size)
+        counts = {"sentences": len(examples), "queries": rows[0]["queries"], "dropped": rows[0]["dropped"]}
+        for row in rows:
+            del row["queries"], row["dropped"]
+        return HeadsEval(file=str(path), format=kind, mask=mask, counts=counts, rows=rows)
+    if sense_set is None:
+        raise InputError(f"{path} holds sense cases (4 fields a line); pass --sense-set NAME|FILE giving each word's senses and probe words")
+    try:
+        check_cases(items, sense_set, f"sense set {set_name}" if set_name else "the sense set")
+        metrics = sense_metrics(heads, items, sense_set, vectors, mask)
+    except InputError as e:
+        message = str(e)
+        raise InputError(f"{path} {message}" if message.startswith("line ") else f"{path}: {message}") from None
+    counts = {"cases": metrics["cases"], "skipped": metrics["skipped"]}
+    return HeadsEval(file=str(path), format=kind, mask=mask, counts=counts, rows=sense_rows(metrics), sense_set=set_name or None)

@@ -1,0 +1,247 @@
+"""`attn heads eval` and the functions behind it: link metrics with their baselines, sense metrics with theirs."""
+
+import numpy as np
+import pytest
+
+from attn_cli import evaluation, heads, senses, training
+from attn_cli.attention import Head, causal_mask, input_embeddings, run_head
+from attn_cli.errors import InputError
+from attn_cli.tokens import tokenize
+from attn_cli.words import FUNCTION_WORDS, is_content
+from conftest import parse_json
+
+LINKS = """# adjectives before their nouns
+sentence\tquery\tkey
+the fluffy dog ran .\tdog\tfluffy
+a red car stopped .\tcar\tred
+the old tall man sat .\tman\told
+the old tall man sat .\tman\ttall
+the dog ran .\tthe\tdog
+"""
+
+CASES = """sentence\tword\tsense\tcontext
+# a small hand-made set
+american shrew mole\tmole\tanimal\tbefore
+take a biopsy of the mole\tmole\tskin\tbefore
+one mole of carbon dioxide\tmole\tchemistry\tafter
+the river bank\tbank\triver\tbefore
+the loan from the bank\tbank\tmoney\tbefore
+"""
+
+
+@pytest.fixture
+def links_file(tmp_path):
+    path = tmp_path / "links.tsv"
+    path.write_text(LINKS)
+    return path
+
+
+@pytest.fixture
+def cases_file(tmp_path):
+    path = tmp_path / "cases.tsv"
+    path.write_text(CASES)
+    return path
+
+
+def examples(text, glove, source="<links>"):
+    return training.links_to_examples(training.parse_links(text.splitlines(), source), glove, "none", source)
+
+
+# --- link metrics ------------------------------------------------------------------------------------
+
+
+def test_previous_token_baseline_is_exact_on_a_constructed_case():
+    """Keys one token back: the previous-token pattern serves every query fully; two back: never."""
+    e = np.random.default_rng(0).normal(size=(5, 4))
+    one_back = [training.Example(list("abcde"), e, e, {2: [1], 4: [3]}, "none")]
+    two_back = [training.Example(list("abcde"), e, e, {2: [0], 4: [2]}, "none")]
+    hit = evaluation.link_metrics(evaluation.previous_token, one_back, "causal")
+    assert hit == {"queries": 2, "dropped": 0, "top_on_key": 1.0, "exact_top": 1.0, "key_weight": 1.0, "others_on_self": 1 / 3}
+    miss = evaluation.link_metrics(evaluation.previous_token, two_back, "causal")
+    assert miss == {"queries": 2, "dropped": 0, "top_on_key": 0.0, "exact_top": 0.0, "key_weight": 0.0, "others_on_self": 1 / 3}
+    weights = evaluation.previous_token(e, causal_mask(5))
+    assert weights[0, 0] == 1 and all(weights[i, i - 1] == 1 for i in range(1, 5))
+
+
+def test_even_baseline_weight_is_keys_over_visible_tokens():
+    e = np.zeros((6, 3))
+    ex = [training.Example(list("abcdef"), e, e, {3: [0, 1], 5: [4]}, "none")]
+    causal = evaluation.link_metrics(evaluation.even_visible, ex, "causal")
+    assert causal["key_weight"] == pytest.approx(np.mean([2 / 4, 1 / 6]))
+    assert causal["top_on_key"] == 0.0  # a tie with the other tokens is a miss
+    none = evaluation.link_metrics(evaluation.even_visible, ex, "none")
+    assert none["key_weight"] == pytest.approx(np.mean([2 / 6, 1 / 6]))
+
+
+def test_causal_mask_drops_links_to_later_keys_and_counts_them():
+    e = np.random.default_rng(1).normal(size=(4, 3))
+    ex = [training.Example(list("abcd"), e, e, {1: [3], 2: [0, 3]}, "none")]
+    causal = evaluation.link_metrics(evaluation.previous_token, ex, "causal")
+    assert causal["queries"] == 1 and causal["dropped"] == 2
+    assert evaluation.link_metrics(evaluation.previous_token, ex, "none")["dropped"] == 0
+
+
+def test_link_metrics_of_a_head_against_a_loop(glove):
+    exs = examples(LINKS, glove)
+    head = heads.random_head(50, seed=3)
+    got = evaluation.link_metrics(head, exs, "none")
+    top, exact, weight, on_self = [], [], [], []
+    for ex in exs:
+        w = run_head(ex.e, head, None).weights
+        on_self += [w[i, i] for i in range(len(ex.tokens)) if i not in ex.links]
+        for q, keys in ex.links.items():
+            ranked = sorted((j for j in range(len(ex.tokens)) if j != q), key=lambda j: -w[q, j])
+            top.append(ranked[0] in keys)
+            exact.append(set(ranked[: len(keys)]) == set(keys))
+            weight.append(sum(w[q, k] for k in keys))
+    assert got["queries"] == len(top) == 4
+    assert got["top_on_key"] == pytest.approx(np.mean(top))
+    assert got["exact_top"] == pytest.approx(np.mean(exact))
+    assert got["key_weight"] == pytest.approx(np.mean(weight))
+    assert got["others_on_self"] == pytest.approx(np.mean(on_self))
+
+
+# --- sense metrics ------------------------------------------------------------------------------------
+
+
+def word_scores(x, word_senses, glove):
+    """{sense: mean cosine of x with its probes}, one probe at a time."""
+    out = {}
+    for name, probes in word_senses.items():
+        out[name] = np.mean([x @ glove.get_vector(p) / np.linalg.norm(x) / np.linalg.norm(glove.get_vector(p)) for p in probes])
+    return out
+
+
+def test_sense_metrics_against_an_independent_computation(glove):
+    table = senses.read_sense_set(senses.SENSES_DIR / "lesson.tsv")
+    cases = evaluation.parse_sense_cases(CASES.splitlines())
+    identity = heads.identity_head(50)
+    got = evaluation.sense_metrics([identity], cases, table, glove, "none")
+    assert got["cases"] == 5 and got["skipped"] == 0
+    before, after, ratios, context_ratios, content_mix = [], [], [], [], []
+    for case in cases:
+        tokens = tokenize(case.sentence)
+        e = input_embeddings(np.array([glove.get_vector(t) for t in tokens]))
+        i = tokens.index(case.word)
+        w = run_head(e, identity, None).weights
+        delta = w[i] @ e
+        context = delta - w[i, i] * e[i]
+        for x, hits in ((e[i], before), (e[i] + delta, after)):
+            scores = word_scores(x, table[case.word], glove)
+            hits.append(all(scores[case.sense] > v for k, v in scores.items() if k != case.sense))
+        ratios.append(np.linalg.norm(delta) / np.linalg.norm(e[i]))
+        context_ratios.append(np.linalg.norm(context) / np.linalg.norm(e[i]))
+        others = [j for j, t in enumerate(tokens) if j != i and t not in FUNCTION_WORDS and any(c.isalnum() for c in t)]
+        content_mix.append(np.linalg.norm(e[others].mean(axis=0)) / np.linalg.norm(e[i]) if others else 0.0)
+    for row in ("heads", "identity"):
+        assert got[row]["before"] == pytest.approx(np.mean(before))
+        assert got[row]["after"] == pytest.approx(np.mean(after))
+        assert got[row]["mean_delta_ratio"] == pytest.approx(np.mean(ratios))
+        assert got[row]["mean_context_ratio"] == pytest.approx(np.mean(context_ratios))
+    for row in ("even_content", "even_all"):  # the update-size-matched references
+        assert got[row]["mean_delta_ratio"] == pytest.approx(got["heads"]["mean_delta_ratio"])
+        assert got[row]["mean_context_ratio"] == pytest.approx(got["heads"]["mean_delta_ratio"])
+        assert got[row]["before"] == got["heads"]["before"]
+    assert got["even_content"]["scale"] == pytest.approx(np.mean(ratios) / np.mean(content_mix))
+
+
+def test_sense_metrics_under_the_causal_mask_skips_context_after(glove):
+    table = senses.read_sense_set(senses.SENSES_DIR / "lesson.tsv")
+    cases = evaluation.parse_sense_cases(CASES.splitlines())
+    got = evaluation.sense_metrics([heads.identity_head(50)], cases, table, glove, "causal")
+    assert got["cases"] == 4 and got["skipped"] == 1
+
+
+def test_sense_metrics_takes_plain_cases_and_heads(glove):
+    """What build scripts have: training.SenseCase items and bare Heads."""
+    table = senses.read_sense_set(senses.SENSES_DIR / "lesson.tsv")
+    parsed = evaluation.parse_sense_cases(CASES.splitlines())
+    cases = [training.SenseCase(c.sentence, c.word, c.sense, c.context_before) for c in parsed]
+    head = Head("plain", np.eye(50), np.eye(50), 0.5 * np.eye(50))  # a bare Head, not a NamedHead
+    a = evaluation.sense_metrics([head], cases, table, glove, "none")
+    b = evaluation.sense_metrics([head], parsed, table, glove, "none")
+    assert a == b and a["heads"]["names"] == ["plain"]
+
+
+def test_sense_metrics_names_words_missing_from_the_set(glove):
+    cases = evaluation.parse_sense_cases(["the bat flew\tbat\tanimal\tbefore", "the river bank\tbank\tsky\tbefore"])
+    with pytest.raises(InputError, match=r"'bat' \(line 1\), bank/sky \(line 2\)"):
+        evaluation.sense_metrics([heads.identity_head(50)], cases, {"bank": {"river": ["river"], "money": ["money"]}}, glove)
+
+
+def test_function_words_and_content_tokens():
+    assert 120 <= len(FUNCTION_WORDS) <= 260
+    assert not is_content("the") and not is_content(",") and not is_content("of")
+    assert is_content("mole") and is_content("carbon") and is_content("1990")
+
+
+# --- the command ---------------------------------------------------------------------------------------
+
+
+def test_heads_eval_links_json(run, links_file):
+    out = parse_json(run("heads", "eval", links_file, "--head", "identity", "--head", "random", "--json"))
+    assert out["format"] == "links" and out["mask"] == "causal"
+    assert out["queries"] == 3 and out["dropped"] == 1 and out["sentences"] == 4
+    names = [row["name"] for row in out["rows"]]
+    assert names == ["identity", "random", "previous", "even", "identity"]
+    assert [row["kind"] for row in out["rows"]] == ["head", "head", "baseline", "baseline", "baseline"]
+    for row in out["rows"]:
+        assert {"top_on_key", "exact_top", "key_weight"} <= set(row)
+        assert 0 <= row["key_weight"] <= 1
+    assert out["rows"][0]["top_on_key"] == out["rows"][-1]["top_on_key"]  # the head and the baseline are the same head
+    previous = out["rows"][2]
+    assert previous["top_on_key"] == 1.0 and previous["key_weight"] == 1.0  # every kept key is just before its noun
+    assert previous["exact_top"] == pytest.approx(2 / 3)  # "man" has two keys; the previous token is only one of them
+    none = parse_json(run("heads", "eval", links_file, "--head", "identity", "--mask", "none", "--json"))
+    assert none["queries"] == 4 and none["dropped"] == 0
+
+
+def test_heads_eval_links_for_a_person(run, links_file):
+    result = run("heads", "eval", links_file, "--head", "identity", env={"COLUMNS": "150"})
+    assert result.exit_code == 0, result.stderr
+    for text in ("previous", "even", "identity", "top on key", "3 linked queries", "1 link dropped", "mask causal"):
+        assert text in result.stdout
+
+
+def test_heads_eval_senses(run, cases_file):
+    out = parse_json(run("heads", "eval", cases_file, "--head", "identity", "--sense-set", "lesson", "--mask", "none", "--json"))
+    assert out["format"] == "senses" and out["cases"] == 5 and out["skipped"] == 0 and out["sense_set"] == "lesson"
+    assert [row["name"] for row in out["rows"]] == ["identity", "identity", "even_content", "even_all"]
+    heads_row, identity_row = out["rows"][0], out["rows"][1]
+    assert {k: v for k, v in heads_row.items() if k not in ("kind", "about")} == {
+        k: v for k, v in identity_row.items() if k not in ("kind", "about")
+    }
+    for row in out["rows"]:
+        assert {"before", "after", "mean_cos", "mean_delta_ratio", "mean_context_ratio"} <= set(row)
+    causal = parse_json(run("heads", "eval", cases_file, "--head", "identity", "--sense-set", "lesson", "--json"))
+    assert causal["cases"] == 4 and causal["skipped"] == 1
+    view = run("heads", "eval", cases_file, "--head", "identity", "--sense-set", "lesson", env={"COLUMNS": "150"})
+    assert view.exit_code == 0
+    assert "even_content" in view.stdout and "1 skipped" in view.stdout and "sense set lesson" in view.stdout
+
+
+@pytest.mark.parametrize(
+    "content, args, message",
+    [
+        (CASES, (), "pass --sense-set"),
+        (LINKS, ("--sense-set", "lesson"), "applies only to sense cases"),
+        ("the bat flew\tbat\tanimal\tbefore\n", ("--sense-set", "lesson"), "not in sense set lesson: 'bat' (line 1)"),
+        ("the river bank\tbank\triver\tsideways\n", ("--sense-set", "lesson"), "line 1: the context must be"),
+        ("one\ttwo\n", (), "line 1: expected 3 tab-separated fields (links: sentence, query, key) or 4"),
+        ("the qxzvw bank\tbank\triver\tbefore\n", ("--sense-set", "lesson"), "line 1: unknown word: 'qxzvw'"),
+        ("the dog ran .\tdog\tzebra\n", (), "line 1: key word 'zebra'"),
+        ("# nothing\n", (), "nothing to evaluate"),
+    ],
+)
+def test_heads_eval_errors_are_one_line_exit_2(run, tmp_path, content, args, message):
+    path = tmp_path / "f.tsv"
+    path.write_text(content)
+    result = run("heads", "eval", path, "--head", "identity", *args)
+    assert result.exit_code == 2, result.stderr
+    assert message in result.stderr and str(path) in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and result.stdout == ""
+
+
+def test_heads_eval_missing_file(run, tmp_path):
+    result = run("heads", "eval", tmp_path / "nope.tsv", "--head", "identity")
+    assert result.exit_code == 2 and "no such file" in result.stderr
