@@ -67,6 +67,11 @@ OovOpt = Annotated[Oov, typer.Option("--oov", help="Unknown words: error, skip t
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
 JsonlOpt = Annotated[bool, typer.Option("--jsonl", help="Print one JSON object per line, as each input is done.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
+HeadsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--head", metavar="NAME|FILE", help="identity, random (random:D_K for another d_k), a shipped head's name, or a .npz file; repeat for several heads. Default: the shipped learned heads.", show_default=False),
+]
+SeedOpt = Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random head's weights.")]
 
 
 def load_vectors(path: str | None, limit: int | None = None, trust: bool = False):

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import ForceOpt, JsonOpt, LimitOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors
+from attn_cli.cli.app import ForceOpt, HeadsOpt, JsonOpt, LimitOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors
 from attn_cli.errors import InputError
 from attn_cli.output import console, write_json
 
@@ -146,16 +146,13 @@ def evaluate(
         Path,
         typer.Argument(metavar="FILE", help="Links (sentence<TAB>query<TAB>key) or sense cases (sentence<TAB>word<TAB>sense<TAB>before|after).", show_default=False),
     ],
-    head: Annotated[
-        list[str] | None,
-        typer.Option("--head", metavar="NAME|FILE", help="identity, random (random:D_K for another d_k), a shipped head's name, or a .npz file; repeat for several heads. Default: the shipped learned heads.", show_default=False),
-    ] = None,
+    head: HeadsOpt = None,
     mask: Annotated[TrainMask, typer.Option("--mask", help="causal: a token sees only itself and earlier tokens; none: every token.")] = TrainMask.causal,
     sense_set: Annotated[
         str | None,
         typer.Option("--sense-set", metavar="NAME|FILE", help="Senses and probe words for sense cases: a shipped set (lesson) or a TSV word<TAB>sense<TAB>probe words.", show_default=False),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random head's weights.")] = 0,
+    seed: SeedOpt = 0,
     vectors: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import ForceOpt, JsonlOpt, JsonOpt, LimitOpt, OovOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors
+from attn_cli.cli.app import ForceOpt, HeadsOpt, JsonlOpt, JsonOpt, LimitOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors
 from attn_cli.errors import InputError
 from attn_cli.inspection import MAX_TOKENS, Mask, Settings, Stage, add_neighbors, find_query, inspect_text
 from attn_cli.output import json_line, warn, write_json
@@ -47,13 +47,10 @@ def stream_jsonl(lines, compute) -> tuple[int, int]:
 @app.command("inspect")
 def inspect(
     text: Annotated[str, typer.Argument(metavar="TEXT", help="A sentence, or - to read one sentence per line from stdin.", show_default=False)],
-    head: Annotated[
-        list[str] | None,
-        typer.Option("--head", metavar="NAME|FILE", help="identity, random (random:D_K for another d_k), a shipped head's name, or a .npz file; repeat for several heads. Default: the shipped learned heads.", show_default=False),
-    ] = None,
+    head: HeadsOpt = None,
     mask: Annotated[Mask, typer.Option("--mask", help="causal: a token sees only itself and earlier tokens; none: every token.")] = Mask.causal,
     position: Annotated[bool, typer.Option("--position/--no-position", help="Add sinusoidal positions to the word vectors.")] = True,
-    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random head's weights.")] = 0,
+    seed: SeedOpt = 0,
     stage: Annotated[
         Stage | None,
         typer.Option("--stage", help="Show the matrix before scaling (scores), after scaling and masking (masked), or after softmax (weights); with --json, add each head's scores.", show_default=False),
