@@ -23,12 +23,11 @@ import numpy as np
 
 from attn_cli import training
 from attn_cli.attention import Head, causal_mask, run_head
-from attn_cli.files import read_text
+from attn_cli.files import read_text, tsv_rows
 from attn_cli.errors import InputError
 from attn_cli.words import is_content
 
 SENSE_HEADER = ["sentence", "word", "sense", "context"]
-LINK_HEADER = ["sentence", "query", "key"]
 CONTEXTS = ("before", "after")
 
 WeightFn = Callable[[np.ndarray, np.ndarray | None], np.ndarray]  # (E [n, d], visible [n, n] bool or None) -> weights [n, n]
@@ -38,31 +37,24 @@ WeightFn = Callable[[np.ndarray, np.ndarray | None], np.ndarray]  # (E [n, d], v
 
 
 @dataclass
-class EvalCase(training.SenseCase):
-    """A sense case with the line it came from (for error messages)."""
+class SenseCase:
+    """An ambiguous word in a sentence, the sense its context selects, and where that context is."""
 
-    line: int = 0
+    sentence: str
+    word: str
+    sense: str
+    context_before: bool  # all the selecting context precedes the word (visible under the causal mask)
+    line: int = 0  # the line of the file it came from, for error messages (0: none)
 
 
-def parse_sense_cases(lines, source: str = "<cases>") -> list[EvalCase]:
+def parse_sense_cases(lines, source: str = "<cases>") -> list[SenseCase]:
     """Lines `sentence<TAB>word<TAB>sense<TAB>before|after`; '#' comments, blank lines and the
     header line `sentence<TAB>word<TAB>sense<TAB>context` are skipped. Bad lines raise InputError."""
     cases = []
-    for number, line in enumerate(lines, start=1):
-        line = line.rstrip("\r\n")
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        fields = [f.strip() for f in line.split("\t")]
-        if [f.lower() for f in fields] == SENSE_HEADER:
-            continue
-        if len(fields) != 4:
-            raise InputError(f"{source} line {number}: expected 4 tab-separated fields (sentence, word, sense, before|after), found {len(fields)}")
-        sentence, word, sense, where = fields
-        if not all(fields):
-            raise InputError(f"{source} line {number}: an empty field")
+    for number, (sentence, word, sense, where) in tsv_rows(lines, SENSE_HEADER, "sentence, word, sense, before|after", source):
         if where.lower() not in CONTEXTS:
             raise InputError(f"{source} line {number}: the context must be 'before' or 'after', not {where!r}")
-        cases.append(EvalCase(sentence, word.lower(), sense, where.lower() == "before", number))
+        cases.append(SenseCase(sentence, word.lower(), sense, where.lower() == "before", number))
     if not cases:
         raise InputError(f"{source}: no sense cases")
     return cases
@@ -74,7 +66,7 @@ def file_format(lines: list[str], source: str) -> str:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         fields = [f.strip().lower() for f in line.rstrip("\r\n").split("\t")]
-        if fields == LINK_HEADER or (len(fields) == 3 and fields != SENSE_HEADER[:3]):
+        if fields == training.LINK_HEADER or (len(fields) == 3 and fields != SENSE_HEADER[:3]):
             return "links"
         if len(fields) == 4:
             return "senses"
@@ -86,7 +78,7 @@ def file_format(lines: list[str], source: str) -> str:
 
 
 def read_eval_file(path: str | Path) -> tuple[str, list]:
-    """("links", [training.Link]) or ("senses", [EvalCase]) from a TSV file."""
+    """("links", [training.Link]) or ("senses", [SenseCase]) from a TSV file."""
     lines = read_text(path, "a TSV file").splitlines()
     kind = file_format(lines, str(path))
     if kind == "links":
@@ -242,10 +234,11 @@ SENSE_BASELINES = {
 }
 
 
-def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask: str = "causal") -> dict:
+def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask: str = "causal",
+                  set_name: str = "the sense set") -> dict:
     """How often the heads, run together as `inspect` runs them, move an ambiguous word's E' to its intended sense.
 
-    cases: training.SenseCase (or EvalCase) items; sense_set: {word: {sense: [probe words]}}
+    cases: SenseCase items; sense_set: {word: {sense: [probe words]}}
     (attn_cli.senses); mask:
     "causal" (only cases whose context comes before the word) or "none" (all). Returns
     {"mask", "cases", "skipped", "heads": {...}, "identity": {...}, "even_content": {...},
@@ -260,7 +253,7 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
     from attn_cli.senses import check_probes, probe_matrix, sense_centroids
 
     _check_mask(mask)
-    check_cases(cases, sense_set)
+    check_cases(cases, sense_set, set_name)
     used = [c for c in cases if mask != "causal" or c.context_before]
     vectors.key_to_index  # many sentences: look words up in the index, not by scanning the key list
     centroids_of: dict[str, tuple[list[str], np.ndarray]] = {}
@@ -342,8 +335,7 @@ def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: str = "cau
     if sense_set is None:
         raise InputError(f"{path} holds sense cases (4 fields a line); pass --sense-set NAME|FILE giving each word's senses and probe words")
     try:
-        check_cases(items, sense_set, f"sense set {set_name}" if set_name else "the sense set")
-        metrics = sense_metrics(heads, items, sense_set, vectors, mask)
+        metrics = sense_metrics(heads, items, sense_set, vectors, mask, f"sense set {set_name}" if set_name else "the sense set")
     except InputError as e:
         message = str(e)
         raise InputError(f"{path} {message}" if message.startswith("line ") else f"{path}: {message}") from None

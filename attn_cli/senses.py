@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attn_cli.files import read_text
+from attn_cli.files import read_text, tsv_rows
 from attn_cli.errors import InputError
 from attn_cli.vectors import DATA_DIR, Vectors
 
@@ -33,18 +33,8 @@ def parse_sense_set(lines, source: str = "<senses>") -> SenseSet:
     """A sense set from lines `word<TAB>sense<TAB>probe words`; bad lines raise InputError naming them.
     A sense given on several lines gathers the probes of all of them."""
     table: SenseSet = {}
-    for number, line in enumerate(lines, start=1):
-        line = line.rstrip("\r\n")
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        fields = [f.strip() for f in line.split("\t")]
-        if [f.lower() for f in fields] == HEADER:
-            continue
-        if len(fields) != 3:
-            raise InputError(f"{source} line {number}: expected 3 tab-separated fields (word, sense, probe words), found {len(fields)}")
-        word, sense, probes = fields[0].lower(), fields[1], fields[2].lower().split()
-        if not word or not sense or not probes:
-            raise InputError(f"{source} line {number}: an empty field")
+    for _, (word, sense, probes) in tsv_rows(lines, HEADER, "word, sense, probe words", source):
+        word, probes = word.lower(), probes.lower().split()
         known = table.setdefault(word, {}).setdefault(sense, [])
         known += [p for p in probes if p not in known]
     if not table:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from attn_cli.attention import Head, causal_mask, input_embeddings, run_head
-from attn_cli.files import read_text
+from attn_cli.files import read_text, tsv_rows
 from attn_cli.errors import InputError
 from attn_cli.tokens import tokenize
 
@@ -59,6 +59,9 @@ class Example:
     mask: str  # "causal" or "none"
 
 
+LINK_HEADER = ["sentence", "query", "key"]
+
+
 def read_links(path: str | Path) -> list[Link]:
     """Read a links file: three tab-separated fields a line; '#' comments, blank lines and a
     header line "sentence<TAB>query<TAB>key" are skipped. Bad lines raise InputError naming them."""
@@ -66,19 +69,10 @@ def read_links(path: str | Path) -> list[Link]:
 
 
 def parse_links(lines: Iterable[str], source: str = "<links>") -> list[Link]:
-    links = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        fields = line.rstrip("\r\n").split("\t")
-        if [f.strip().lower() for f in fields] == ["sentence", "query", "key"]:
-            continue
-        if len(fields) != 3 or not all(f.strip() for f in fields):
-            raise InputError(
-                f"{source} line {number}: expected 3 tab-separated fields (sentence, query word, key word), found {len(fields)}"
-                if len(fields) != 3 else f"{source} line {number}: an empty field"
-            )
-        links.append(Link(fields[0].strip(), fields[1].strip().lower(), fields[2].strip().lower(), number))
+    links = [
+        Link(sentence, query.lower(), key.lower(), number)
+        for number, (sentence, query, key) in tsv_rows(lines, LINK_HEADER, "sentence, query word, key word", source)
+    ]
     if not links:
         raise InputError(f"{source}: no links (lines 'sentence<TAB>query word<TAB>key word')")
     return links
@@ -300,16 +294,3 @@ def split_sentences(links: list[Link], holdout: float, seed: int) -> tuple[list[
         n_held = min(max(n_held, 1), len(sentences) - 1)
     held = {sentences[i] for i in order[:n_held]}
     return [l for l in links if l.sentence not in held], [l for l in links if l.sentence in held]
-
-
-# --- sense cases (measured by attn_cli.evaluation.sense_metrics) ------------------------------
-
-
-@dataclass
-class SenseCase:
-    """An ambiguous word in a sentence, the sense its context selects, and where that context is."""
-
-    sentence: str
-    word: str
-    sense: str
-    context_before: bool  # all the selecting context precedes the word (visible under the causal mask)

@@ -153,10 +153,10 @@ def test_sense_metrics_under_the_causal_mask_skips_context_after(glove):
 
 
 def test_sense_metrics_takes_plain_cases_and_heads(glove):
-    """What build scripts have: training.SenseCase items and bare Heads."""
+    """What build scripts have: SenseCase items made in code (no line numbers) and bare Heads."""
     table = senses.read_sense_set(senses.SENSES_DIR / "lesson.tsv")
     parsed = evaluation.parse_sense_cases(CASES.splitlines())
-    cases = [training.SenseCase(c.sentence, c.word, c.sense, c.context_before) for c in parsed]
+    cases = [evaluation.SenseCase(c.sentence, c.word, c.sense, c.context_before) for c in parsed]
     head = Head("plain", np.eye(50), np.eye(50), 0.5 * np.eye(50))  # a bare Head, not a NamedHead
     a = evaluation.sense_metrics([head], cases, table, glove, "none")
     b = evaluation.sense_metrics([head], parsed, table, glove, "none")

@@ -16,13 +16,6 @@ from attn_cli.tokens import Oov
 DEFAULT_NEIGHBORS = 3  # in the terminal view; JSON has neighbours only when --neighbors is given
 
 
-def resolve_heads(specs: list[str] | None, d: int, seed: int) -> list:
-    """The heads named by --head, in order; without any, the shipped defaults."""
-    from attn_cli import heads
-
-    return heads.resolve_heads(specs, d, seed)
-
-
 def stdin_lines():
     """Lines of standard input, read lazily (a million-line file streams), without their newline."""
     for n, line in enumerate(sys.stdin, 1):
@@ -107,6 +100,8 @@ def inspect(
     table, table_name = senses.resolve_sense_set(sense_set) if sense_set else (None, "")
     if table is not None:
         senses.check_sense_set(table, words, table_name)
+    from attn_cli.heads import resolve_heads
+
     heads = resolve_heads(head, words.vector_size, seed)
     noise = [h.name for h in heads if h.noise]
     if (json or jsonl) and noise:
