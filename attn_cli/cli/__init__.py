@@ -3,7 +3,7 @@
 import os
 import sys
 
-from attn_cli.cli import heads, inspect, lesson, vectors  # noqa: F401  (each registers its commands)
+from attn_cli.cli import heads, inspect, lesson, model, vectors  # noqa: F401  (each registers its commands)
 from attn_cli.cli.app import app
 
 

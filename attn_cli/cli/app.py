@@ -71,6 +71,10 @@ HeadsOpt = Annotated[
     list[str] | None,
     typer.Option("--head", metavar="NAME|FILE", help="identity, random (random:D_K for another d_k), a shipped head's name, or a .npz file; repeat for several heads. Default: the shipped learned heads.", show_default=False),
 ]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option("--model", metavar="PATH|NAME", help="A BERT or GPT-2 checkpoint: a Hugging Face model folder, or a name in the local Hugging Face cache (never downloaded).", show_default=False),
+]
 SeedOpt = Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random head's weights.")]
 
 

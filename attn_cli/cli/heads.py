@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import ForceOpt, HeadsOpt, JsonOpt, LimitOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors
+from attn_cli.cli.app import ForceOpt, HeadsOpt, JsonOpt, LimitOpt, ModelOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors
 from attn_cli.errors import InputError
 from attn_cli.output import console, write_json
 
-heads_app = typer.Typer(help="List the attention heads, train your own from labelled links, or score heads on a file.", no_args_is_help=True)
+heads_app = typer.Typer(help="List the attention heads, train your own from labelled links, score heads on a file, or find a real model's head that does X.", no_args_is_help=True)
 app.add_typer(heads_app, name="heads")
 
 
@@ -177,3 +177,32 @@ def evaluate(
         from attn_cli import render
 
         console().print(render.heads_eval(result))
+
+
+@heads_app.command("find")
+def find(
+    links: Annotated[
+        str,
+        typer.Argument(metavar="LINKS", help="A links file (sentence<TAB>query word<TAB>key word), or a shipped set: adjective, determiner, previous.", show_default=False),
+    ],
+    model: ModelOpt = None,
+    top: Annotated[int, typer.Option("--top", metavar="N", min=1, help="Heads to list in the terminal (JSON has all).")] = 10,
+    json: JsonOpt = False,
+) -> None:
+    """Rank every (layer, head) of a real model by how often a query's largest non-self weight lands on its labelled key.
+
+    Example: attn heads find adjective --model PATH, "which head attends from a noun to its adjectives?".
+    """
+    from attn_cli import training
+    from attn_cli.models import inspection, transformer
+
+    if model is None:
+        raise InputError("heads find needs --model PATH|NAME (a BERT or GPT-2 checkpoint)")
+    path = inspection.link_set(links)
+    found = inspection.find_heads(transformer.load(model), training.read_links(path), str(path))
+    if json:
+        write_json(found.to_dict())
+    else:
+        from attn_cli import render
+
+        console().print(render.heads_found(found, top))

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import ForceOpt, HeadsOpt, JsonlOpt, JsonOpt, LimitOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors
+from attn_cli.cli.app import ForceOpt, HeadsOpt, JsonlOpt, JsonOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors
 from attn_cli.errors import InputError
 from attn_cli.inspection import MAX_TOKENS, Mask, Settings, Stage, add_neighbors, find_query, inspect_text
 from attn_cli.output import json_line, warn, write_json
@@ -41,7 +41,11 @@ def stream_jsonl(lines, compute) -> tuple[int, int]:
 def inspect(
     text: Annotated[str, typer.Argument(metavar="TEXT", help="A sentence, or - to read one sentence per line from stdin.", show_default=False)],
     head: HeadsOpt = None,
-    mask: Annotated[Mask, typer.Option("--mask", help="causal: a token sees only itself and earlier tokens; none: every token.")] = Mask.causal,
+    model: ModelOpt = None,
+    layer: Annotated[int | None, typer.Option("--layer", metavar="L", min=0, help="With --model: show every head of layer L in full.", show_default=False)] = None,
+    words: Annotated[bool, typer.Option("--words", help="With --model: merge word pieces into words (a word's row: mean over its pieces; its column: the sum).")] = False,
+    hide_special: Annotated[bool, typer.Option("--hide-special", help="With --model: leave [CLS], [SEP], ... out of the view, saying how much weight they held.")] = False,
+    mask: Annotated[Mask | None, typer.Option("--mask", help="causal: a token sees only itself and earlier tokens; none: every token. Default causal (a --model uses its own).", show_default=False)] = None,
     position: Annotated[bool, typer.Option("--position/--no-position", help="Add sinusoidal positions to the word vectors.")] = True,
     seed: SeedOpt = 0,
     stage: Annotated[
@@ -78,6 +82,9 @@ def inspect(
 ) -> None:
     """Run attention heads over a sentence: Q/K/V, scaling, the causal mask, softmax and E' = E + Delta E.
 
+    With --model, run a real checkpoint (BERT or GPT-2) instead: every layer and head, as an
+    overview, in full with --head LAYER.HEAD or --layer L, and --focus TOKEN's path through the layers.
+
     Exit codes: 0 ok; 2 bad usage or input (with -, 2 when any line failed: the others are
     still done and a failed line's output is {"line": n, "error": ...}); 1 unreadable files.
     """
@@ -88,21 +95,36 @@ def inspect(
         raise InputError("--svg and --html save the terminal view; they do not combine with --json or --jsonl")
     for path in exports:
         check_new_file(path, force)  # before any work, so nothing is computed in vain
+    lines = stdin_lines() if text == "-" else iter([(1, text)])
+    if model is not None:
+        glove_only = {"--vectors": vectors, "--sense": sense, "--sense-set": sense_set, "--mask": mask, "--per-head": per_head or None,
+                      "--embeddings": embeddings or None, "--no-position": None if position else True, "--no-scale": None if scale else True,
+                      "--limit": limit, "--oov": None if oov == Oov.error else oov, "--neighbors": neighbors if neighbors and focus is None else None}
+        given = [name for name, value in glove_only.items() if value is not None]
+        if given:
+            raise InputError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to word vectors, not to --model")
+        inspect_checkpoint(model, lines, single=text != "-", heads=head, layer=layer, words=words, hide_special=hide_special, stage=stage,
+                           focus=focus, neighbors=neighbors, transpose=transpose, json=json, jsonl=jsonl, exports=(svg, html))
+        return
+    model_only = [name for name, value in {"--layer": layer, "--words": words or None, "--hide-special": hide_special or None}.items() if value is not None]
+    if model_only:
+        raise InputError(f"{', '.join(model_only)} {'needs' if len(model_only) == 1 else 'need'} --model")
+    mask = mask or Mask.causal
 
     if sense and sense_set:
         raise InputError("--sense and --sense-set exclude each other")
     from attn_cli import senses
 
     adhoc = senses.parse_sense_options(sense) if sense else None
-    words = load_vectors(vectors, limit, trust_pickle)
+    word_vectors = load_vectors(vectors, limit, trust_pickle)
     if adhoc:
-        senses.check_probes(adhoc, words, "--sense")
+        senses.check_probes(adhoc, word_vectors, "--sense")
     table, table_name = senses.resolve_sense_set(sense_set) if sense_set else (None, "")
     if table is not None:
-        senses.check_sense_set(table, words, table_name)
+        senses.check_sense_set(table, word_vectors, table_name)
     from attn_cli.heads import resolve_heads
 
-    heads = resolve_heads(head, words.vector_size, seed)
+    heads = resolve_heads(head, word_vectors.vector_size, seed)
     noise = [h.name for h in heads if h.noise]
     if (json or jsonl) and noise:
         warn(f"untrained random weights in {', '.join(noise)}: their pattern is noise")
@@ -110,30 +132,69 @@ def inspect(
     machine = json or jsonl
 
     def compute(sentence: str):
-        result = inspect_text(sentence, words, heads, settings)
+        result = inspect_text(sentence, word_vectors, heads, settings)
         query = find_query(result.tokens, focus) if focus is not None else None
         if adhoc or table is not None:
-            senses.measure_senses(result, words, adhoc=adhoc, sense_set=table, set_name=table_name, focus=query)
+            senses.measure_senses(result, word_vectors, adhoc=adhoc, sense_set=table, set_name=table_name, focus=query)
         if machine and neighbors:
-            add_neighbors(result, words, neighbors)
+            add_neighbors(result, word_vectors, neighbors)
         return result
 
     if text == "-":
-        words.key_to_index  # many sentences: build the key index once, not a scan per sentence
-    lines = stdin_lines() if text == "-" else iter([(1, text)])
+        word_vectors.key_to_index  # many sentences: build the key index once, not a scan per sentence
+    k = DEFAULT_NEIGHBORS if neighbors is None else neighbors
+
+    def view(result, line: int) -> list:
+        from attn_cli import render
+
+        add_neighbors(result, word_vectors, k)
+        if result.senses_note:
+            warn(result.senses_note if text != "-" else f"line {line}: {result.senses_note}")
+        query = find_query(result.tokens, focus) if focus is not None else None
+        return render.inspect_view(result, stage=(stage or Stage.weights).value, transpose=transpose, focus=query, per_head=per_head)
+
+    emit(lines, compute, view, single=text != "-", json=json, jsonl=jsonl, exports=(svg, html))
+
+
+def inspect_checkpoint(spec: str, lines, *, single: bool, heads, layer, words, hide_special, stage, focus, neighbors, transpose, json, jsonl, exports) -> None:
+    """`inspect --model`: a real checkpoint's layers and heads over each sentence."""
+    from attn_cli.models import inspection, transformer
+
+    model = transformer.load(spec)
+    chosen = list(heads or [])
+    if layer is not None:
+        chosen.append(str(layer))
+    inspection.parse_heads(chosen, model.n_layers, model.n_heads)  # a bad --head is an error before any sentence
+    settings = inspection.ModelSettings(
+        heads=chosen or None, words=words, hide_special=hide_special, focus=focus,
+        neighbors=DEFAULT_NEIGHBORS if neighbors is None else neighbors, stage=stage.value if stage else None,
+    )
+
+    def view(result, line: int) -> list:
+        from attn_cli import render
+
+        return render.model_view(result, transpose=transpose, overview=not chosen)
+
+    emit(lines, lambda sentence: inspection.inspect_model(model, sentence, settings), view, single=single, json=json, jsonl=jsonl, exports=exports)
+
+
+def emit(lines, compute, view, *, single: bool, json: bool, jsonl: bool, exports) -> None:
+    """Each input line's result as JSON Lines, one JSON document, or the terminal view (also saved as SVG/HTML).
+
+    With several lines, a failed line is reported and the others go on; exit 2 at the end if any failed.
+    """
     if jsonl:
         failed, total = stream_jsonl(lines, compute)
-    elif json and text != "-":
+    elif json and single:
+        _, text = next(lines)
         write_json(compute(text).to_dict())
         return
     elif json:
         failed, total = batch_json(lines, compute)
     else:
-        k = DEFAULT_NEIGHBORS if neighbors is None else neighbors
-        failed, total = show(lines, compute, words, single=text != "-", neighbors=k, stage=stage, transpose=transpose, focus=focus,
-                             per_head=per_head, exports=(svg, html))
+        failed, total = show(lines, compute, view, single=single, exports=exports)
     if failed:
-        if text == "-":
+        if not single:
             warn(f"{failed} of {total} lines failed")
         raise typer.Exit(2)
 
@@ -151,11 +212,10 @@ def batch_json(lines, compute) -> tuple[int, int]:
     return failed, total
 
 
-def show(lines, compute, words, *, single: bool, neighbors: int, stage, transpose: bool, focus, per_head: bool, exports) -> tuple[int, int]:
+def show(lines, compute, view, *, single: bool, exports) -> tuple[int, int]:
     """The terminal view of each sentence; recorded and saved as SVG/HTML when asked."""
     from rich.rule import Rule
 
-    from attn_cli import render
     from attn_cli.output import console
 
     svg, html = exports
@@ -164,20 +224,16 @@ def show(lines, compute, words, *, single: bool, neighbors: int, stage, transpos
     for total, text in lines:
         try:
             result = compute(text)
+            parts = view(result, total)
         except InputError as e:
             if single:
                 raise
             failed += 1
             warn(f"line {total}: {e}")
             continue
-        add_neighbors(result, words, neighbors)
-        query = find_query(result.tokens, focus) if focus is not None else None
         if not single:
             out.print(Rule(f"line {total}", style="bold"))
-        if result.senses_note:
-            warn(result.senses_note if single else f"line {total}: {result.senses_note}")
-        view = render.inspect_view(result, stage=(stage or Stage.weights).value, transpose=transpose, focus=query, per_head=per_head)
-        for part in view:
+        for part in parts:
             out.print(part)
     if svg is not None:
         out.save_svg(str(svg), title="attn inspect", clear=html is None)

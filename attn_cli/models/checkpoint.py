@@ -1,0 +1,135 @@
+"""Finding and reading a Hugging Face checkpoint on disk: the folder, its config, weights and tokenizer.
+
+Nothing here touches the network. A NAME is looked up in the local Hugging Face cache only.
+`safetensors` and `tokenizers` are imported here, so only the checkpoint path pays for them.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from attn_cli.errors import DataError, InputError
+
+SUPPORTED = {"bert": "BERT-family encoder (no mask)", "gpt2": "GPT-2-family decoder (causal mask)"}
+WEIGHT_FILE = "model.safetensors"
+PICKLE_FILES = ("pytorch_model.bin", "tf_model.h5", "flax_model.msgpack")
+PREFIXES = ("bert.", "transformer.", "model.")  # task heads (BertForMaskedLM, GPT2LMHeadModel) nest the base model
+
+
+def hub_cache() -> Path:
+    """The Hugging Face hub cache as the `huggingface_hub` library finds it (HF_HUB_CACHE, HF_HOME, ~/.cache)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    home = os.environ.get("HF_HOME") or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")) / "huggingface"
+    return Path(home).expanduser() / "hub"
+
+
+def cached_snapshot(name: str) -> Path | None:
+    """models--ORG--NAME/snapshots/<revision> for `name` (ORG/NAME or NAME), the one refs/main names if present."""
+    repo = hub_cache() / ("models--" + name.replace("/", "--"))
+    snapshots = repo / "snapshots"
+    if not snapshots.is_dir():
+        return None
+    ref = repo / "refs" / "main"
+    if ref.is_file():
+        chosen = snapshots / ref.read_text(encoding="utf-8").strip()
+        if chosen.is_dir():
+            return chosen
+    found = sorted((p for p in snapshots.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+    return found[-1] if found else None
+
+
+def resolve(spec: str) -> Path:
+    """A model folder from PATH or a NAME in the local Hugging Face cache (never downloaded)."""
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return path
+    if path.exists():
+        raise InputError(f"--model {spec}: expected a model folder (config.json, model.safetensors, tokenizer files), got a file")
+    snapshot = cached_snapshot(spec) if spec.count("/") <= 1 and not spec.startswith((".", "/", "~")) else None
+    if snapshot is None:
+        raise InputError(f"--model {spec}: no such folder, and no model of that name in the Hugging Face cache at {hub_cache()} (attn never downloads)")
+    return snapshot
+
+
+def read_config(folder: Path) -> dict:
+    path = folder / "config.json"
+    if not path.is_file():
+        raise DataError(f"{folder}: no config.json; a model folder holds config.json, {WEIGHT_FILE} and tokenizer files")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise DataError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(config, dict):
+        raise DataError(f"{path}: expected a JSON object")
+    kind = config.get("model_type")
+    if kind not in SUPPORTED:
+        known = "; ".join(f"{k} ({v})" for k, v in SUPPORTED.items())
+        raise DataError(f"{path}: model_type {kind!r} is not supported; attn runs {known}")
+    return config
+
+
+def read_weights(folder: Path) -> dict[str, np.ndarray]:
+    """Every tensor of model.safetensors as float32 NumPy arrays, names without a task model's prefix."""
+    path = folder / WEIGHT_FILE
+    if not path.is_file():
+        pickles = [name for name in PICKLE_FILES if (folder / name).exists()]
+        if pickles:
+            raise DataError(f"{folder}: only {pickles[0]}, a pickle that attn will not run; convert it to {WEIGHT_FILE} (save_pretrained(..., safe_serialization=True))")
+        raise DataError(f"{folder}: no {WEIGHT_FILE}")
+    from safetensors import SafetensorError, safe_open
+
+    weights = {}
+    try:
+        with safe_open(str(path), framework="numpy") as f:
+            for name in f.keys():
+                weights[strip_prefix(name)] = f.get_tensor(name)
+    except (SafetensorError, OSError, ValueError, TypeError) as e:
+        raise DataError(f"{path}: cannot read the weights ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    return {name: w.astype(np.float32, copy=False) for name, w in weights.items() if w.dtype.kind == "f"}
+
+
+def strip_prefix(name: str) -> str:
+    for prefix in PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
+def read_tokenizer(folder: Path, config: dict):
+    """The model's own tokenizer: tokenizer.json, else vocab.txt (WordPiece) or vocab.json + merges.txt (byte-level BPE)."""
+    tokenizer = _tokenizer_files(folder, config)
+    tokenizer.no_padding()  # one sentence at a time: padding would add [PAD] rows
+    tokenizer.no_truncation()  # too long is an error the caller names, not silently cut
+    return tokenizer
+
+
+def _tokenizer_files(folder: Path, config: dict):
+    from tokenizers import Tokenizer
+
+    try:
+        if (folder / "tokenizer.json").is_file():
+            return Tokenizer.from_file(str(folder / "tokenizer.json"))
+        if config["model_type"] == "bert" and (folder / "vocab.txt").is_file():
+            from tokenizers.implementations import BertWordPieceTokenizer
+
+            lowercase = tokenizer_settings(folder).get("do_lower_case", True)
+            return BertWordPieceTokenizer(str(folder / "vocab.txt"), lowercase=bool(lowercase))
+        if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
+            from tokenizers.implementations import ByteLevelBPETokenizer
+
+            return ByteLevelBPETokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))
+    except Exception as e:  # the tokenizers package raises plain Exception for a bad file
+        raise DataError(f"{folder}: cannot read the tokenizer ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    raise DataError(f"{folder}: no tokenizer; expected tokenizer.json, vocab.txt, or vocab.json with merges.txt")
+
+
+def tokenizer_settings(folder: Path) -> dict:
+    path = folder / "tokenizer_config.json"
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return {}
+    return settings if isinstance(settings, dict) else {}

@@ -1,0 +1,284 @@
+"""BERT and GPT-2 forward passes in NumPy, float32 end to end, keeping every layer's attention and updates.
+
+Same arithmetic as Hugging Face `transformers` (BertModel, GPT2Model), written out as in picoGPT:
+    BERT (post-LN):  x = LN(x + Attn(x));      x = LN(x + MLP(x))
+    GPT-2 (pre-LN):  x = x + Attn(LN(x));      x = x + MLP(LN(x));   output = LN_f(x)
+Weights are laid out once at load as [d_in, d_out] (Q, K and V fused into one [d, 3d] matrix),
+so each step is one matmul.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from attn_cli.errors import DataError, InputError
+from attn_cli.models import checkpoint
+
+F32 = np.float32
+
+
+# --- the math ------------------------------------------------------------------------------
+
+
+def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:  # [n, d] -> [n, d]
+    mean = x.mean(axis=-1, keepdims=True)
+    centred = x - mean
+    var = np.mean(centred * centred, axis=-1, keepdims=True)
+    return centred / np.sqrt(var + F32(eps)) * g + b
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """erf to within 1.5e-7 (Abramowitz & Stegun 7.1.26): NumPy has none, and float32 needs no better."""
+    a = np.abs(x)
+    t = F32(1.0) / (F32(1.0) + F32(0.3275911) * a)
+    poly = t * (F32(0.254829592) + t * (F32(-0.284496736) + t * (F32(1.421413741) + t * (F32(-1.453152027) + t * F32(1.061405429)))))
+    return np.copysign(F32(1.0) - poly * np.exp(-a * a), x)
+
+
+def gelu(x: np.ndarray) -> np.ndarray:  # BERT's "gelu": x * Phi(x), exact
+    return F32(0.5) * x * (F32(1.0) + erf(x * F32(1 / np.sqrt(2.0))))
+
+
+def gelu_tanh(x: np.ndarray) -> np.ndarray:  # GPT-2's "gelu_new": the tanh approximation
+    return F32(0.5) * x * (F32(1.0) + np.tanh(F32(np.sqrt(2.0 / np.pi)) * (x + F32(0.044715) * x * x * x)))
+
+
+ACTIVATIONS = {"gelu": gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh, "gelu_fast": gelu_tanh, "relu": lambda x: np.maximum(x, F32(0))}
+
+
+def softmax_rows(scores: np.ndarray) -> np.ndarray:  # [..., n] -> [..., n]; a -inf entry gets exactly 0
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+# --- what a forward pass returns -----------------------------------------------------------
+
+
+@dataclass
+class LayerTrace:
+    """One layer over one sentence."""
+
+    scores: np.ndarray  # [H, n, n] Q K^T / sqrt(d_k), -inf where the mask hides a key
+    weights: np.ndarray  # [H, n, n] softmax over keys; rows sum to 1
+    attn_update: np.ndarray  # [n, d] what the attention block changed in the residual stream
+    mlp_update: np.ndarray  # [n, d] what the MLP block changed
+
+
+@dataclass
+class Tokens:
+    ids: list[int]
+    pieces: list[str]  # the tokenizer's pieces as they are ("##ing", "Ġforest", "[CLS]")
+    special: list[bool]  # [CLS], [SEP], ... added by the tokenizer
+    words: list[int | None]  # the word each piece belongs to; None for a special token
+    offsets: list[tuple[int, int]]  # each piece's characters in the text ((0, 0) for a special token)
+    text: str = ""
+
+
+@dataclass
+class Trace:
+    """A forward pass: the residual stream before and after every layer, and every head's weights."""
+
+    tokens: Tokens
+    hidden: np.ndarray  # [L + 1, n, d]: E (the embeddings), then each layer's output
+    layers: list[LayerTrace]
+    output: np.ndarray  # [n, d] the model's last hidden state (GPT-2: after ln_f)
+
+
+# --- the model -------------------------------------------------------------------------------
+
+
+@dataclass
+class Transformer:
+    """A BERT or GPT-2 checkpoint, ready to run: config numbers, laid-out weights, its tokenizer."""
+
+    name: str
+    kind: str  # "bert" | "gpt2"
+    folder: Path
+    n_layers: int
+    n_heads: int
+    d_model: int
+    d_ff: int
+    vocab_size: int
+    max_positions: int
+    eps: float
+    activation: str
+    embed: dict  # word [V, d], position [P, d], plus type [T, d] and ln_g/ln_b (BERT) or ln_f_g/ln_f_b (GPT-2)
+    layers: list[dict]  # per layer: qkv [d, 3d], qkv_b, o [d, d], o_b, fc [d, ff], fc_b, proj [ff, d], proj_b, ln1_g/b, ln2_g/b
+    tokenizer: object = field(repr=False)
+    config: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def causal(self) -> bool:
+        return self.kind == "gpt2"
+
+    @property
+    def d_k(self) -> int:
+        return self.d_model // self.n_heads
+
+    def tokenize(self, text: str) -> Tokens:
+        enc = self.tokenizer.encode(text)
+        if not enc.ids:
+            raise InputError("no tokens in the input")
+        if len(enc.ids) > self.max_positions:
+            raise InputError(f"{len(enc.ids)} tokens, more than the {self.max_positions} positions {self.name} has; split the text")
+        return Tokens(list(enc.ids), list(enc.tokens), [bool(s) for s in enc.special_tokens_mask], list(enc.word_ids), list(enc.offsets), text)
+
+    def embeddings(self, ids: list[int]) -> np.ndarray:  # -> [n, d] E, the input of the first layer
+        n = len(ids)
+        if max(ids) >= self.vocab_size:
+            raise DataError(f"{self.name}: the tokenizer gave id {max(ids)}, beyond the {self.vocab_size} embeddings")
+        e = self.embed["word"][ids] + self.embed["position"][:n]  # [n, d]
+        if self.kind == "bert":
+            e = layer_norm(e + self.embed["type"][0], self.embed["ln_g"], self.embed["ln_b"], self.eps)
+        return e
+
+    def attention(self, x: np.ndarray, layer: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every head at once: ([H, n, n] scaled masked scores, [H, n, n] weights, [n, d] output after W_O)."""
+        n, h, d_k = len(x), self.n_heads, self.d_k
+        qkv = x @ layer["qkv"] + layer["qkv_b"]  # [n, d] x [d, 3d] -> [n, 3d]
+        q, k, v = qkv.reshape(n, 3, h, d_k).transpose(1, 2, 0, 3)  # 3 x [H, n, d_k]
+        scores = (q * F32(1 / np.sqrt(d_k))) @ k.transpose(0, 2, 1)  # [H, n, d_k] x [H, d_k, n] -> [H, n, n]
+        if self.causal:
+            scores[:, ~np.tri(n, dtype=bool)] = -np.inf  # a query sees itself and earlier keys only
+        weights = softmax_rows(scores)  # [H, n, n]
+        heads = weights @ v  # [H, n, n] x [H, n, d_k] -> [H, n, d_k]
+        out = heads.transpose(1, 0, 2).reshape(n, h * d_k) @ layer["o"] + layer["o_b"]  # [n, d] x [d, d] -> [n, d]
+        return scores, weights, out
+
+    def mlp(self, x: np.ndarray, layer: dict) -> np.ndarray:  # [n, d] -> [n, ff] -> [n, d]
+        return ACTIVATIONS[self.activation](x @ layer["fc"] + layer["fc_b"]) @ layer["proj"] + layer["proj_b"]
+
+    def forward(self, tokens: Tokens) -> Trace:
+        x = self.embeddings(tokens.ids)  # [n, d]
+        hidden, traces = [x], []
+        for layer in self.layers:
+            if self.kind == "bert":  # post-LN: each block's update includes the LayerNorm after it
+                scores, weights, a = self.attention(x, layer)
+                mid = layer_norm(x + a, layer["ln1_g"], layer["ln1_b"], self.eps)
+                out = layer_norm(mid + self.mlp(mid, layer), layer["ln2_g"], layer["ln2_b"], self.eps)
+            else:  # pre-LN: the updates add to the stream as they are
+                scores, weights, a = self.attention(layer_norm(x, layer["ln1_g"], layer["ln1_b"], self.eps), layer)
+                mid = x + a
+                out = mid + self.mlp(layer_norm(mid, layer["ln2_g"], layer["ln2_b"], self.eps), layer)
+            traces.append(LayerTrace(scores, weights, mid - x, out - mid))
+            hidden.append(out)
+            x = out
+        output = layer_norm(x, self.embed["ln_f_g"], self.embed["ln_f_b"], self.eps) if self.kind == "gpt2" else x
+        return Trace(tokens, np.stack(hidden), traces, output)
+
+    def run(self, text: str) -> Trace:
+        return self.forward(self.tokenize(text))
+
+
+# --- reading a checkpoint -----------------------------------------------------------------------
+
+
+def _take(weights: dict, name: str, shape: tuple, alternatives: tuple = ()) -> np.ndarray:
+    for key in (name, *alternatives):
+        if key in weights:
+            w = weights[key]
+            if w.shape != shape:
+                raise DataError(f"tensor {key}: shape {list(w.shape)}, expected {list(shape)}")
+            if not np.isfinite(w).all():
+                raise DataError(f"tensor {key}: holds NaN or infinite values")
+            return w
+    raise DataError(f"missing tensor {name} (shape {list(shape)})")
+
+
+def _ln(weights: dict, prefix: str, d: int) -> tuple[np.ndarray, np.ndarray]:  # old BERT checkpoints say gamma/beta
+    return (_take(weights, f"{prefix}.weight", (d,), (f"{prefix}.gamma",)), _take(weights, f"{prefix}.bias", (d,), (f"{prefix}.beta",)))
+
+
+def _int(config: dict, *keys: str) -> int:
+    for key in keys:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    raise DataError(f"config.json: no positive integer {' or '.join(keys)}")
+
+
+def bert_weights(w: dict, n_layers: int, d: int, ff: int, vocab: int, positions: int) -> tuple[dict, list[dict]]:
+    def linear(name: str, d_in: int, d_out: int):  # torch Linear keeps [out, in]: lay it out as [in, out]
+        return np.ascontiguousarray(_take(w, f"{name}.weight", (d_out, d_in)).T), _take(w, f"{name}.bias", (d_out,))
+
+    g, b = _ln(w, "embeddings.LayerNorm", d)
+    embed = {
+        "word": _take(w, "embeddings.word_embeddings.weight", (vocab, d)),
+        "position": _take(w, "embeddings.position_embeddings.weight", (positions, d)),
+        "type": w.get("embeddings.token_type_embeddings.weight", np.zeros((1, d), F32)),  # [types, d]; row 0 for one sentence
+        "ln_g": g, "ln_b": b,
+    }
+    layers = []
+    for i in range(n_layers):
+        p = f"encoder.layer.{i}"
+        (wq, bq), (wk, bk), (wv, bv) = (linear(f"{p}.attention.self.{m}", d, d) for m in ("query", "key", "value"))
+        o, o_b = linear(f"{p}.attention.output.dense", d, d)
+        fc, fc_b = linear(f"{p}.intermediate.dense", d, ff)
+        proj, proj_b = linear(f"{p}.output.dense", ff, d)
+        ln1, ln2 = _ln(w, f"{p}.attention.output.LayerNorm", d), _ln(w, f"{p}.output.LayerNorm", d)
+        layers.append({
+            "qkv": np.concatenate([wq, wk, wv], axis=1), "qkv_b": np.concatenate([bq, bk, bv]), "o": o, "o_b": o_b,
+            "fc": fc, "fc_b": fc_b, "proj": proj, "proj_b": proj_b,
+            "ln1_g": ln1[0], "ln1_b": ln1[1], "ln2_g": ln2[0], "ln2_b": ln2[1],
+        })
+    return embed, layers
+
+
+def gpt2_weights(w: dict, n_layers: int, d: int, ff: int, vocab: int, positions: int) -> tuple[dict, list[dict]]:
+    def conv(name: str, d_in: int, d_out: int):  # GPT-2's Conv1D already keeps [in, out]
+        return _take(w, f"{name}.weight", (d_in, d_out)), _take(w, f"{name}.bias", (d_out,))
+
+    g, b = _ln(w, "ln_f", d)
+    embed = {"word": _take(w, "wte.weight", (vocab, d)), "position": _take(w, "wpe.weight", (positions, d)), "ln_f_g": g, "ln_f_b": b}
+    layers = []
+    for i in range(n_layers):
+        p = f"h.{i}"
+        qkv, qkv_b = conv(f"{p}.attn.c_attn", d, 3 * d)
+        o, o_b = conv(f"{p}.attn.c_proj", d, d)
+        fc, fc_b = conv(f"{p}.mlp.c_fc", d, ff)
+        proj, proj_b = conv(f"{p}.mlp.c_proj", ff, d)
+        ln1, ln2 = _ln(w, f"{p}.ln_1", d), _ln(w, f"{p}.ln_2", d)
+        layers.append({
+            "qkv": qkv, "qkv_b": qkv_b, "o": o, "o_b": o_b, "fc": fc, "fc_b": fc_b, "proj": proj, "proj_b": proj_b,
+            "ln1_g": ln1[0], "ln1_b": ln1[1], "ln2_g": ln2[0], "ln2_b": ln2[1],
+        })
+    return embed, layers
+
+
+def load(spec: str) -> Transformer:
+    """The checkpoint at PATH, or NAME from the local Hugging Face cache, ready to run."""
+    folder = checkpoint.resolve(spec)
+    config = checkpoint.read_config(folder)
+    kind = config["model_type"]
+    if kind == "bert":
+        n_layers, n_heads, d = _int(config, "num_hidden_layers"), _int(config, "num_attention_heads"), _int(config, "hidden_size")
+        ff, positions = _int(config, "intermediate_size"), _int(config, "max_position_embeddings")
+        activation, eps = config.get("hidden_act", "gelu"), config.get("layer_norm_eps", 1e-12)
+        if config.get("position_embedding_type", "absolute") != "absolute":
+            raise DataError(f"{folder}: position_embedding_type {config['position_embedding_type']!r}; attn runs absolute positions only")
+    else:
+        n_layers, n_heads, d = _int(config, "n_layer"), _int(config, "n_head"), _int(config, "n_embd")
+        ff = config.get("n_inner") or 4 * d
+        positions = _int(config, "n_positions", "n_ctx")
+        activation, eps = config.get("activation_function", "gelu_new"), config.get("layer_norm_epsilon", 1e-5)
+    vocab = _int(config, "vocab_size")
+    if d % n_heads:
+        raise DataError(f"{folder}: d_model {d} is not a multiple of {n_heads} heads")
+    if activation not in ACTIVATIONS:
+        raise DataError(f"{folder}: activation {activation!r} is not supported ({', '.join(ACTIVATIONS)})")
+    if not isinstance(eps, (int, float)) or not 0 <= eps < 1:
+        raise DataError(f"{folder}: layer-norm epsilon {eps!r} is not a small number")
+    weights = checkpoint.read_weights(folder)
+    lay_out = bert_weights if kind == "bert" else gpt2_weights
+    try:
+        embed, layers = lay_out(weights, n_layers, d, ff, vocab, positions)
+    except DataError as e:
+        raise DataError(f"{folder / checkpoint.WEIGHT_FILE}: {e}") from None
+    tokenizer = checkpoint.read_tokenizer(folder, config)
+    name = config.get("_name_or_path") or folder.name
+    return Transformer(
+        name=str(name) if name and not str(name).startswith("/") else folder.name, kind=kind, folder=folder,
+        n_layers=n_layers, n_heads=n_heads, d_model=d, d_ff=ff, vocab_size=vocab, max_positions=positions,
+        eps=float(eps), activation=activation, embed=embed, layers=layers, tokenizer=tokenizer, config=config,
+    )

@@ -1,0 +1,374 @@
+"""Real checkpoints in NumPy: parity with transformers' recorded outputs, the math against plain loops, the CLI."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from functools import cache
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra.numpy import arrays
+
+from attn_cli.errors import DataError, InputError
+from attn_cli.models import checkpoint, inspection, transformer
+from tests import checkpoints
+
+TOLERANCE = 1e-4  # float32 against transformers' float32: the issue's bar
+
+
+@cache
+def minilm() -> transformer.Transformer:
+    return transformer.load(str(checkpoints.minilm_folder()))
+
+
+@cache
+def tiny() -> transformer.Transformer:
+    return transformer.load(str(checkpoints.tiny_gpt2_folder()))
+
+
+def oracle(name: str):
+    data = np.load(checkpoints.FIXTURES / f"oracle-{name}.npz", allow_pickle=False)
+    return [{k: data[f"s{s}_{k}"] for k in ("text", "ids", "tokens", "attentions", "hidden", "last")} for s in range(int(data["n_sentences"]))]
+
+
+# --- parity with transformers -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, load", [("minilm", minilm), ("tiny-gpt2", tiny)])
+def test_every_layer_and_head_matches_transformers(name, load):
+    model = load()
+    worst_weight = worst_hidden = 0.0
+    for case in oracle(name):
+        trace = model.run(str(case["text"]))
+        assert trace.tokens.ids == case["ids"].tolist(), "the tokenizer must give transformers' ids"
+        assert trace.tokens.pieces == case["tokens"].tolist()
+        weights = np.stack([layer.weights for layer in trace.layers])  # [L, H, n, n]
+        assert weights.shape == case["attentions"].shape and weights.dtype == np.float32
+        worst_weight = max(worst_weight, float(np.abs(weights - case["attentions"]).max()))
+        # hidden_states: E and every layer's output; transformers' last one has GPT-2's ln_f applied
+        worst_hidden = max(worst_hidden, float(np.abs(trace.hidden[:-1] - case["hidden"][:-1]).max()))
+        worst_hidden = max(worst_hidden, float(np.abs(trace.output - case["last"]).max()))
+        if name == "minilm":
+            assert np.array_equal(trace.hidden[-1], trace.output)
+    assert worst_weight <= TOLERANCE
+    assert worst_hidden <= TOLERANCE
+
+
+def test_the_updates_add_up_to_each_layers_output():
+    for model in (minilm(), tiny()):
+        trace = model.run("A fluffy blue creature roamed the verdant forest.")
+        for l, layer in enumerate(trace.layers):
+            np.testing.assert_allclose(trace.hidden[l] + layer.attn_update + layer.mlp_update, trace.hidden[l + 1], atol=1e-5)
+
+
+def test_causal_weights_are_exactly_zero_above_the_diagonal_and_rows_sum_to_one():
+    trace = tiny().run("the Eiffel tower is tall")
+    for layer in trace.layers:
+        n = layer.weights.shape[-1]
+        assert (layer.weights[:, ~np.tri(n, dtype=bool)] == 0).all()
+        np.testing.assert_allclose(layer.weights.sum(-1), 1, atol=1e-6)
+    for layer in minilm().run("the Eiffel tower").layers:
+        assert (layer.weights > 0).all()  # an encoder: every key seen
+
+
+def test_attention_against_a_plain_loop():
+    """One layer of GPT-2 written as loops over heads, queries and keys, in float64."""
+    model = tiny()
+    trace = model.run("attention is all you need")
+    x = trace.hidden[0].astype(np.float64)
+    layer = model.layers[0]
+    h = transformer.layer_norm(x, layer["ln1_g"], layer["ln1_b"], model.eps)
+    n, d, d_k = len(x), model.d_model, model.d_k
+    qkv = h @ layer["qkv"] + layer["qkv_b"]
+    for head in range(model.n_heads):
+        for i in range(n):
+            q = qkv[i, head * d_k : (head + 1) * d_k]
+            scores = [q @ qkv[j, d + head * d_k : d + (head + 1) * d_k] / math.sqrt(d_k) for j in range(i + 1)]
+            top = max(scores)
+            exps = [math.exp(s - top) for s in scores]
+            expected = [e / sum(exps) for e in exps] + [0.0] * (n - i - 1)
+            np.testing.assert_allclose(trace.layers[0].weights[head, i], expected, atol=1e-5)
+
+
+@given(arrays(np.float32, st.integers(1, 64), elements=st.floats(-12, 12, width=32)))
+def test_erf_is_within_two_millionths_of_the_exact_one(x):
+    exact = np.array([math.erf(float(v)) for v in x])
+    assert np.abs(transformer.erf(x) - exact).max() < 2e-6
+    assert transformer.erf(x).dtype == np.float32
+
+
+def test_the_forward_pass_stays_float32():
+    trace = minilm().run("One mole of carbon dioxide.")
+    assert trace.hidden.dtype == np.float32 and trace.output.dtype == np.float32
+    assert all(layer.scores.dtype == np.float32 and layer.attn_update.dtype == np.float32 for layer in trace.layers)
+
+
+# --- pieces, words and special tokens ---------------------------------------------------------------
+
+
+def test_words_merge_pieces_with_the_text_as_written():
+    trace = minilm().run("The verdant forest.")
+    members, labels, special = inspection.groups(trace, words=True)
+    assert labels == ["[CLS]", "The", "verdant", "forest", ".", "[SEP]"]
+    assert special == [True, False, False, False, False, True]
+    assert [len(m) for m in members] == [1, 1, 3, 1, 1, 1]  # ve ##rdan ##t
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_aggregate_is_mean_over_query_pieces_and_sum_over_key_pieces(data):
+    n = data.draw(st.integers(1, 9))
+    cuts = sorted(data.draw(st.sets(st.integers(1, n - 1), max_size=n - 1))) if n > 1 else []
+    bounds = [0, *cuts, n]
+    members = [list(range(a, b)) for a, b in zip(bounds[:-1], bounds[1:])]
+    raw = data.draw(arrays(np.float32, (2, n, n), elements=st.floats(0.0625, 1, width=32)))
+    weights = raw / raw.sum(-1, keepdims=True)
+    got = inspection.aggregate(weights, members)
+    for h in range(2):
+        for a, qs in enumerate(members):
+            for b, ks in enumerate(members):
+                expected = sum(weights[h, q, k] for q in qs for k in ks) / len(qs)
+                assert got[h, a, b] == pytest.approx(expected, abs=1e-5)
+    np.testing.assert_allclose(got.sum(-1), 1, atol=1e-5)
+
+
+def test_pool_keeps_rows_summing_to_one():
+    weights = transformer.softmax_rows(np.random.default_rng(0).normal(size=(3, 30, 30)).astype(np.float32))
+    pooled = inspection.pool(weights, 7)
+    assert pooled.shape == (3, 7, 7)
+    np.testing.assert_allclose(pooled.sum(-1), 1, atol=1e-5)
+    assert inspection.pool(weights, 40) is weights  # short enough: one cell per token
+
+
+def test_hide_special_says_how_much_weight_the_special_tokens_held():
+    result = inspection.inspect_model(minilm(), "the Eiffel tower", inspection.ModelSettings(hide_special=True))
+    assert result.tokens == ["the", "e", "##iff", "##el", "tower"]
+    full = inspection.inspect_model(minilm(), "the Eiffel tower", inspection.ModelSettings())
+    np.testing.assert_allclose(result.special_weight, full.weights[..., 1:-1, :][..., [0, -1]].sum(-1), atol=1e-6)
+    np.testing.assert_allclose(result.weights.sum(-1) + result.special_weight, 1, atol=1e-5)
+
+
+def test_the_focus_residual_follows_one_token_through_every_layer():
+    result = inspection.inspect_model(minilm(), "A fluffy blue creature", inspection.ModelSettings(focus="creature", neighbors=3))
+    assert [row.layer for row in result.residual] == list(range(7))
+    assert result.residual[0].nearest[0] == "creature"  # E is the word's own embedding (plus position)
+    assert result.residual[0].attn_update is None
+    trace = minilm().run("A fluffy blue creature")
+    i = result.focus_piece
+    assert result.residual[3].mlp_update == pytest.approx(float(np.linalg.norm(trace.layers[2].mlp_update[i])), rel=1e-5)
+
+
+def test_nearest_vocabulary_matches_a_full_cosine_ranking():
+    model = minilm()
+    rows = model.run("forest river").hidden[2, 1:3]
+    word = model.embed["word"].astype(np.float64)
+    cos = (rows @ word.T) / np.linalg.norm(rows, axis=1)[:, None] / np.linalg.norm(word, axis=1)[None]
+    expected = [[model.tokenizer.id_to_token(int(j)) for j in np.argsort(-c, kind="stable")[:5]] for c in cos]
+    assert inspection.nearest_vocabulary(model, rows, 5) == expected
+
+
+def test_parse_heads():
+    assert inspection.parse_heads(["2.11", "0"], 6, 12) == [(2, 11)] + [(0, h) for h in range(12)]
+    assert len(inspection.parse_heads(None, 6, 12)) == 72
+    for bad in ("6.0", "2.12", "x", "1.y"):
+        with pytest.raises(InputError):
+            inspection.parse_heads([bad], 6, 12)
+
+
+# --- model info and head finding ----------------------------------------------------------------
+
+
+def test_model_info_counts_every_tensor_it_uses():
+    from safetensors.numpy import load_file
+
+    info = inspection.model_info(minilm())
+    tensors = load_file(str(checkpoints.minilm_folder() / "model.safetensors"))
+    used = sum(t.size for name, t in tensors.items() if not name.startswith("pooler") and t.dtype.kind == "f")
+    assert info.parameters["total"] == used
+    assert (info.layers, info.heads, info.d_model, info.d_k, info.vocabulary) == (6, 12, 384, 32, 30522)
+    assert info.per_head["weights"] == 4 * 384 * 32
+
+
+def test_heads_find_ranks_a_head_above_the_even_baseline(tmp_path):
+    links = tmp_path / "links.tsv"
+    links.write_text("the old dog barked at a small red cat\tcat\tred\nthe old dog barked at a small red cat\tdog\told\n")
+    from attn_cli import training
+
+    found = inspection.find_heads(minilm(), training.read_links(links), str(links))
+    assert found.queries == 2 and len(found.heads) == 72
+    best = found.heads[0]
+    assert best["top_on_key"] == 1.0
+    assert {b["name"] for b in found.baselines} == {"previous", "even"}
+    # the measure is computed, not assumed: a model's worst head misses
+    assert found.heads[-1]["top_on_key"] < 1.0
+
+
+def test_heads_find_drops_keys_a_causal_model_cannot_see(tmp_path):
+    from attn_cli import training
+
+    links = tmp_path / "links.tsv"
+    links.write_text("the cat is red and the dog is old\tcat\tred\nthe cat is red and the dog is old\tdog\tthe\n")
+    found = inspection.find_heads(tiny(), training.read_links(links), str(links))
+    assert found.dropped == 1 and found.queries == 1
+
+
+# --- reading checkpoints: what is refused -----------------------------------------------------------
+
+
+def copy_tiny(tmp_path):
+    import shutil
+
+    folder = tmp_path / "model"
+    shutil.copytree(checkpoints.tiny_gpt2_folder(), folder)
+    return folder
+
+
+def test_a_pickle_checkpoint_is_refused_with_a_hint(tmp_path):
+    folder = copy_tiny(tmp_path)
+    (folder / "model.safetensors").unlink()
+    (folder / "pytorch_model.bin").write_bytes(b"\x80\x04not to be unpickled")
+    with pytest.raises(DataError, match="pickle.*safetensors"):
+        transformer.load(str(folder))
+
+
+def test_an_unsupported_architecture_names_the_supported_ones(tmp_path):
+    folder = copy_tiny(tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | {"model_type": "llama"}))
+    with pytest.raises(DataError, match="'llama' is not supported.*bert.*gpt2"):
+        transformer.load(str(folder))
+
+
+def test_a_corrupt_or_wrong_weight_file_is_one_error(tmp_path):
+    folder = copy_tiny(tmp_path)
+    data = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(DataError, match="cannot read the weights"):
+        transformer.load(str(folder))
+    from safetensors.numpy import save_file
+
+    tensors = {k: v for k, v in np.load(checkpoints.FIXTURES / "oracle-tiny-gpt2.npz").items() if False}  # noqa: F841
+    weights = checkpoint.read_weights(checkpoints.tiny_gpt2_folder())
+    save_file({("transformer." + k): v for k, v in weights.items() if k != "h.1.mlp.c_fc.weight"}, str(folder / "model.safetensors"))
+    with pytest.raises(DataError, match=r"missing tensor h\.1\.mlp\.c_fc\.weight \(shape \[64, 256\]\)"):
+        transformer.load(str(folder))
+    bad = dict(weights)
+    bad["h.0.ln_1.weight"] = np.full(64, np.nan, np.float32)
+    save_file(bad, str(folder / "model.safetensors"))
+    with pytest.raises(DataError, match="NaN"):
+        transformer.load(str(folder))
+
+
+def test_a_name_is_found_in_the_hugging_face_cache_and_never_downloaded(tmp_path, monkeypatch):
+    import shutil
+
+    snapshot = tmp_path / "hub" / "models--org--tiny" / "snapshots" / "abc123"
+    shutil.copytree(checkpoints.tiny_gpt2_folder(), snapshot)
+    (tmp_path / "hub" / "models--org--tiny" / "refs").mkdir()
+    (tmp_path / "hub" / "models--org--tiny" / "refs" / "main").write_text("abc123")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    assert checkpoint.resolve("org/tiny") == snapshot
+    with pytest.raises(InputError, match="no model of that name in the Hugging Face cache.*never downloads"):
+        checkpoint.resolve("org/absent")
+
+
+# --- the CLI ------------------------------------------------------------------------------------------
+
+
+def test_inspect_model_json_has_every_head_and_layer(run):
+    result = run("inspect", "the cat sat", "--model", checkpoints.tiny_gpt2_folder(), "--json")
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["model"]["type"] == "gpt2" and out["mask"] == "causal"
+    assert len(out["heads"]) == 2 * 4 and len(out["layers"]) == 2
+    n = len(out["tokens"])
+    head = out["heads"][5]
+    assert (head["layer"], head["head"], head["name"]) == (1, 1, "1.1")
+    assert len(head["weights"]) == n and all(abs(sum(row) - 1) < 1e-6 for row in head["weights"])
+    assert all(len(layer["attn_update_norms"]) == n for layer in out["layers"])
+
+
+def test_inspect_model_head_selection_words_and_focus(run):
+    result = run("inspect", "A fluffy blue creature roamed the verdant forest.", "--model", checkpoints.minilm_folder(),
+                 "--head", "2.11", "--words", "--focus", "creature", "--json")
+    out = json.loads(result.stdout)
+    assert [h["name"] for h in out["heads"]] == ["2.11"]
+    assert out["tokens"][1:-1] == ["A", "fluffy", "blue", "creature", "roamed", "the", "verdant", "forest", "."]
+    assert out["focus"]["token"] == "creature" and len(out["focus"]["residual"]) == 7
+
+
+def test_inspect_model_terminal_views(run):
+    folder = checkpoints.tiny_gpt2_folder()
+    overview = run("inspect", "the cat sat on the mat", "--model", folder, env={"COLUMNS": "80"})
+    assert overview.exit_code == 0, overview.stderr
+    assert "model view" in overview.stdout and "L1" in overview.stdout and "h3" in overview.stdout
+    full = run("inspect", "the cat sat on the mat", "--model", folder, "--layer", "1", "--focus", "cat", env={"COLUMNS": "120"})
+    assert full.exit_code == 0, full.stderr
+    assert full.stdout.count("layer 1 · head") == 4 and "moves through the layers" in full.stdout
+
+
+def test_inspect_model_jsonl_reads_stdin_line_by_line(run):
+    result = run("inspect", "-", "--model", checkpoints.tiny_gpt2_folder(), "--jsonl", "--head", "0.0", input="the cat\n\nthe dog sat\n")
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(lines) == 3 and lines[1] == {"line": 2, "error": "no tokens in the input"}
+    assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--vectors", "x.txt"], "--vectors applies to word vectors, not to --model"),
+    (["--head", "2.0"], "layer 2 does not exist"),
+    (["--sense-set", "lesson", "--per-head"], "--sense-set, --per-head apply to word vectors"),
+])
+def test_inspect_model_usage_errors(run, args, message):
+    result = run("inspect", "the cat", "--model", checkpoints.tiny_gpt2_folder(), *args)
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_model_options_need_a_model(run):
+    result = run("inspect", "the cat", "--words", "--layer", "1")
+    assert result.exit_code == 2 and "--layer, --words need --model" in result.stderr
+
+
+def test_a_missing_model_is_a_usage_error(run, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    result = run("inspect", "the cat", "--model", "nobody/nothing")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "never downloads" in result.stderr
+
+
+def test_model_info_cli(run):
+    out = json.loads(run("model", "info", checkpoints.minilm_folder(), "--json").stdout)
+    assert out["parameters"]["total"] == 22565376 - 0 and out["type"] == "bert"
+    text = run("model", "info", checkpoints.tiny_gpt2_folder()).stdout
+    assert "2 × 4" in text and "one head" in text
+
+
+def test_heads_find_cli_ranks_minilm_on_the_shipped_adjective_set(run):
+    result = run("heads", "find", "adjective", "--model", checkpoints.minilm_folder(), "--json")
+    out = json.loads(result.stdout)
+    assert out["queries"] > 300 and len(out["heads"]) == 72
+    assert out["heads"][0]["top_on_key"] >= out["heads"][-1]["top_on_key"]
+    assert run("heads", "find", "adjective").exit_code == 2
+
+
+def test_the_glove_path_imports_neither_safetensors_nor_tokenizers():
+    code = (
+        "import sys; from attn_cli.cli import main; sys.argv = ['attn', 'inspect', 'the cat sat', '--json'];\n"
+        "try: main()\nexcept SystemExit: pass\n"
+        "print([m for m in ('safetensors', 'tokenizers', 'attn_cli.models.transformer') if m in sys.modules], file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ | {"NO_COLOR": "1"})
+    assert done.stderr.strip() == "[]"
+
+
+def test_the_shipped_link_sets_pass_their_checks():
+    """Three fields a line, labelled words that are words of their sentence, an unambiguous nearest key."""
+    root = checkpoints.FIXTURES.parents[2] / "data" / "links"
+    done = subprocess.run([sys.executable, str(root / "check_links.py")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "all links files OK" in done.stdout
+    rebuilt = subprocess.run([sys.executable, str(root / "build_previous.py"), "--check"], capture_output=True, text=True, timeout=60)
+    assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
