@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from attn_cli.attention import attention_weights, causal_mask, multi_head, positional_encoding
+from attn_cli.attention import attention_weights, causal_mask, positional_encoding
 from attn_cli.errors import InputError
 from attn_cli.heads import NamedHead
 from attn_cli.results import HeadView, InspectResult
@@ -109,14 +109,17 @@ def sentence_tokens(text: str, max_tokens: int) -> list[str]:
 
 
 def inspect_text(text: str, vectors: Vectors, heads: list[NamedHead], settings: Settings) -> InspectResult:
-    """Run every head over one sentence and collect what `inspect` reports."""
-    embedded = lookup(sentence_tokens(text, settings.max_tokens), vectors, settings.oov)
-    if not embedded.tokens:
-        raise InputError(f"none of the words has a vector: {', '.join(embedded.unknown)}")
-    n = len(embedded.tokens)
-    e = embeddings(embedded.vectors, settings.position)  # [n, d]
+    """Run every head over one sentence (the GloVe model's one layer) and collect what `inspect` reports."""
+    from attn_cli.models.glove import GloveModel
+
+    trace = GloveModel(vectors, heads, settings).run(text)
+    layer = trace.layers[0]
+    e, e_prime = trace.hidden  # [n, d], [n, d]
+    n = len(e)
     allowed = visible_keys(settings.mask, n)
-    outs, delta, e_prime, own, context = multi_head(e, heads, allowed, settings.scale, parts=True)  # list, [n, d] x 4
+    outs = layer.heads
+    own = np.sum([o.delta_self for o in outs], axis=0) if outs else np.zeros_like(e)  # [n, d]
+    context = np.sum([o.delta_context for o in outs], axis=0) if outs else np.zeros_like(e)  # [n, d]
     views = [
         HeadView(
             name=head.name, d_k=head.d_k, noise=getattr(head, "noise", False), description=getattr(head, "description", ""),
@@ -128,8 +131,8 @@ def inspect_text(text: str, vectors: Vectors, heads: list[NamedHead], settings: 
         for head, out in zip(heads, outs)
     ]
     return InspectResult(
-        tokens=embedded.tokens, unknown=embedded.unknown, mask=settings.mask.value, position=settings.position,
-        heads=views, e=e, delta=delta, e_prime=e_prime, delta_self=own, delta_context=context, scale=settings.scale,
+        tokens=trace.tokens.pieces, unknown=trace.tokens.unknown, mask=settings.mask.value, position=settings.position,
+        heads=views, e=e, delta=layer.attn_update, e_prime=e_prime, delta_self=own, delta_context=context, scale=settings.scale,
         stage=settings.stage.value if settings.stage else None, with_embeddings=settings.embeddings,
     )
 

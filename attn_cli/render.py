@@ -560,7 +560,7 @@ def heads_eval(result: results.HeadsEval):
     return Group(table, Text(caption, style="dim"))
 
 
-# --- real models (--model) ------------------------------------------------------------------
+# --- real models (--model): results in attn_cli.models.results ---------------------------------
 
 MASKED_RGB = (14, 14, 14)
 SHADES = " ░▒▓█"  # weight 0 .. 1 where there is no colour
@@ -582,7 +582,7 @@ class ModelOverview:
     (upper and lower half blocks); longer sentences are pooled over token blocks, and the caption says so.
     """
 
-    def __init__(self, result: results.ModelResult):
+    def __init__(self, result: "ModelResult"):
         import numpy as np
 
         self.result = result
@@ -614,7 +614,7 @@ class ModelOverview:
         if masked is not None:
             pooled = np.where(masked, np.nan, pooled)
         s = pooled.shape[-1]
-        colour = console.color_system is not None and not console.no_color
+        colour = (console.color_system is not None or console.record) and not console.no_color  # an export keeps colours
         n_layers, n_heads = pooled.shape[:2]
         dim = Style(dim=True)
         for start in range(0, n_heads, per_row):
@@ -624,6 +624,8 @@ class ModelOverview:
                 yield Segment(f"h{h}".center(s)[:s] + " ", dim)
             yield Segment.line()
             for l in range(n_layers):
+                if l:
+                    yield Segment.line()  # a gap between layers
                 step = 2 if colour else 1
                 for r in range(0, s, step):
                     yield Segment(f"L{l}".ljust(4) if r == 0 else "    ", dim)
@@ -639,7 +641,7 @@ class ModelOverview:
                     yield Segment.line()
 
 
-def model_heading(result: results.ModelResult) -> list:
+def model_heading(result: "ModelResult") -> list:
     m = result.model
     parts = [Text(f"{m['name']} · {m['type']} · {m['layers']} layers × {m['heads']} heads · d_model {m['d_model']} · d_k {m['d_k']} · "
                   + ("causal mask" if result.mask == "causal" else "no mask"), style="bold")]
@@ -662,7 +664,7 @@ def model_heading(result: results.ModelResult) -> list:
     return parts
 
 
-def layer_table(result: results.ModelResult) -> Table:
+def layer_table(result: "ModelResult") -> Table:
     table = Table(box=box.SIMPLE, title="the residual stream, layer by layer (mean over tokens)", title_justify="left")
     for name in ("layer", "‖x‖", "‖Δ attention‖", "‖Δ MLP‖", "cos(x, previous x)"):
         table.add_column(name, justify="right")
@@ -675,12 +677,13 @@ def layer_table(result: results.ModelResult) -> Table:
 
 
 UPDATE_CAPTIONS = {
+    "glove": "one layer of attn's own heads over GloVe + positions: E′ = E + ΔE, the heads' updates summed; no MLP",
     "bert": "BERT normalises after each block (post-LN): an update here is what the block and the LayerNorm after it changed together",
     "gpt2": "GPT-2 normalises before each block (pre-LN): the updates add to the stream exactly, x_l = x_{l-1} + Δ attention + Δ MLP",
 }
 
 
-def residual_table(result: results.ModelResult) -> Table:
+def residual_table(result: "ModelResult") -> Table:
     i = result.focus_piece
     table = Table(box=box.SIMPLE, title=f"how {result.pieces[i]!r} (piece #{i}) moves through the layers: E′ = E + ΔE, layer after layer",
                   title_justify="left")
@@ -694,7 +697,7 @@ def residual_table(result: results.ModelResult) -> Table:
     return table
 
 
-def model_view(result: results.ModelResult, *, transpose: bool = False, overview: bool = True) -> list:
+def model_view(result: "ModelResult", *, transpose: bool = False, overview: bool = True) -> list:
     """Everything `attn inspect --model` shows for one sentence, in order."""
     from rich.rule import Rule
 
@@ -722,7 +725,7 @@ def model_view(result: results.ModelResult, *, transpose: bool = False, overview
     return parts
 
 
-def model_info(info: results.ModelInfo) -> Table:
+def model_info(info: "ModelInfo") -> Table:
     table = Table(box=box.SIMPLE, show_header=False, title=f"{info.name} ({info.path})", title_justify="left")
     table.add_column(style="bold")
     table.add_column(justify="right")
@@ -746,7 +749,7 @@ def model_info(info: results.ModelInfo) -> Table:
     return table
 
 
-def heads_found(found: results.HeadsFound, top: int):
+def heads_found(found: "HeadsFound", top: int):
     from rich.console import Group
 
     title = Text(f"{found.model} on {found.file}: {found.queries} linked queries in {found.sentences} sentences", style="bold")
@@ -757,17 +760,27 @@ def heads_found(found: results.HeadsFound, top: int):
         table.add_column(name, justify="left" if name in ("head", "") else "right")
     fmt = lambda x: "–" if x != x else f"{x:.3f}"  # noqa: E731
     for row in found.heads[:top]:
-        table.add_row(row["name"], *(fmt(row[k]) for k in FOUND_MEASURES), bar(row["top_on_key"], 12))
+        table.add_row(row["name"], *(fmt(row[k]) for k in FOUND_MEASURES), bar(0.0 if row[found.sort] != row[found.sort] else row[found.sort], 12))
     table.add_section()
     for row in found.baselines:
         table.add_row(Text(f"{row['name']} (baseline)", style="dim"), *(fmt(row[k]) for k in FOUND_MEASURES), "")
+    parts = [title, table]
+    previous = next(b for b in found.baselines if b["name"] == "previous")
+    best = found.heads[0]
+    if found.sort == "top_on_key" and previous["top_on_key"] >= best["top_on_key"]:
+        verdict = Text(f"no head beats the previous-word baseline on top on key ({previous['top_on_key']:.3f}): "
+                       "the labelled key is mostly the word just before", style="yellow")
+        far = max(found.heads, key=lambda r: -1.0 if r["top_beyond_previous"] != r["top_beyond_previous"] else r["top_beyond_previous"])
+        if far["top_beyond_previous"] == far["top_beyond_previous"]:
+            verdict.append(f"; for the keys further back the best head is {far['name']} ({far['top_beyond_previous']:.3f}, --sort beyond)")
+        parts.append(verdict)
     caption = Text(
         "top on key: share of queries whose largest weight (itself and special tokens left out) is on a labelled key; "
         "exact top: its labelled keys are exactly its largest weights; key weight: mean weight on the keys; "
         f"beyond previous: top on key with the previous word out of the running, over the {found.beyond_previous} queries with a key further back. "
         "Baselines: previous = all weight on the previous word; even = spread over the visible words. Word pieces merged into words.",
         style="dim")
-    return Group(title, table, caption)
+    return Group(*parts, caption)
 
 
 FOUND_MEASURES = ("top_on_key", "exact_top", "key_weight", "top_beyond_previous")

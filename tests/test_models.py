@@ -164,10 +164,10 @@ def test_the_focus_residual_follows_one_token_through_every_layer():
 def test_nearest_vocabulary_matches_a_full_cosine_ranking():
     model = minilm()
     rows = model.run("forest river").hidden[2, 1:3]
-    word = model.embed["word"].astype(np.float64)
+    word = model.embed["word"].full().astype(np.float64)
     cos = (rows @ word.T) / np.linalg.norm(rows, axis=1)[:, None] / np.linalg.norm(word, axis=1)[None]
     expected = [[model.tokenizer.id_to_token(int(j)) for j in np.argsort(-c, kind="stable")[:5]] for c in cos]
-    assert inspection.nearest_vocabulary(model, rows, 5) == expected
+    assert model.nearest(rows, 5) == expected
 
 
 def test_parse_heads():
@@ -248,18 +248,24 @@ def test_a_corrupt_or_wrong_weight_file_is_one_error(tmp_path):
     (folder / "model.safetensors").write_bytes(data[: len(data) // 2])
     with pytest.raises(DataError, match="cannot read the weights"):
         transformer.load(str(folder))
-    from safetensors.numpy import save_file
+    from safetensors.numpy import load_file, save_file
 
-    tensors = {k: v for k, v in np.load(checkpoints.FIXTURES / "oracle-tiny-gpt2.npz").items() if False}  # noqa: F841
-    weights = checkpoint.read_weights(checkpoints.tiny_gpt2_folder())
-    save_file({("transformer." + k): v for k, v in weights.items() if k != "h.1.mlp.c_fc.weight"}, str(folder / "model.safetensors"))
+    weights = load_file(str(checkpoints.tiny_gpt2_folder() / "model.safetensors"))
+    save_file({k: v for k, v in weights.items() if k != "transformer.h.1.mlp.c_fc.weight"}, str(folder / "model.safetensors"))
     with pytest.raises(DataError, match=r"missing tensor h\.1\.mlp\.c_fc\.weight \(shape \[64, 256\]\)"):
         transformer.load(str(folder))
     bad = dict(weights)
-    bad["h.0.ln_1.weight"] = np.full(64, np.nan, np.float32)
+    bad["transformer.h.0.ln_1.weight"] = np.full(64, np.nan, np.float32)
     save_file(bad, str(folder / "model.safetensors"))
     with pytest.raises(DataError, match="NaN"):
         transformer.load(str(folder))
+    bad = dict(weights)
+    bad["transformer.wte.weight"] = weights["transformer.wte.weight"].copy()
+    bad["transformer.wte.weight"][5, 3] = np.inf  # the vocabulary is read lazily: checked as its rows are read
+    save_file(bad, str(folder / "model.safetensors"))
+    model = transformer.load(str(folder))
+    with pytest.raises(DataError, match="wte.weight: holds NaN or infinite"):
+        model.forward(transformer.Tokens([1, 5], ["a", "b"], [False] * 2, [0, 1], [(0, 1), (1, 2)]))
 
 
 def test_a_name_is_found_in_the_hugging_face_cache_and_never_downloaded(tmp_path, monkeypatch):
@@ -372,3 +378,32 @@ def test_the_shipped_link_sets_pass_their_checks():
     assert "all links files OK" in done.stdout
     rebuilt = subprocess.run([sys.executable, str(root / "build_previous.py"), "--check"], capture_output=True, text=True, timeout=60)
     assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
+
+
+# --- one interface for where E comes from ----------------------------------------------------------
+
+
+def test_the_glove_heads_are_a_model_too(glove):
+    """GloVe + positions + the shipped heads run through the same interface and views as a checkpoint."""
+    from rich.console import Console
+
+    from attn_cli import render
+    from attn_cli.heads import resolve_heads
+    from attn_cli.inspection import Settings, inspect_text
+    from attn_cli.models.glove import GloveModel
+
+    heads = resolve_heads(None, glove.vector_size, 0)
+    model = GloveModel(glove, heads, Settings())
+    sentence = "A fluffy blue creature roamed the verdant forest."
+    result = inspection.inspect_model(model, sentence, inspection.ModelSettings(focus="creature"))
+    classic = inspect_text(sentence, glove, heads, Settings())
+    assert result.tokens == classic.tokens and result.mask == "causal"
+    np.testing.assert_array_equal(result.weights[0], np.stack([h.weights for h in classic.heads]))
+    assert [row.layer for row in result.residual] == [0, 1]  # E, then E' = E + Delta E
+    np.testing.assert_allclose(result.attn_norms[0], classic.delta_norms)
+    assert result.residual[1].mlp_update == 0.0
+    console = Console(width=100, record=True, file=open(os.devnull, "w"))
+    for part in render.model_view(result):
+        console.print(part)
+    assert "model view" in console.export_text()
+    assert result.to_dict()["model"]["type"] == "glove"

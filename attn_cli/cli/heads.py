@@ -179,6 +179,13 @@ def evaluate(
         console().print(render.heads_eval(result))
 
 
+class FindSort(str, Enum):
+    top = "top"
+    exact = "exact"
+    weight = "weight"
+    beyond = "beyond"
+
+
 @heads_app.command("find")
 def find(
     links: Annotated[
@@ -187,6 +194,7 @@ def find(
     ],
     model: ModelOpt = None,
     top: Annotated[int, typer.Option("--top", metavar="N", min=1, help="Heads to list in the terminal (JSON has all).")] = 10,
+    sort: Annotated[FindSort, typer.Option("--sort", help="Rank by top on key, exact top, key weight, or top on key beyond the previous word.")] = FindSort.top,
     json: JsonOpt = False,
 ) -> None:
     """Rank every (layer, head) of a real model by how often a query's largest non-self weight lands on its labelled key.
@@ -199,7 +207,7 @@ def find(
     if model is None:
         raise InputError("heads find needs --model PATH|NAME (a BERT or GPT-2 checkpoint)")
     path = inspection.link_set(links)
-    found = inspection.find_heads(transformer.load(model), training.read_links(path), str(path))
+    found = inspection.find_heads(transformer.load(model), training.read_links(path), str(path), sort.value)
     if json:
         write_json(found.to_dict())
     else:

@@ -71,8 +71,49 @@ def read_config(folder: Path) -> dict:
     return config
 
 
-def read_weights(folder: Path) -> dict[str, np.ndarray]:
-    """Every tensor of model.safetensors as float32 NumPy arrays, names without a task model's prefix."""
+class LazyTensor:
+    """A tensor left in the (memory-mapped) file until needed: the vocabulary's embeddings are most
+    of a checkpoint, and one sentence needs a few of their rows."""
+
+    def __init__(self, path: Path, name: str, shape: tuple, dtype: str):
+        self.path, self.name, self.shape, self.dtype = path, name, tuple(shape), dtype
+        self._full = None
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    def rows(self, ids: list[int]) -> np.ndarray:  # -> [len(ids), d] float32
+        if self._full is not None:
+            return self._full[ids]
+        from safetensors import safe_open
+
+        with safe_open(str(self.path), framework="numpy") as f:
+            view = f.get_slice(self.name)
+            rows = {i: view[i : i + 1] for i in dict.fromkeys(ids)}  # [1, d] each, read from the mapped file
+        return check_finite(self.name, np.concatenate([rows[i] for i in ids]).astype(np.float32, copy=False))
+
+    def full(self) -> np.ndarray:  # -> [V, d] float32
+        if self._full is None:
+            from safetensors import safe_open
+
+            with safe_open(str(self.path), framework="numpy") as f:
+                self._full = check_finite(self.name, f.get_tensor(self.name).astype(np.float32, copy=False))
+        return self._full
+
+
+def check_finite(name: str, w: np.ndarray) -> np.ndarray:
+    if not np.isfinite(w.sum()) and not np.isfinite(w).all():  # one pass in the common case
+        raise DataError(f"tensor {name}: holds NaN or infinite values")
+    return w
+
+
+LAZY = ("embeddings.word_embeddings.weight", "wte.weight")  # BERT's and GPT-2's vocabulary embeddings
+
+
+def read_weights(folder: Path) -> dict[str, "np.ndarray | LazyTensor"]:
+    """Every tensor of model.safetensors as float32 NumPy arrays, names without a task model's prefix;
+    the vocabulary's embeddings stay in the file as a LazyTensor."""
     path = folder / WEIGHT_FILE
     if not path.is_file():
         pickles = [name for name in PICKLE_FILES if (folder / name).exists()]
@@ -85,10 +126,16 @@ def read_weights(folder: Path) -> dict[str, np.ndarray]:
     try:
         with safe_open(str(path), framework="numpy") as f:
             for name in f.keys():
-                weights[strip_prefix(name)] = f.get_tensor(name)
+                short = strip_prefix(name)
+                if short in LAZY:
+                    view = f.get_slice(name)
+                    weights[short] = LazyTensor(path, name, view.get_shape(), view.get_dtype())
+                else:
+                    weights[short] = f.get_tensor(name)
     except (SafetensorError, OSError, ValueError, TypeError) as e:
         raise DataError(f"{path}: cannot read the weights ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
-    return {name: w.astype(np.float32, copy=False) for name, w in weights.items() if w.dtype.kind == "f"}
+    floats = {name: w for name, w in weights.items() if isinstance(w, LazyTensor) or w.dtype.kind == "f"}
+    return {name: w if isinstance(w, LazyTensor) else w.astype(np.float32, copy=False) for name, w in floats.items()}
 
 
 def strip_prefix(name: str) -> str:

@@ -10,11 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from attn_cli.errors import InputError
-from attn_cli.models.transformer import Trace, Transformer
-from attn_cli.results import ModelInfo, ModelResult, ResidualRow
-
-NEIGHBOR_CHUNK = 4096  # vocabulary rows scored at a time: [chunk, d] float32
-
+from attn_cli.models import Model, Trace
+from attn_cli.models.transformer import Transformer
+from attn_cli.models.results import HeadsFound, ModelInfo, ModelResult, ResidualRow
 
 @dataclass
 class ModelSettings:
@@ -112,27 +110,10 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:  # [..., d], [..., d] -
     return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
 
 
-def nearest_vocabulary(model: Transformer, rows: np.ndarray, k: int) -> list[list[str]]:  # [m, d] -> m lists of k tokens
-    """The k vocabulary tokens whose input embeddings are nearest by cosine to each row."""
-    word = model.embed["word"]  # [V, d]
-    rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), np.float32(1e-12))  # [m, d]
-    best_score = np.full((len(rows), 0), -np.inf, np.float32)
-    best_index = np.zeros((len(rows), 0), np.int64)
-    for start in range(0, len(word), NEIGHBOR_CHUNK):
-        chunk = word[start : start + NEIGHBOR_CHUNK]  # [c, d]
-        sims = rows @ chunk.T / np.maximum(np.linalg.norm(chunk, axis=1), np.float32(1e-12))  # [m, c]
-        scores = np.concatenate([best_score, sims], axis=1)
-        index = np.concatenate([best_index, np.broadcast_to(np.arange(start, start + len(chunk)), sims.shape)], axis=1)
-        keep = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-        best_score, best_index = np.take_along_axis(scores, keep, 1), np.take_along_axis(index, keep, 1)
-    decode = model.tokenizer.id_to_token
-    return [[decode(int(i)) or f"#{i}" for i in row] for row in best_index]
-
-
-def residual(model: Transformer, trace: Trace, i: int, k: int) -> list[ResidualRow]:
+def residual(model: Model, trace: Trace, i: int, k: int) -> list[ResidualRow]:
     """Token i's vector through the layers: E, then each layer's attention and MLP updates."""
     x = trace.hidden[:, i]  # [L + 1, d]
-    near = nearest_vocabulary(model, x, k) if k > 0 else [[] for _ in x]
+    near = model.nearest(x, k) if k > 0 else [[] for _ in x]
     rows = [ResidualRow(0, float(np.linalg.norm(x[0])), None, None, None, float(cosines(x[0], x[0])), near[0])]
     for l, layer in enumerate(trace.layers, 1):
         rows.append(ResidualRow(
@@ -161,7 +142,7 @@ def find_token(labels: list[str], pieces: list[str], focus: str) -> int:
 # --- one sentence ------------------------------------------------------------------------------
 
 
-def inspect_model(model: Transformer, text: str, settings: ModelSettings) -> ModelResult:
+def inspect_model(model: Model, text: str, settings: ModelSettings) -> ModelResult:
     trace = model.run(text)
     selected = parse_heads(settings.heads, model.n_layers, model.n_heads)
     n = len(trace.tokens.ids)
@@ -193,7 +174,7 @@ def inspect_model(model: Transformer, text: str, settings: ModelSettings) -> Mod
     attn = np.stack([layer.attn_update for layer in trace.layers])  # [L, n, d]
     mlp = np.stack([layer.mlp_update for layer in trace.layers])  # [L, n, d]
     return ModelResult(
-        model=model_summary(model), tokens=[labels[s] for s in shown], pieces=list(trace.tokens.pieces),
+        model=model.summary(), tokens=[labels[s] for s in shown], pieces=list(trace.tokens.pieces),
         special=[special[s] for s in shown], words=settings.words, hide_special=settings.hide_special,
         mask="causal" if model.causal else "none", weights=weights, allowed=allowed, selected=selected,
         special_weight=special_weight, scores=scores, stage=settings.stage,
@@ -201,10 +182,6 @@ def inspect_model(model: Transformer, text: str, settings: ModelSettings) -> Mod
         norms=np.linalg.norm(trace.hidden, axis=-1), layer_cosines=cosines(trace.hidden[1:], trace.hidden[:-1]),
         focus_piece=None if focus is None else focus[0], residual=None if focus is None else focus[1],
     )
-
-
-def model_summary(model: Transformer) -> dict:
-    return {"name": model.name, "type": model.kind, "layers": model.n_layers, "heads": model.n_heads, "d_model": model.d_model, "d_k": model.d_k}
 
 
 def model_info(model: Transformer) -> ModelInfo:
@@ -278,14 +255,16 @@ def even_units(g: int, ignore: list[int], causal: bool) -> np.ndarray:  # -> [g,
     return seen / seen.sum(axis=1, keepdims=True)
 
 
-def find_heads(model: Transformer, links: list, source: str = "<links>") -> "HeadsFound":
+SORT_KEYS = {"top": "top_on_key", "exact": "exact_top", "weight": "key_weight", "beyond": "top_beyond_previous"}
+
+
+def find_heads(model: Model, links: list, source: str = "<links>", sort: str = "top") -> "HeadsFound":
     """Rank every (layer, head) on labelled links: how often a query's largest non-self weight lands on its labelled key.
 
     Word pieces are merged into words (as --words); special tokens are left out of the ranking
     (BERT's heads park weight on [CLS] and [SEP] when they have nothing to do). Baselines on the
     same words: all weight on the previous word, and even attention over the visible words.
     """
-    from attn_cli.results import HeadsFound
 
     by_sentence: dict[str, list] = {}
     for link in links:
@@ -336,9 +315,10 @@ def find_heads(model: Transformer, links: list, source: str = "<links>") -> "Hea
                 "top_beyond_previous": float(mean(beyond[name]))}
 
     heads = [{"layer": l, "head": h, "name": f"{l}.{h}", **measures("head", (l, h))} for l in range(shape[0]) for h in range(shape[1])]
-    heads.sort(key=lambda r: (-r["top_on_key"], -r["key_weight"], r["layer"], r["head"]))
+    first = SORT_KEYS[sort]
+    heads.sort(key=lambda r: (-np.nan_to_num(r[first], nan=-1.0), -r["key_weight"], r["layer"], r["head"]))
     baselines = [{"name": name, **measures(name)} for name in ("previous", "even")]
-    return HeadsFound(file=source, model=model.name, mask="causal" if model.causal else "none", sentences=len(by_sentence),
+    return HeadsFound(file=source, model=model.name, mask="causal" if model.causal else "none", sort=first, sentences=len(by_sentence),
                       queries=queries, beyond_previous=len(beyond["head"]), dropped=dropped, heads=heads, baselines=baselines)
 
 

@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 
 from attn_cli.errors import DataError, InputError
-from attn_cli.models import checkpoint
+from attn_cli.models import LayerTrace, Tokens, Trace, checkpoint
 
 F32 = np.float32
+NEIGHBOR_CHUNK = 4096  # vocabulary rows scored at a time: [chunk, d] float32
 
 
 # --- the math ------------------------------------------------------------------------------
@@ -52,39 +53,6 @@ def softmax_rows(scores: np.ndarray) -> np.ndarray:  # [..., n] -> [..., n]; a -
     return e / e.sum(axis=-1, keepdims=True)
 
 
-# --- what a forward pass returns -----------------------------------------------------------
-
-
-@dataclass
-class LayerTrace:
-    """One layer over one sentence."""
-
-    scores: np.ndarray  # [H, n, n] Q K^T / sqrt(d_k), -inf where the mask hides a key
-    weights: np.ndarray  # [H, n, n] softmax over keys; rows sum to 1
-    attn_update: np.ndarray  # [n, d] what the attention block changed in the residual stream
-    mlp_update: np.ndarray  # [n, d] what the MLP block changed
-
-
-@dataclass
-class Tokens:
-    ids: list[int]
-    pieces: list[str]  # the tokenizer's pieces as they are ("##ing", "Ġforest", "[CLS]")
-    special: list[bool]  # [CLS], [SEP], ... added by the tokenizer
-    words: list[int | None]  # the word each piece belongs to; None for a special token
-    offsets: list[tuple[int, int]]  # each piece's characters in the text ((0, 0) for a special token)
-    text: str = ""
-
-
-@dataclass
-class Trace:
-    """A forward pass: the residual stream before and after every layer, and every head's weights."""
-
-    tokens: Tokens
-    hidden: np.ndarray  # [L + 1, n, d]: E (the embeddings), then each layer's output
-    layers: list[LayerTrace]
-    output: np.ndarray  # [n, d] the model's last hidden state (GPT-2: after ln_f)
-
-
 # --- the model -------------------------------------------------------------------------------
 
 
@@ -103,7 +71,7 @@ class Transformer:
     max_positions: int
     eps: float
     activation: str
-    embed: dict  # word [V, d], position [P, d], plus type [T, d] and ln_g/ln_b (BERT) or ln_f_g/ln_f_b (GPT-2)
+    embed: dict  # word [V, d] (a checkpoint.LazyTensor: .rows(ids), .full()), position [P, d], plus type [T, d] and ln_g/ln_b (BERT) or ln_f_g/ln_f_b (GPT-2)
     layers: list[dict]  # per layer: qkv [d, 3d], qkv_b, o [d, d], o_b, fc [d, ff], fc_b, proj [ff, d], proj_b, ln1_g/b, ln2_g/b
     tokenizer: object = field(repr=False)
     config: dict = field(default_factory=dict, repr=False)
@@ -128,7 +96,7 @@ class Transformer:
         n = len(ids)
         if max(ids) >= self.vocab_size:
             raise DataError(f"{self.name}: the tokenizer gave id {max(ids)}, beyond the {self.vocab_size} embeddings")
-        e = self.embed["word"][ids] + self.embed["position"][:n]  # [n, d]
+        e = self.embed["word"].rows(ids) + self.embed["position"][:n]  # [n, d]
         if self.kind == "bert":
             e = layer_norm(e + self.embed["type"][0], self.embed["ln_g"], self.embed["ln_b"], self.eps)
         return e
@@ -170,6 +138,29 @@ class Transformer:
     def run(self, text: str) -> Trace:
         return self.forward(self.tokenize(text))
 
+    def nearest(self, rows: np.ndarray, k: int) -> list[list[str]]:  # [m, d] -> m lists of k tokens
+        """The k vocabulary tokens whose input embeddings are nearest by cosine to each row."""
+        decode = self.tokenizer.id_to_token
+        return [[decode(int(i)) or f"#{i}" for i in row] for row in nearest_rows(rows, self.embed["word"].full(), k)]
+
+    def summary(self) -> dict:
+        return {"name": self.name, "type": self.kind, "layers": self.n_layers, "heads": self.n_heads, "d_model": self.d_model, "d_k": self.d_k}
+
+
+def nearest_rows(rows: np.ndarray, matrix: np.ndarray, k: int) -> np.ndarray:  # [m, d], [V, d] -> [m, k] row indices
+    """The k rows of `matrix` nearest by cosine to each of `rows`, scored a chunk at a time (no normalised copy of the matrix)."""
+    rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), F32(1e-12))  # [m, d]
+    best_score = np.full((len(rows), 0), -np.inf, F32)
+    best_index = np.zeros((len(rows), 0), np.int64)
+    for start in range(0, len(matrix), NEIGHBOR_CHUNK):
+        chunk = matrix[start : start + NEIGHBOR_CHUNK]  # [c, d]
+        sims = rows @ chunk.T / np.maximum(np.linalg.norm(chunk, axis=1), F32(1e-12))  # [m, d] x [d, c] -> [m, c]
+        scores = np.concatenate([best_score, sims], axis=1)
+        index = np.concatenate([best_index, np.broadcast_to(np.arange(start, start + len(chunk)), sims.shape)], axis=1)
+        keep = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        best_score, best_index = np.take_along_axis(scores, keep, 1), np.take_along_axis(index, keep, 1)
+    return best_index
+
 
 # --- reading a checkpoint -----------------------------------------------------------------------
 
@@ -180,9 +171,7 @@ def _take(weights: dict, name: str, shape: tuple, alternatives: tuple = ()) -> n
             w = weights[key]
             if w.shape != shape:
                 raise DataError(f"tensor {key}: shape {list(w.shape)}, expected {list(shape)}")
-            if not np.isfinite(w).all():
-                raise DataError(f"tensor {key}: holds NaN or infinite values")
-            return w
+            return w if isinstance(w, checkpoint.LazyTensor) else checkpoint.check_finite(key, w)  # a lazy one is checked as it is read
     raise DataError(f"missing tensor {name} (shape {list(shape)})")
 
 

@@ -1,0 +1,91 @@
+"""The lesson's model: GloVe word vectors + sinusoidal positions, then one layer of attn's own heads.
+
+E is the word vector plus its position; the one layer is every chosen head over the same E,
+their updates summed (E' = E + sum_h Delta E_h); there is no MLP.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from attn_cli.attention import multi_head
+from attn_cli.errors import InputError
+from attn_cli.heads import NamedHead
+from attn_cli.models import LayerTrace, Tokens, Trace
+from attn_cli.vectors import Vectors
+
+
+@dataclass
+class WordTokens(Tokens):
+    vectors: np.ndarray = None  # [n, d] float64 word vectors (zero for a word without one under --oov zero)
+
+
+@dataclass
+class GloveModel:
+    vectors: Vectors
+    heads: list[NamedHead]
+    settings: object = None  # attn_cli.inspection.Settings
+    kind: str = "glove"
+    n_layers: int = 1
+    causal: bool = field(init=False)
+
+    def __post_init__(self):
+        from attn_cli.inspection import Mask, Settings
+
+        self.settings = self.settings or Settings()
+        self.causal = self.settings.mask == Mask.causal
+
+    @property
+    def name(self) -> str:
+        return self.vectors.source or "GloVe"
+
+    @property
+    def n_heads(self) -> int:
+        return len(self.heads)
+
+    @property
+    def d_model(self) -> int:
+        return self.vectors.vector_size
+
+    def tokenize(self, text: str) -> WordTokens:
+        """GloVe's own tokenizer (attn_cli.tokens); each token is a word with its vector."""
+        from attn_cli.inspection import key_rows, lookup, sentence_tokens
+
+        embedded = lookup(sentence_tokens(text, self.settings.max_tokens), self.vectors, self.settings.oov)
+        if not embedded.tokens:
+            raise InputError(f"none of the words has a vector: {', '.join(embedded.unknown)}")
+        n = len(embedded.tokens)
+        rows = [-1 if r is None else r for r in key_rows(embedded.tokens, self.vectors)]
+        return WordTokens(rows, embedded.tokens, [False] * n, list(range(n)), [(0, 0)] * n, text, embedded.unknown, embedded.vectors)
+
+    def embeddings(self, tokens: WordTokens) -> np.ndarray:  # -> [n, d] E = word vector (+ position)
+        from attn_cli.inspection import embeddings
+
+        return embeddings(tokens.vectors, self.settings.position)
+
+    def forward(self, tokens: WordTokens) -> Trace:
+        from attn_cli.inspection import visible_keys
+
+        e = self.embeddings(tokens)  # [n, d]
+        allowed = visible_keys(self.settings.mask, len(e))
+        outs, delta, e_prime = multi_head(e, self.heads, allowed, self.settings.scale, parts=True)[:3]  # list, [n, d], [n, d]
+        layer = LayerTrace(
+            scores=np.stack([o.masked for o in outs]) if outs else np.zeros((0, len(e), len(e))),  # [H, n, n]
+            weights=np.stack([o.weights for o in outs]) if outs else np.zeros((0, len(e), len(e))),  # [H, n, n]
+            attn_update=delta, mlp_update=np.zeros_like(delta), heads=outs,
+        )
+        return Trace(tokens, np.stack([e, e_prime]), [layer], e_prime)
+
+    def run(self, text: str) -> Trace:
+        return self.forward(self.tokenize(text))
+
+    def nearest(self, rows: np.ndarray, k: int) -> list[list[str]]:
+        from attn_cli.inspection import nearest_keys
+
+        found = nearest_keys(rows, [-1] * len(rows), self.vectors.unit, k)
+        return [[self.vectors.index_to_key[j] for j in row] for row in found]
+
+    def summary(self) -> dict:
+        d_k = sorted({h.d_k for h in self.heads})
+        return {"name": self.name, "type": self.kind, "layers": 1, "heads": len(self.heads), "d_model": self.d_model,
+                "d_k": d_k[0] if len(d_k) == 1 else d_k}
