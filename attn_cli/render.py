@@ -687,13 +687,16 @@ def residual_table(result: "ModelResult") -> Table:
     i = result.focus_piece
     table = Table(box=box.SIMPLE, title=f"how {result.pieces[i]!r} (piece #{i}) moves through the layers: E′ = E + ΔE, layer after layer",
                   title_justify="left")
-    for name in ("layer", "‖x‖", "‖Δ attention‖", "‖Δ MLP‖", "cos prev", "cos E", "nearest vocabulary tokens"):
+    neighbors = any(row.nearest for row in result.residual)
+    for name in ("layer", "‖x‖", "‖Δ attention‖", "‖Δ MLP‖", "cos prev", "cos E") + (("nearest vocabulary tokens",) if neighbors else ()):
         table.add_column(name, justify="left" if name.startswith("nearest") else "right")
     for row in result.residual:
         opt = lambda x, f: "" if x is None else format(x, f)  # noqa: E731
-        table.add_row("E" if row.layer == 0 else str(row.layer - 1), f"{row.norm:.2f}", opt(row.attn_update, ".2f"),
-                      opt(row.mlp_update, ".2f"), opt(row.cosine_previous, ".3f"), f"{row.cosine_input:.3f}", ", ".join(row.nearest))
-    table.caption = "nearest by cosine to the input embeddings of the whole vocabulary"
+        cells = ["E" if row.layer == 0 else str(row.layer - 1), f"{row.norm:.2f}", opt(row.attn_update, ".2f"),
+                 opt(row.mlp_update, ".2f"), opt(row.cosine_previous, ".3f"), f"{row.cosine_input:.3f}"]
+        table.add_row(*cells, *([", ".join(row.nearest)] if neighbors else []))
+    if neighbors:
+        table.caption = "nearest by cosine to the input embeddings of the whole vocabulary"
     return table
 
 
@@ -709,6 +712,9 @@ def model_view(result: "ModelResult", *, transpose: bool = False, overview: bool
         parts.append(Text("pick heads to see in full with --head LAYER.HEAD (or --layer L)", style="dim"))
     else:
         stage = result.stage or "weights"
+        if stage != "weights":
+            parts.append(Text(STAGE_CAPTIONS[stage], style="dim"))
+            parts.append(Text(RELATIVE_NOTE, style="dim"))
         for l, h in result.selected:
             parts.append(Rule(style="dim"))
             head = result.head_view(l, h)

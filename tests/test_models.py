@@ -407,3 +407,25 @@ def test_the_glove_heads_are_a_model_too(glove):
         console.print(part)
     assert "model view" in console.export_text()
     assert result.to_dict()["model"]["type"] == "glove"
+
+
+def test_a_bert_folder_with_only_vocab_txt_tokenizes_as_transformers_did(tmp_path):
+    """No tokenizer.json: WordPiece from vocab.txt, lower-cased as tokenizer_config.json says."""
+    import shutil
+
+    folder = tmp_path / "bert"
+    folder.mkdir()
+    for name in ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json"):
+        (folder / name).symlink_to(checkpoints.minilm_folder() / name)
+    model = transformer.load(str(folder))
+    for case in oracle("minilm"):
+        assert model.tokenize(str(case["text"])).ids == case["ids"].tolist()
+    assert not (folder / "tokenizer.json").exists()
+
+
+def test_the_model_view_exports_to_svg_and_html(run, tmp_path):
+    svg, html = tmp_path / "view.svg", tmp_path / "view.html"
+    result = run("inspect", "the cat sat", "--model", checkpoints.tiny_gpt2_folder(), "--svg", svg, "--html", html, env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.stderr
+    assert svg.read_text().startswith("<svg") and "model view" in html.read_text()
+    assert "▀" in svg.read_text()  # the thumbnails keep their colours in an export, even when stdout is not a terminal
