@@ -19,6 +19,30 @@ class DataError(AttnError):
     exit_code = 1
 
 
+def reason(e: BaseException) -> str:
+    """Why reading a damaged file failed, in a few words: the first line of the library's own message."""
+    if isinstance(e, EOFError):
+        return "it ends early; truncated?"
+    if isinstance(e, MemoryError):
+        return "it claims to hold more than memory can"
+    if isinstance(e, (SyntaxError, RecursionError)) or type(e).__name__ == "TokenError":  # a header NumPy could not parse
+        return "a damaged header"
+    lines = str(e).strip().splitlines()
+    text = lines[0] if lines else f"{type(e).__name__}"
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+MAX_NAMED = 10  # words a message names; the rest are counted
+MAX_SHOWN_CHARS = 40  # a longer word is shown cut, with its length
+
+
+def short(word: str) -> str:
+    """repr(word), cut to MAX_SHOWN_CHARS characters (saying how long it was), so a message stays one short line."""
+    if len(word) <= MAX_SHOWN_CHARS:
+        return repr(word)
+    return f"{word[:MAX_SHOWN_CHARS]!r}... ({len(word):,} characters)"
+
+
 class UnknownWordsError(InputError, KeyError):
     """Words that are not keys of the vectors, with close known spellings where found."""
 
@@ -29,8 +53,10 @@ class UnknownWordsError(InputError, KeyError):
 
     def __str__(self) -> str:
         parts = []
-        for word in self.words:
+        for word in self.words[:MAX_NAMED]:
             hint = self.suggestions.get(word)
-            parts.append(f"{word!r} (did you mean {hint!r}?)" if hint else repr(word))
+            parts.append(f"{short(word)} (did you mean {hint!r}?)" if hint else short(word))
+        if len(self.words) > MAX_NAMED:
+            parts.append(f"and {len(self.words) - MAX_NAMED:,} more")
         noun = "word" if len(self.words) == 1 else "words"
         return f"unknown {noun}: {', '.join(parts)}; use --oov skip|zero to go on without them"

@@ -23,8 +23,9 @@ import numpy as np
 
 from attn_cli import training
 from attn_cli.attention import Head, causal_mask, run_head
-from attn_cli.files import read_text, tsv_rows
-from attn_cli.errors import InputError
+from attn_cli.files import display_path, read_text, tsv_rows
+from attn_cli.errors import DataError, InputError
+from attn_cli.tokens import tokenize
 from attn_cli.words import is_content
 
 SENSE_HEADER = ["sentence", "word", "sense", "context"]
@@ -317,17 +318,32 @@ def sense_rows(metrics: dict) -> list[dict]:
 # --- the command's whole job ----------------------------------------------------------------------
 
 
+def check_lengths(items, source: str) -> None:
+    """Refuse a sentence longer than inspect's default --max-tokens before its n x n matrices are made
+    (`items` have .sentence and .line): a file line is a sentence, not a document."""
+    from attn_cli.inspection import MAX_TOKENS
+
+    for item in items:
+        n = len(tokenize(item.sentence))
+        if n > MAX_TOKENS:
+            raise InputError(f"{source} line {item.line}: {n:,} tokens, more than {MAX_TOKENS}; a line holds one sentence")
+
+
 def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: str = "causal", sense_set: dict | None = None,
                   set_name: str = ""):
     """Read `path`, score the heads on it, and return attn_cli.results.HeadsEval."""
     from attn_cli.results import HeadsEval
 
     kind, items = read_eval_file(path)
+    check_lengths(items, str(path))
+    path = display_path(path)
     if kind == "links":
         if sense_set is not None:
             raise InputError(f"{path} holds links (3 fields a line); --sense-set applies only to sense cases")
         examples = training.links_to_examples(items, vectors, "none", str(path))  # every link kept; the mask drops later
-        rows = link_rows(heads, examples, mask, vectors.vector_size)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked below: one message, not NumPy's warnings
+            rows = link_rows(heads, examples, mask, vectors.vector_size)
+        check_finite(rows, path)
         counts = {"sentences": len(examples), "queries": rows[0]["queries"], "dropped": rows[0]["dropped"]}
         for row in rows:
             del row["queries"], row["dropped"]
@@ -335,9 +351,20 @@ def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: str = "cau
     if sense_set is None:
         raise InputError(f"{path} holds sense cases (4 fields a line); pass --sense-set NAME|FILE giving each word's senses and probe words")
     try:
-        metrics = sense_metrics(heads, items, sense_set, vectors, mask, f"sense set {set_name}" if set_name else "the sense set")
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            metrics = sense_metrics(heads, items, sense_set, vectors, mask, f"sense set {set_name}" if set_name else "the sense set")
     except InputError as e:
         message = str(e)
         raise InputError(f"{path} {message}" if message.startswith("line ") else f"{path}: {message}") from None
     counts = {"cases": metrics["cases"], "skipped": metrics["skipped"]}
-    return HeadsEval(file=str(path), format=kind, mask=mask, counts=counts, rows=sense_rows(metrics), sense_set=set_name or None)
+    rows = sense_rows(metrics)
+    if metrics["cases"]:
+        check_finite(rows, path)
+    return HeadsEval(file=str(path), format=kind, mask=mask, counts=counts, rows=rows, sense_set=set_name or None)
+
+
+def check_finite(rows: list[dict], path) -> None:
+    """A head whose scores or updates overflow float64 gives NaN or infinite measures: say so, rather than show them as missing."""
+    for row in rows:
+        if row["kind"] != "baseline" and any(isinstance(v, float) and not np.isfinite(v) for v in row.values()):
+            raise DataError(f"{path}: the scores or updates of {row['name']} overflow float64: its weights (or the vectors) are too large")

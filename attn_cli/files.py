@@ -1,8 +1,17 @@
-"""Reading the small text files users hand to `attn` (links, sense sets, evaluation sets)."""
+"""Files and text the user hands to `attn`: the small text files (links, sense sets, evaluation
+sets), standard input and arguments, all as UTF-8 (bytes that are not UTF-8 are an error naming
+the first one, never dropped), and the headers of NumPy files. Writing is in attn_cli.atomic.
+"""
 
+import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from attn_cli.errors import DataError, InputError
+from attn_cli.errors import DataError, InputError, reason
+
+BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark some editors write first: not part of the text
+NEWLINE = b"\n"
 
 
 def read_text(path: str | Path, kind: str) -> str:
@@ -10,15 +19,14 @@ def read_text(path: str | Path, kind: str) -> str:
     (exit 2), another failure to read is DataError (exit 1). `kind` names the file in messages."""
     path = Path(path)
     try:
-        return path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise InputError(f"{path}: is a folder, not {kind}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not UTF-8 text") from None
     except OSError as e:
         raise DataError(f"{path}: cannot read ({e.strerror or e})") from None
+    return decode_utf8(raw.removeprefix(BOM), str(path))
 
 
 def tsv_rows(lines, header: list[str], fields_are: str, source: str):
@@ -39,3 +47,87 @@ def tsv_rows(lines, header: list[str], fields_are: str, source: str):
         if not all(fields):
             raise InputError(f"{source} line {number}: an empty field")
         yield number, fields
+
+
+# --- text from the user ---------------------------------------------------------------------
+
+
+def decode_utf8(raw: bytes, where: str) -> str:
+    """`raw` as UTF-8; invalid bytes raise InputError naming the first one and its byte offset
+    (`where`, if given, starts the message)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = f" (line {raw.count(NEWLINE, 0, e.start) + 1})" if NEWLINE in raw else ""
+        prefix = f"{where}: " if where else ""
+        raise InputError(f"{prefix}not UTF-8 text: byte 0x{raw[e.start]:02x} at byte offset {e.start}{line}") from None
+
+
+def check_text(text: str, where: str) -> str:
+    """An argument as text. Python keeps argument bytes that are not UTF-8 as lone surrogates
+    (U+DC80..U+DCFF); such an argument raises InputError naming the byte and its offset."""
+    for i, c in enumerate(text):
+        if "\ud800" <= c <= "\udfff":
+            offset = len(text[:i].encode("utf-8", "surrogateescape"))
+            byte = f"byte 0x{ord(c) - 0xDC00:02x}" if "\udc80" <= c <= "\udcff" else f"U+{ord(c):04X}"
+            raise InputError(f"{where}: not UTF-8 text: {byte} at byte offset {offset}")
+    return text
+
+
+def stdin_bytes() -> bytes:
+    """All of standard input as bytes (empty when stdin is closed)."""
+    stream = getattr(sys.stdin, "buffer", None)
+    return stream.read() if stream is not None else b""
+
+
+def stdin_text(where: str = "stdin") -> str:
+    """All of standard input as UTF-8 text, whatever the locale."""
+    return decode_utf8(stdin_bytes().removeprefix(BOM), where)
+
+
+def stdin_line_bytes() -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) of each line of standard input, without its line ending, read lazily.
+    Lines are decoded by the caller, so one bad line does not stop the others."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        return
+    for n, raw in enumerate(stream, 1):
+        if n == 1:
+            raw = raw.removeprefix(BOM)
+        yield n, raw.rstrip(b"\r\n")
+
+
+def printable(text: str) -> str:
+    """`text` with control characters and undecodable bytes written as escapes: safe on one line of a terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
+def display_path(path: str | os.PathLike) -> str:
+    """A path as text that is valid UTF-8 (bytes that are not are written as \\xNN)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+# --- NumPy files ------------------------------------------------------------------------------
+
+
+def npy_header(f, where) -> tuple:  # -> (shape, numpy dtype, fortran order)
+    """(shape, dtype, fortran order) from the header of the .npy file open at `f`, which is left at the
+    first data byte. Reading the header first lets a caller refuse a pickle or an impossible shape
+    before a single byte of data is read. Anything but a .npy header is a DataError."""
+    from numpy.lib import format as npy
+
+    start = f.tell()
+    if f.read(4) == b"PK\x03\x04":
+        raise DataError(f"{where}: a zip archive (an .npz?), not a .npy array")
+    f.seek(start)
+    try:
+        version = npy.read_magic(f)
+        if version in ((1, 0), (2, 0)):
+            read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+            shape, fortran, dtype = read(f)
+            return shape, dtype, fortran
+    except Exception as e:  # a damaged header fails in NumPy's parser in many ways (ValueError, SyntaxError, ...)
+        raise DataError(f"{where}: not a readable .npy array ({reason(e)})") from None
+    raise DataError(f"{where}: a .npy file of version {version[0]}.{version[1]}, which attn does not read")

@@ -9,8 +9,9 @@ damaged (truncated, corrupt, empty, unreadable) is a DataError (exit 1); a file 
 plainly not word vectors, or a pickle the user has not said to trust, is an InputError (exit 2).
 """
 
+import json
+import logging
 import os
-import secrets
 import shutil
 import threading
 from collections.abc import Callable
@@ -18,8 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from attn_cli.errors import AttnError, DataError, InputError
-from attn_cli.vectors import FAST_FORMAT, KEYS_FILE, MATRIX_FILE, Vectors, fast_folder, load_fast
+from attn_cli import __version__
+from attn_cli.errors import AttnError, DataError, InputError, reason
+from attn_cli.atomic import check_writable, clean_stale, move_into_place, temporary_name
+from attn_cli.vectors import FAST_FORMAT, KEYS_FILE, MANIFEST_FILE, MATRIX_FILE, Vectors, fast_folder, load_fast
 
 WORD2VEC_TEXT = "word2vec-text"
 WORD2VEC_BIN = "word2vec-bin"
@@ -40,8 +43,10 @@ KNOWN = "word2vec text or binary, GloVe text, fastText .vec/.bin, gensim .kv, or
 
 FASTTEXT_MAGIC = 793712314  # int32 at the start of every fastText .bin
 MAX_LINE = 1 << 20  # bytes of a line looked at while detecting (a 300-d text row is ~3 KB)
+MAX_WORD = 1000  # bytes of a key in a binary record, at most, while detecting
 CHUNK = 1 << 20  # bytes per read while streaming a file to gensim
 ROWS_PER_CHUNK = 16384  # rows per write while converting
+FAST_FILES = (MATRIX_FILE, KEYS_FILE, MANIFEST_FILE)
 
 
 # --- detection ------------------------------------------------------------------------------
@@ -74,6 +79,29 @@ def _looks_like_text(line: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return all(c.isprintable() or c in "\t\r\n" for c in text)
+
+
+def _binary_records(path: Path, start: int, n_keys: int, d: int) -> bool:
+    """Whether the bytes after a word2vec header are binary records ("word " + d float32 values),
+    judged on the first few: a small file must end right after its records, a larger one must
+    hold bytes that no text row has."""
+    first = min(n_keys, 3)
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(first * (4 * d + MAX_WORD + 1) + 2)
+        size = os.fstat(f.fileno()).st_size - start
+    at = 0
+    for _ in range(first):
+        space = data.find(b" ", at, at + MAX_WORD + 1)
+        word = data[at:space].lstrip(b"\n") if space >= 0 else b""
+        if not word or b"\n" in word:
+            return False
+        at = space + 1 + 4 * d
+        if at > len(data):
+            return False
+    if n_keys == first:
+        return size - at in (0, 1) and data[at:].strip() == b""
+    return not _looks_like_text(data[:at])
 
 
 def _is_pickle(head: bytes) -> bool:
@@ -117,6 +145,8 @@ def detect_format(path: str | os.PathLike, *, trust: bool = False) -> str:
             return WORD2VEC_BIN
         if _text_row(second) == d:
             return FASTTEXT_VEC if path.suffix.lower() == ".vec" else WORD2VEC_TEXT
+        if _binary_records(path, len(first), n_keys, d):
+            return WORD2VEC_BIN  # float bytes that happen to read as text
     d = _text_row(first)
     if d is not None and (not second or _text_row(second) == d):
         return GLOVE_TEXT
@@ -196,10 +226,57 @@ def _reason(e: BaseException) -> str:
         return "not enough memory to hold it"
     if isinstance(e, UnicodeDecodeError):
         return "a key is not valid UTF-8"
-    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    text = reason(e)
     if "broadcast" in text or "could not convert" in text or "invalid literal" in text:
         return f"a line has the wrong number of values or a value that is not a number: {text}"
-    return text if len(text) <= 160 else text[:157] + "..."
+    return text
+
+
+class _DuplicateWords(logging.Handler):
+    """Collects the keys gensim says it found twice (it keeps the first vector and logs the rest)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.words: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if str(record.msg).startswith("duplicate word") and record.args:
+            self.words.append(str(record.args[0]))
+
+
+def _count_rows(path: Path) -> int:
+    """Lines of a text file that hold something, counted in bulk (blank lines at the end do not count)."""
+    lines, tail = 0, b""
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            lines += chunk.count(b"\n")
+            tail = (tail + chunk)[-CHUNK:]
+    ends_line = tail.endswith(b"\n")
+    if not ends_line:
+        lines += 1  # a last line without its newline
+    blank_lines = tail[len(tail.rstrip()):].count(b"\n") - ends_line  # the last line's own newline ends it, it is no blank line
+    return lines - max(blank_lines, 0)
+
+
+def _check_header_count(path: Path, fmt: str, keys: list[str], d: int, duplicates: int) -> None:
+    """A word2vec header that announces fewer keys than the file holds would silently leave the rest
+    unread (gensim stops at the announced count): an error, unless --limit asked for that."""
+    with open(path, "rb") as f:
+        header = f.readline(MAX_LINE)
+    announced = (_header(header) or (0, 0))[0]
+    if fmt == WORD2VEC_BIN:
+        if duplicates:
+            return  # the dropped keys' bytes are unknown; gensim has already checked the announced count
+        records = sum(len(k.encode("utf-8")) + 1 for k in keys) + len(keys) * d * 4  # "key " + float32 values
+        extra = path.stat().st_size - len(header) - records - len(keys)  # a newline may end each record
+        if extra > 0:
+            raise DataError(f"{path}: the header announces {announced:,} keys but {extra:,} more bytes follow them; "
+                            f"fix the header, or pass --limit {announced} to read only those")
+        return
+    rows = _count_rows(path) - 1
+    if rows > announced:
+        raise DataError(f"{path}: the header announces {announced:,} keys but the file has {rows:,} rows of vectors; "
+                        f"fix the header, or pass --limit {announced} to read only those")
 
 
 def _read_gensim(path: Path, fmt: str, limit: int | None, on_bytes: Callable[[int], None] | None):
@@ -238,20 +315,37 @@ def load_foreign(
     fmt = detect_format(path, trust=trust)
     if fmt == FAST_FORMAT:
         return load_fast(fast_folder(path), limit)
+    duplicates = _DuplicateWords()
+    gensim_log = logging.getLogger("gensim.models.keyedvectors")
+    gensim_log.addHandler(duplicates)
     try:
         kv = _read_gensim(path, fmt, limit, on_bytes)
     except AttnError:
         raise
     except Exception as e:  # gensim's readers fail in many ways on damaged files; all mean the same here
         raise DataError(f"{path}: not a readable {DESCRIPTIONS[fmt]} file ({_reason(e)})") from None
-    keys = [str(k) for k in kv.index_to_key]
-    matrix = kv.vectors  # [n_keys, d]
+    finally:
+        gensim_log.removeHandler(duplicates)
+    # A key found twice keeps its first vector; gensim leaves an empty row (key None) at the end for each.
+    keys = [str(k) for k in kv.index_to_key if k is not None]
+    matrix = kv.vectors[: len(keys)]  # [n_keys, d]
     if limit is not None:
         keys, matrix = keys[:limit], matrix[:limit]
-    if not keys:
+    if not keys or 0 in matrix.shape:
         raise DataError(f"{path}: the file holds no vectors")
+    if limit is None and fmt in (WORD2VEC_TEXT, FASTTEXT_VEC, WORD2VEC_BIN):
+        _check_header_count(path, fmt, keys, matrix.shape[1], len(duplicates.words))
     oov_vector = kv.get_vector if fmt in (FASTTEXT_BIN, GENSIM_PICKLE) and getattr(kv, "bucket", 0) else None
-    return Vectors(keys, matrix, source=str(path), format=fmt, oov_vector=oov_vector)
+    vectors = Vectors(keys, matrix, source=str(path), format=fmt, oov_vector=oov_vector)
+    if duplicates.words:
+        vectors.notes.append(duplicates_note(path, duplicates.words))
+    return vectors
+
+
+def duplicates_note(source, words: list[str]) -> str:
+    examples = ", ".join(repr(w) for w in words[:3]) + (", ..." if len(words) > 3 else "")
+    n = len(words)
+    return f"{source}: {n:,} key{'s' if n != 1 else ''} found more than once ({examples}); each keeps its first vector"
 
 
 # --- writing the fast format ----------------------------------------------------------------
@@ -293,45 +387,34 @@ def _write_keys(path: Path, keys: list[str]) -> None:
         raise DataError(f"a key cannot be written as UTF-8 ({e.reason})") from None
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
-
-
-def _move_into_place(new: Path, dst: Path) -> None:
-    """Rename `new` to `dst`; an existing `dst` is set aside first and removed only at the end."""
-    if not dst.exists() and not dst.is_symlink():
-        os.replace(new, dst)
-        return
-    old = dst.with_name(f".{dst.name}.{secrets.token_hex(4)}.old")
-    os.replace(dst, old)
+def is_attn_folder(path: Path) -> bool:
+    """Whether `path` is a vectors folder attn wrote (its manifest says so) holding nothing else: the only
+    kind of folder --force replaces. A folder holding other files raises InputError naming them."""
+    if not path.is_dir() or path.is_symlink():
+        return False
+    others = sorted(p.name for p in path.iterdir() if p.name not in FAST_FILES)
+    if others:
+        raise InputError(f"{path} is a folder holding other files ({', '.join(others[:3])}); not replacing it")
     try:
-        os.replace(new, dst)
-    except BaseException:
-        os.replace(old, dst)
-        raise
-    _remove(old)
+        manifest = json.loads((path / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        manifest = None
+    if not isinstance(manifest, dict) or manifest.get("format") != FAST_FORMAT:
+        raise InputError(f"{path} is a folder that attn did not write (no {MANIFEST_FILE}); not replacing it, remove it yourself")
+    return True
 
 
 def check_destination(dst: str | os.PathLike, force: bool) -> Path:
-    """`dst` as a place to write an attn folder: new, or (with `force`) something safe to replace.
-
-    A folder holding anything but an attn folder's files is never replaced, --force or not.
-    """
+    """`dst` as a place to write an attn folder: new, or (with `force`) a regular file or a vectors
+    folder attn wrote. Anything else (a folder of other files, a device, a link) is never replaced."""
     dst = Path(os.path.abspath(Path(dst).expanduser()))
-    if not dst.parent.is_dir():
-        raise InputError(f"{dst.parent}: no such folder")
-    if not (dst.exists() or dst.is_symlink()):
-        return dst
-    if not force:
-        raise InputError(f"{dst} exists; pass --force to overwrite it")
-    if dst.is_dir() and not dst.is_symlink():
-        others = sorted(p.name for p in dst.iterdir() if p.name not in (MATRIX_FILE, KEYS_FILE))
-        if others:
-            raise InputError(f"{dst} is a folder holding other files ({', '.join(others[:3])}); not replacing it")
-    return dst
+    return check_writable(dst, force, ours=is_attn_folder, what="a vectors folder attn wrote")
+
+
+def _write_manifest(path: Path, vectors: Vectors, dtype) -> None:
+    manifest = {"format": FAST_FORMAT, "written_by": f"attn {__version__}", "keys": len(vectors),
+                "dimension": vectors.vector_size, "dtype": str(dtype)}
+    path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
 
 def write_fast(
@@ -344,17 +427,24 @@ def write_fast(
     """Write `vectors` as a fast-format folder at `dst` (float32, or float16 if they are).
 
     Everything is written into a hidden folder next to `dst` and renamed into place, so a
-    failure or an interruption leaves no half-written `dst`. `on_rows(done, total)` reports rows.
+    failure or an interruption leaves no half-written `dst`; what a killed run left there is
+    removed first. A key found more than once is written once, with its first vector.
+    `on_rows(done, total)` reports rows.
     """
     dst = check_destination(dst, force)
     _check_keys(vectors.index_to_key)
+    if vectors.duplicate_keys():
+        rows = sorted(vectors.key_to_index.values())
+        vectors = Vectors([vectors.index_to_key[i] for i in rows], vectors.vectors[rows], source=vectors.source, format=vectors.format)
     dtype = fast_dtype(vectors.vectors)
-    tmp = dst.with_name(f".{dst.name}.{secrets.token_hex(4)}.tmp")
+    clean_stale(dst)
+    tmp = temporary_name(dst)
     try:
         tmp.mkdir()
         _write_matrix(tmp / MATRIX_FILE, vectors.vectors, dtype, on_rows)
         _write_keys(tmp / KEYS_FILE, vectors.index_to_key)
-        _move_into_place(tmp, dst)
+        _write_manifest(tmp / MANIFEST_FILE, vectors, dtype)
+        move_into_place(tmp, dst, replace=force)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
         raise DataError(f"{dst}: cannot write the vectors ({e.strerror or e})") from None

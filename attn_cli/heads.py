@@ -7,6 +7,7 @@ allow_pickle=False and checked (keys, shapes, dtype, finiteness) before use.
 """
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from attn_cli.attention import Head
-from attn_cli.errors import DataError, InputError
+from attn_cli.errors import DataError, InputError, reason
 from attn_cli.output import warn
 from attn_cli.vectors import DATA_DIR
 
@@ -25,6 +26,8 @@ RANDOM_D_K = 16  # a small d_k, as in the shipped heads
 RANDOM_VALUE_SCALE = 0.5  # keeps a random head's Delta E smaller than the embeddings it moves
 REQUIRED = ("w_q", "w_k", "w_v")
 KNOWN = (*REQUIRED, "w_o", "meta")
+MAX_WIDTH = 4096  # largest d_k or d_v a head file may have (beyond d itself): bounds what reading one can cost
+MAX_META_BYTES = 1 << 20  # a head's JSON description; anything larger is not a description
 
 
 @dataclass
@@ -105,32 +108,67 @@ def resolve_head(spec: str, d: int, seed: int = 0) -> NamedHead:
 
 
 def _open_npz(path: Path):
-    import zipfile
-
+    """The head file as an open NpzFile (closed with it); anything but a zip of arrays is refused."""
     if not path.exists():
         raise InputError(f"{path}: no such head file")
     if path.is_dir():
         raise InputError(f"{path}: is a folder, not an .npz head file")
     try:
-        npz = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise DataError(f"{path}: cannot read the head file ({e})") from None
-    if not isinstance(npz, np.lib.npyio.NpzFile):
-        raise InputError(f"{path}: a single array, not an .npz head file with w_q, w_k, w_v")
-    return npz
-
-
-def _read_array(npz, key: str, path: Path) -> np.ndarray:
-    import zipfile
-
+        f = open(path, "rb")
+    except OSError as e:
+        raise DataError(f"{path}: cannot read the head file ({e.strerror or e})") from None
     try:
-        return npz[key]
+        start = f.read(6)
+        if start.startswith(b"\x93NUMPY"):
+            raise InputError(f"{path}: a single array, not an .npz head file with w_q, w_k, w_v")
+        if start[:1] == b"\x80":
+            raise InputError(f"{path}: a Python pickle, not an .npz head file; attn never unpickles head files")
+        f.seek(0)
+        return np.lib.npyio.NpzFile(f, own_fid=True, allow_pickle=False)
+    except InputError:
+        f.close()
+        raise
+    except Exception as e:  # not a zip, or a damaged one: zipfile fails in many ways, all mean the same here
+        f.close()
+        raise DataError(f"{path}: cannot read the head file ({reason(e)})") from None
+
+
+def _member_header(npz, key: str, path: Path) -> tuple:  # -> (shape, dtype)
+    """The shape and dtype a member's .npy header announces, read before its data."""
+    from attn_cli.files import npy_header
+
+    name = key if key in npz.zip.namelist() else f"{key}.npy"
+    try:
+        with npz.zip.open(name) as f:
+            shape, dtype, _ = npy_header(f, f"{path}: array {key!r}")
+    except DataError:
+        raise
+    except Exception as e:
+        raise DataError(f"{path}: cannot read array {key!r} ({reason(e)})") from None
+    if dtype.hasobject:
+        raise InputError(f"{path}: array {key!r} holds pickled Python objects (dtype object); attn never unpickles head files")
+    return shape, dtype
+
+
+def _read_array(npz, key: str, path: Path, max_shape: tuple[int, ...], max_bytes: int) -> np.ndarray:
+    """Member `key`, once its header shows it is within `max_shape` and `max_bytes` (so a lying header
+    cannot make attn allocate terabytes); damage of any kind is a DataError naming the file and the array."""
+    shape, dtype = _member_header(npz, key, path)
+    too_wide = len(shape) == len(max_shape) and any(n > m for n, m in zip(shape, max_shape))
+    if too_wide or math.prod(shape) * dtype.itemsize > max_bytes:
+        limit = f"at most {' x '.join(map(str, max_shape))}" if max_shape else f"at most {max_bytes:,} bytes"
+        raise InputError(f"{path}: array {key!r} has shape {shape} of {dtype}, larger than a head can be here ({limit})")
+    try:
+        array = npz[key]
     except ValueError as e:
-        if "allow_pickle" in str(e):
+        if "pickle" in str(e):
             raise InputError(f"{path}: array {key!r} holds pickled objects; refusing to load it") from None
         raise DataError(f"{path}: cannot read array {key!r} ({e})") from None
-    except (OSError, EOFError, zipfile.BadZipFile, KeyError) as e:
-        raise DataError(f"{path}: cannot read array {key!r} ({e})") from None
+    except Exception as e:  # a corrupt zip member: bad CRC, broken deflate data, an early end
+        raise DataError(f"{path}: cannot read array {key!r} ({reason(e)})") from None
+    if not isinstance(array, np.ndarray):
+        raise DataError(f"{path}: member {key!r} is not a NumPy array")
+    return array
 
 
 def _parse_meta(raw: np.ndarray, path: Path) -> dict:
@@ -140,9 +178,18 @@ def _parse_meta(raw: np.ndarray, path: Path) -> dict:
         meta = json.loads(str(raw[()]))
     except json.JSONDecodeError as e:
         raise InputError(f"{path}: 'meta' is not valid JSON ({e})") from None
+    except RecursionError:
+        raise InputError(f"{path}: 'meta' is JSON nested too deeply to be a head's description") from None
     if not isinstance(meta, dict):
         raise InputError(f"{path}: 'meta' must hold a JSON object")
+    for key in ("trained", "untrained"):
+        if key in meta and not isinstance(meta[key], bool):
+            raise InputError(f"{path}: 'meta' {key!r} must be true or false, not {meta[key]!r}")
     return meta
+
+
+def _read_meta(npz, path: Path) -> dict:
+    return _parse_meta(_read_array(npz, "meta", path, (), MAX_META_BYTES), path) if "meta" in npz.files else {}
 
 
 def _check_matrices(arrays: dict[str, np.ndarray], d: int, path: Path) -> None:
@@ -152,6 +199,8 @@ def _check_matrices(arrays: dict[str, np.ndarray], d: int, path: Path) -> None:
             raise InputError(f"{path}: {key} must be a 2-d matrix, found shape {a.shape}")
         if a.dtype.kind != "f":
             raise InputError(f"{path}: {key} must hold floats, found dtype {a.dtype}")
+        if 0 in a.shape:
+            raise InputError(f"{path}: {key} has shape {a.shape}; a head needs d_k and d_v of at least 1")
         if not np.isfinite(a).all():
             raise InputError(f"{path}: {key} holds NaN or infinite values")
     w_q, w_k, w_v, w_o = (arrays.get(k) for k in ("w_q", "w_k", "w_v", "w_o"))
@@ -170,20 +219,22 @@ def _check_matrices(arrays: dict[str, np.ndarray], d: int, path: Path) -> None:
 def load_head(path: str | os.PathLike, d: int, name: str | None = None) -> NamedHead:
     """Read and check a head file; `d` is the vectors' dimension. Name defaults to the file stem."""
     path = Path(path)
+    width = max(d, MAX_WIDTH)
+    bounds = {"w_q": (d, width), "w_k": (d, width), "w_v": (d, width), "w_o": (width, d)}
     with _open_npz(path) as npz:
         keys = set(npz.files)
         missing = [k for k in REQUIRED if k not in keys]
         if missing:
-            found = ", ".join(sorted(keys)) or "nothing"
+            found = ", ".join(sorted(keys)[:8]) or "nothing"
             raise InputError(f"{path}: missing {', '.join(missing)} (found {found}); a head needs w_q, w_k, w_v")
-        arrays = {k: _read_array(npz, k, path) for k in (*REQUIRED, "w_o") if k in keys}
-        meta = _parse_meta(_read_array(npz, "meta", path), path) if "meta" in keys else {}
+        arrays = {k: _read_array(npz, k, path, bounds[k], math.prod(bounds[k]) * 8) for k in (*REQUIRED, "w_o") if k in keys}
+        meta = _read_meta(npz, path)
     _check_matrices(arrays, d, path)
     as_float = {k: np.asarray(a, dtype=np.float64) for k, a in arrays.items()}
+    untrained = meta.get("untrained", False)
     return NamedHead(
         name or path.stem, as_float["w_q"], as_float["w_k"], as_float["w_v"], as_float.get("w_o"),
-        source=str(path), trained=bool(meta.get("trained", not meta.get("untrained", False))),
-        noise=bool(meta.get("untrained", False)), meta=meta,
+        source=str(path), trained=meta.get("trained", not untrained), noise=untrained, meta=meta,
     )
 
 
@@ -191,12 +242,13 @@ def read_meta(path: str | os.PathLike) -> dict:
     """The JSON in a head file's `meta` array ({} when it has none)."""
     path = Path(path)
     with _open_npz(path) as npz:
-        return _parse_meta(_read_array(npz, "meta", path), path) if "meta" in npz.files else {}
+        return _read_meta(npz, path)
 
 
-def save_head(head: Head, path: str | os.PathLike, meta: dict | None = None) -> None:
-    """Write a head file atomically (a temporary file in the same folder, then a rename)."""
-    import tempfile
+def save_head(head: Head, path: str | os.PathLike, meta: dict | None = None, *, replace: bool = True) -> None:
+    """Write a head file atomically (a temporary file in the same folder, then a rename). An existing
+    file is replaced only if it is a regular file, and never with `replace=False`."""
+    from attn_cli.atomic import write_atomic
 
     path = Path(path)
     record = {"name": head.name, "d_k": head.d_k, **(meta or {})}
@@ -204,17 +256,7 @@ def save_head(head: Head, path: str | os.PathLike, meta: dict | None = None) -> 
     if head.w_o is not None:
         arrays["w_o"] = head.w_o
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes files private (0600); a head file is ordinary data
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, lambda f: np.savez(f, **arrays), force=replace)
 
 
 def resolve_heads(specs: list[str] | None, d: int, seed: int = 0) -> list[NamedHead]:

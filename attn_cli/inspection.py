@@ -7,17 +7,21 @@ Everything a view or a JSON object shows is computed here and handed over as an
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from attn_cli.attention import attention_weights, causal_mask, positional_encoding
-from attn_cli.errors import InputError
-from attn_cli.heads import NamedHead
+from attn_cli.errors import DataError, InputError
 from attn_cli.results import HeadView, InspectResult
 from attn_cli.tokens import Embedded, Oov, embed, tokenize
-from attn_cli.vectors import Vectors
+
+if TYPE_CHECKING:  # heads and vectors are read only when a command needs them: not on every start
+    from attn_cli.heads import NamedHead
+    from attn_cli.vectors import Vectors
 
 MAX_TOKENS = 512
+MAX_NEIGHBORS = 100  # --neighbors K: nearest keys per token, for E and E'
 SCAN_TOKENS = 64  # up to this many tokens, find their rows by scanning the key list
 
 
@@ -71,7 +75,7 @@ def embeddings(words: np.ndarray, position: bool) -> np.ndarray:  # [n, d] -> [n
     return words + _positions(max(64, 1 << (n - 1).bit_length()), d)[:n] if position else words
 
 
-def key_rows(tokens: list[str], vectors: Vectors) -> list[int | None]:
+def key_rows(tokens: list[str], vectors: "Vectors") -> list[int | None]:
     """Each token's row, None for a word that is not a key.
 
     Building the key index costs ~50 ms for 100,000 keys; for one short sentence a scan of
@@ -90,13 +94,15 @@ def key_rows(tokens: list[str], vectors: Vectors) -> list[int | None]:
     return [rows[t] for t in tokens]
 
 
-def lookup(tokens: list[str], vectors: Vectors, oov: Oov) -> Embedded:
+def lookup(tokens: list[str], vectors: "Vectors", oov: Oov) -> Embedded:
     """tokens.embed, with one matrix read when every token is a key (the common case)."""
     rows = key_rows(tokens, vectors)
     if None in rows:
-        return embed(tokens, vectors, oov)
+        embedded = embed(tokens, vectors, oov)
+        vectors.checked(embedded.vectors, embedded.tokens)
+        return embedded
     matrix = np.asarray(vectors.vectors)  # a plain view of the (memory-mapped) matrix: cheaper to index
-    return Embedded(tokens, matrix[rows].astype(np.float64))
+    return Embedded(tokens, vectors.checked(matrix[rows].astype(np.float64), tokens))
 
 
 def sentence_tokens(text: str, max_tokens: int) -> list[str]:
@@ -108,12 +114,19 @@ def sentence_tokens(text: str, max_tokens: int) -> list[str]:
     return tokens
 
 
-def inspect_text(text: str, vectors: Vectors, heads: list[NamedHead], settings: Settings) -> InspectResult:
+def inspect_text(text: str, vectors: "Vectors", heads: "list[NamedHead]", settings: Settings) -> InspectResult:
     """Run every head over one sentence (the GloVe model's one layer) and collect what `inspect` reports."""
+    from attn_cli.memory import check_memory
     from attn_cli.models.glove import GloveModel
 
-    trace = GloveModel(vectors, heads, settings).run(text)
+    model = GloveModel(vectors, heads, settings)
+    tokens = model.tokenize(text)
+    check_memory(len(tokens.pieces), stored_matrices(len(heads), settings), f"{len(heads)} head{'s' if len(heads) != 1 else ''}")
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked below: one message, not NumPy's warnings
+        trace = model.forward(tokens)
     layer = trace.layers[0]
+    if not (np.isfinite(layer.weights).all() and np.isfinite(trace.hidden).all()):
+        raise DataError("the heads' scores or updates overflow float64 on this sentence: the vectors or the head weights are too large")
     e, e_prime = trace.hidden  # [n, d], [n, d]
     n = len(e)
     allowed = visible_keys(settings.mask, n)
@@ -135,6 +148,11 @@ def inspect_text(text: str, vectors: Vectors, heads: list[NamedHead], settings: 
         heads=views, e=e, delta=layer.attn_update, e_prime=e_prime, delta_self=own, delta_context=context, scale=settings.scale,
         stage=settings.stage.value if settings.stage else None, with_embeddings=settings.embeddings,
     )
+
+
+def stored_matrices(heads: int, settings: Settings) -> int:
+    """n x n matrices a sentence keeps per head in its result (weights, and scores with --stage)."""
+    return heads * (2 if settings.stage is not None else 1)
 
 
 def mean_top_weight(weights: np.ndarray) -> float:  # [n, n] -> mean over rows of the row's largest weight
@@ -169,15 +187,19 @@ def nearest_keys(rows: np.ndarray, own: list[int], unit: np.ndarray, k: int) -> 
 
     found: list[list[int]] = []
     for start in range(0, len(rows), NEIGHBOR_CHUNK):
-        chunk = rows[start : start + NEIGHBOR_CHUNK].astype(np.float32)  # [c, d]
-        sims = chunk @ unit.T  # [c, d] x [d, n_keys] -> [c, n_keys]; ranks as cosine: unit rows have norm 1
+        chunk = np.asarray(rows[start : start + NEIGHBOR_CHUNK], dtype=np.float64)  # [c, d]
+        top = np.max(np.abs(chunk), axis=1, keepdims=True)  # [c, 1]
+        usable = (np.isfinite(top) & (top > 0))[:, 0]  # a zero or non-finite row has no direction
+        # Scaled by its largest entry, a row keeps its direction (all cosine ranks) and fits in float32.
+        scaled = np.divide(chunk, top, out=np.zeros_like(chunk), where=usable[:, None]).astype(np.float32)
+        sims = scaled @ unit.T  # [c, d] x [d, n_keys] -> [c, n_keys]; ranks as cosine: unit rows have norm 1
         for i, row_sims in enumerate(sims):
             skip = [own[start + i]] if own[start + i] >= 0 else []  # the token itself says nothing about where it moved
-            found.append(top_k(row_sims, k, skip).tolist() if chunk[i].any() else [])
+            found.append(top_k(row_sims, k, skip).tolist() if usable[i] else [])
     return found
 
 
-def add_neighbors(result: InspectResult, vectors: Vectors, k: int) -> None:
+def add_neighbors(result: InspectResult, vectors: "Vectors", k: int) -> None:
     """The k keys nearest (by cosine) to each token's E and E', the token's own key left out."""
     if k <= 0:
         return

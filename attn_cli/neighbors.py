@@ -25,9 +25,11 @@ class UnknownInputWordsError(UnknownWordsError):
 
 def require_vectors(vectors: Vectors, words: Iterable[str]) -> None:
     """Raise, naming every word that has no vector and a close known spelling where one exists."""
-    unknown = list(dict.fromkeys(w for w in words if not vectors.has_vector(w)))
+    from attn_cli.tokens import suggest
+
+    unknown = [w for w in words if not vectors.has_vector(w)]
     if unknown:
-        raise UnknownInputWordsError(unknown, {w: s for w in unknown if (s := vectors.close_spelling(w))})
+        raise UnknownInputWordsError(*suggest(unknown, vectors))
 
 
 def unit_vector(v: np.ndarray) -> np.ndarray:  # [d] -> [d]
@@ -41,8 +43,12 @@ def direction(vectors: Vectors, a: str, b: str) -> np.ndarray:  # -> [d] float64
 
 
 def top_k(scores: np.ndarray, k: int, exclude: Iterable[int] = ()) -> np.ndarray:  # [n] -> [<=k] indices
-    """Indices of the k highest scores, best first, skipping `exclude`; NaN scores never win."""
-    scores = np.where(np.isnan(scores), -np.inf, scores)
+    """Indices of the k highest scores, best first, skipping `exclude`; a NaN score (a key without
+    a direction) is never among them."""
+    undefined = np.isnan(scores)
+    if undefined.any():
+        exclude = {*exclude, *np.flatnonzero(undefined).tolist()}
+        scores = np.where(undefined, -np.inf, scores)
     exclude = sorted(set(exclude))
     k = min(k, len(scores) - len(exclude))
     if k <= 0:
@@ -114,18 +120,31 @@ def dots(vectors: Vectors, v: np.ndarray, words: list[str]) -> np.ndarray:  # [d
     return np.array(rows, dtype=np.float64).reshape(len(words), vectors.vector_size) @ v  # [k, d] x [d] -> [k]
 
 
-def similarity(u: np.ndarray, v: np.ndarray) -> tuple[float, float]:  # [d], [d] -> dot, cosine
-    """Dot product and cosine of two vectors (cosine NaN when either is the zero vector)."""
+def similarity(u: np.ndarray, v: np.ndarray) -> tuple[float, float | None]:  # [d], [d] -> dot, cosine
+    """Dot product and cosine of two vectors. The cosine of a zero vector is undefined (None): it has no direction."""
     dot = float(u @ v)
     norms = float(np.linalg.norm(u) * np.linalg.norm(v))
-    return dot, dot / norms if norms > 0 else float("nan")
+    return dot, min(max(dot / norms, -1.0), 1.0) if norms > 0 else None
+
+
+def similarities(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # [w, d] -> [w, w] dots, [w, w] cosines (NaN: undefined)
+    """Dot products and cosines of every pair of rows at once; a zero row's cosines are NaN (undefined)."""
+    dots = m @ m.T  # [w, d] x [d, w] -> [w, w]
+    norms = np.linalg.norm(m, axis=1)  # [w]
+    outer = norms[:, None] * norms[None, :]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cosines = np.clip(np.where(outer > 0, dots / outer, np.nan), -1.0, 1.0)
+    return dots, cosines
 
 
 ALIGNMENT_THRESHOLD = 0.1  # |cosine| below this counts as near zero
+UNDEFINED = "undefined"  # the alignment of a pair with a zero vector: no direction to compare
 
 
-def alignment(cosine: float) -> str:
+def alignment(cosine: float | None) -> str:
     """The lesson's reading of a dot product: same way, perpendicular, or opposite (judged by cosine)."""
+    if cosine is None or cosine != cosine:
+        return UNDEFINED
     if cosine >= ALIGNMENT_THRESHOLD:
         return "aligned"
     if cosine <= -ALIGNMENT_THRESHOLD:
@@ -165,10 +184,22 @@ def is_plural_of(plural: str, singular: str) -> bool:
     return plural in (singular + "s", singular + "es")
 
 
+def plural_forms(singular: str) -> list[str]:
+    """The spellings is_plural_of accepts for `singular`."""
+    forms = [singular + "s", singular + "es"]
+    if singular in IRREGULAR_PLURALS:
+        forms.insert(0, IRREGULAR_PLURALS[singular])
+    if singular.endswith("y") and len(singular) > 1 and singular[-2] not in "aeiou":
+        forms = [singular[:-1] + "ies"]
+    return forms
+
+
 def plural_pairs(probes: list[str]) -> list[tuple[str, str]]:
-    """(singular, plural) pairs found among the probes, in the order the singulars appear."""
-    present = set(probes)
-    return [(s, p) for s in dict.fromkeys(probes) for p in dict.fromkeys(probes) if p in present and is_plural_of(p, s)]
+    """(singular, plural) pairs found among the probes, in the order the singulars appear (then the
+    plurals): a look-up per probe, so ten thousand probes cost no more than ten thousand look-ups."""
+    order = {p: i for i, p in enumerate(dict.fromkeys(probes))}
+    pairs = [(s, p) for s in order for p in plural_forms(s) if p in order and is_plural_of(p, s)]
+    return sorted(pairs, key=lambda pair: (order[pair[0]], order[pair[1]]))
 
 
 def number_words(probes: list[str]) -> list[str]:

@@ -9,11 +9,16 @@ abbreviations ("u.s.", "mr.") stay whole.
 import re
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from attn_cli.errors import InputError, UnknownWordsError
-from attn_cli.vectors import Vectors
+
+if TYPE_CHECKING:  # the vectors module is read only when vectors are loaded: not on every start
+    from attn_cli.vectors import Vectors
+
+MAX_SUGGESTED_WORDS = 10  # unknown words a message looks for a close spelling for (each costs ~60 look-ups a character)
 
 ABBREVIATIONS = "mr mrs ms dr st jr sr vs etc inc co corp ltd prof gen gov sen rep mt ft jan feb aug sept oct nov dec".split()
 CLITICS = r"(?:s|re|ve|ll|d|m)"
@@ -55,20 +60,24 @@ class Embedded:
     unknown: list[str] = field(default_factory=list)  # words without a vector (skipped or zeroed)
 
 
-def embed(tokens: list[str], vectors: Vectors, oov: Oov = Oov.error) -> Embedded:
+def embed(tokens: list[str], vectors: "Vectors", oov: Oov = Oov.error) -> Embedded:
     """Look up each token; unknown words raise, are dropped, or get a zero vector."""
     unknown = [t for t in tokens if not vectors.has_vector(t)]
     if unknown and oov == Oov.error:
-        distinct = list(dict.fromkeys(unknown))
-        hints = {w: s for w in distinct if (s := vectors.close_spelling(w))}
-        raise UnknownWordsError(distinct, hints)
+        raise UnknownWordsError(*suggest(unknown, vectors))
     kept = [t for t in tokens if oov != Oov.skip or vectors.has_vector(t)]
     rows = [vectors.get_vector(t) if vectors.has_vector(t) else np.zeros(vectors.vector_size) for t in kept]
     matrix = np.array(rows, dtype=np.float64).reshape(len(kept), vectors.vector_size)
     return Embedded(kept, matrix, unknown)
 
 
-def embed_text(text: str, vectors: Vectors, oov: Oov = Oov.error) -> Embedded:
+def suggest(unknown: list[str], vectors: "Vectors") -> tuple[list[str], dict[str, str]]:
+    """The distinct unknown words, and a close known spelling for the first few that have one."""
+    distinct = list(dict.fromkeys(unknown))
+    return distinct, {w: s for w in distinct[:MAX_SUGGESTED_WORDS] if (s := vectors.close_spelling(w))}
+
+
+def embed_text(text: str, vectors: "Vectors", oov: Oov = Oov.error) -> Embedded:
     tokens = tokenize(text)
     if not tokens:
         raise InputError("no words in the input")

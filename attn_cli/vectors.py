@@ -1,7 +1,9 @@
 """Word vectors: the project's fast format, the default GloVe data, and where to find them.
 
 The fast format is a folder holding `vectors.npy` (a [n_keys, d] float matrix, loaded
-memory-mapped with allow_pickle=False) and `keys.txt` (one key per line, row order).
+memory-mapped with allow_pickle=False) and `keys.txt` (one key per line, row order); the
+folders `attn vectors convert` writes also hold `attn.json`, the manifest that tells that
+attn wrote them (so that --force may replace them).
 Other formats (word2vec, GloVe text, fastText) go through `attn_cli.formats`, which
 imports gensim only when such a file is actually loaded.
 """
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attn_cli.errors import DataError, InputError
+from attn_cli.errors import DataError, InputError, reason
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 DEFAULT_VECTORS = DATA_DIR / "glove.6B.50d"
@@ -21,12 +23,17 @@ ENV_VAR = "ATTN_VECTORS"
 FAST_FORMAT = "attn"
 MATRIX_FILE = "vectors.npy"
 KEYS_FILE = "keys.txt"
+MANIFEST_FILE = "attn.json"
+MAX_SUGGESTED_LENGTH = 40  # did-you-mean looks only at words up to this long: a longer one is not a typo
+SPELLING_LETTERS = "abcdefghijklmnopqrstuvwxyz-'"
 
 
 class Vectors:
     """Keys and their vectors, most frequent first; speaks gensim's KeyedVectors vocabulary.
 
     `oov_vector`, when given (fastText .bin), makes a vector for a word that is not a key.
+    A key that occurs more than once names its first row. `notes` are things the reader
+    noticed that a person should hear about (said once on stderr by the CLI).
     """
 
     def __init__(
@@ -45,10 +52,23 @@ class Vectors:
         self.source = source
         self.format = format
         self.oov_vector = oov_vector
+        self.notes: list[str] = []
 
     @cached_property
     def key_to_index(self) -> dict[str, int]:
-        return {key: i for i, key in enumerate(self.index_to_key)}
+        index = {key: i for i, key in enumerate(self.index_to_key)}
+        if len(index) < len(self.index_to_key):  # duplicates: the first row wins, as in a scan of the key list
+            index = {}
+            for i, key in enumerate(self.index_to_key):
+                index.setdefault(key, i)
+        return index
+
+    def duplicate_keys(self) -> list[str]:
+        """Keys that occur more than once, in order of first occurrence."""
+        if len(self.key_to_index) == len(self.index_to_key):
+            return []
+        index = self.key_to_index
+        return list(dict.fromkeys(key for i, key in enumerate(self.index_to_key) if index[key] != i))
 
     @property
     def vector_size(self) -> int:
@@ -67,28 +87,58 @@ class Vectors:
     def get_vector(self, word: str) -> np.ndarray:  # -> [d] float64
         i = self.key_to_index.get(word)
         if i is not None:
-            return np.asarray(self.vectors[i], dtype=np.float64)
+            return self.checked(np.asarray(self.vectors[i], dtype=np.float64), [word])
         if self.oov_vector is not None:
-            return np.asarray(self.oov_vector(word), dtype=np.float64)
+            return self.checked(np.asarray(self.oov_vector(word), dtype=np.float64), [word])
         raise KeyError(word)
 
+    def checked(self, rows: np.ndarray, words: list[str]) -> np.ndarray:  # [..., d] -> the same rows
+        """`rows`, the vectors of `words`, if all are finite; a NaN or infinite value is a damaged file (DataError)."""
+        finite = np.isfinite(rows)
+        if not finite.all():
+            bad = words[int(np.argmin(finite.all(axis=-1)))] if rows.ndim == 2 else words[0]
+            raise DataError(f"{self.source or 'the vectors'}: the vector of {bad!r} holds NaN or infinite values")
+        return rows
+
     @cached_property
-    def unit(self) -> np.ndarray:  # [n_keys, d] float32, every row of norm 1 (0 rows stay 0)
+    def unit(self) -> np.ndarray:  # [n_keys, d] float32, every row of norm 1
+        """The vectors scaled to norm 1. A zero or non-finite row has no direction: its row is NaN,
+        so every cosine with it is NaN and it is never anyone's nearest key."""
         m = np.asarray(self.vectors, dtype=np.float32)
-        norms = np.linalg.norm(m, axis=1, keepdims=True)
-        return np.divide(m, norms, out=np.zeros_like(m), where=norms > 0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            norms = np.sqrt(np.einsum("ij,ij->i", m, m, dtype=np.float64))[:, None]  # float64: 1e38-sized values do not overflow
+            good = np.isfinite(norms) & (norms > 0)
+            return np.divide(m, norms, out=np.full_like(m, np.nan), where=good).astype(np.float32, copy=False)
 
     def close_spelling(self, word: str) -> str | None:
-        """The most frequent key one edit away from `word` (delete, swap, replace, insert)."""
-        letters = "abcdefghijklmnopqrstuvwxyz-'"
-        splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
-        edits = {a + b[1:] for a, b in splits if b}
-        edits |= {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
-        edits |= {a + c + b[1:] for a, b in splits if b for c in letters}
-        edits |= {a + c + b for a, b in splits for c in letters}
-        edits.discard(word)
-        known = [(self.key_to_index[e], e) for e in edits if e in self.key_to_index]
-        return min(known)[1] if known else None
+        """The most frequent key one edit away from `word` (delete, swap, replace, insert).
+
+        Only for words up to MAX_SUGGESTED_LENGTH characters; the edits are generated one at a time,
+        so memory stays small whatever the word.
+        """
+        if not word or len(word) > MAX_SUGGESTED_LENGTH:
+            return None
+        index = self.key_to_index
+        best = None
+        for edit in _edits(word):
+            i = index.get(edit)
+            if i is not None and edit != word and (best is None or i < best):
+                best = i
+        return None if best is None else self.index_to_key[best]
+
+
+def _edits(word: str):
+    """Every string one edit from `word`: a deletion, a swap of neighbours, a replacement, an insertion."""
+    for i in range(len(word) + 1):
+        a, b = word[:i], word[i:]
+        if b:
+            yield a + b[1:]
+        if len(b) > 1:
+            yield a + b[1] + b[0] + b[2:]
+        for c in SPELLING_LETTERS:
+            if b:
+                yield a + c + b[1:]
+            yield a + c + b
 
 
 def resolve_path(path: str | os.PathLike | None) -> Path:
@@ -107,14 +157,38 @@ def fast_folder(path: Path) -> Path | None:
     return None
 
 
-def load_fast(folder: Path, limit: int | None = None) -> Vectors:
+def read_matrix(path: Path) -> np.ndarray:  # -> [n_keys, d], memory-mapped
+    """The matrix of a fast folder, its header checked before anything is mapped: a 2-d float
+    array that the file really holds. A pickle is refused (InputError), damage is a DataError."""
+    from attn_cli.files import npy_header
+
     try:
-        matrix = np.load(folder / MATRIX_FILE, mmap_mode="r", allow_pickle=False)
+        with open(path, "rb") as f:
+            shape, dtype, _ = npy_header(f, path)
+            data_start, size = f.tell(), os.fstat(f.fileno()).st_size
+    except OSError as e:
+        raise DataError(f"{path}: cannot read the vectors ({e.strerror or e})") from None
+    if dtype.hasobject:
+        raise InputError(f"{path}: holds pickled Python objects (dtype object); attn never unpickles a .npy file")
+    if len(shape) != 2 or dtype.kind != "f":
+        raise DataError(f"{path}: expected a 2-d float matrix, found {dtype} {shape}")
+    needed = data_start + shape[0] * shape[1] * dtype.itemsize
+    if size < needed:
+        raise DataError(f"{path}: truncated: its header announces {shape[0]} x {shape[1]} {dtype} ({needed:,} bytes) but the file has {size:,}")
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except Exception as e:  # the header was fine; any failure now is damage NumPy describes its own way
+        raise DataError(f"{path}: cannot read the vectors ({reason(e)})") from None
+
+
+def load_fast(folder: Path, limit: int | None = None) -> Vectors:
+    matrix = read_matrix(folder / MATRIX_FILE)
+    try:
         text = (folder / KEYS_FILE).read_text(encoding="utf-8")
-    except (OSError, ValueError, EOFError, UnicodeDecodeError) as e:
-        raise DataError(f"{folder}: cannot read the vectors ({e})") from None
-    if matrix.ndim != 2 or matrix.dtype.kind != "f":
-        raise DataError(f"{folder / MATRIX_FILE}: expected a 2-d float matrix, found {matrix.dtype} {matrix.shape}")
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataError(f"{folder / KEYS_FILE}: cannot read the keys ({e})") from None
+    if 0 in matrix.shape:
+        raise DataError(f"{folder / MATRIX_FILE}: holds no vectors (shape {matrix.shape})")
     keys = text.split("\n")
     if keys and keys[-1] == "":
         keys.pop()

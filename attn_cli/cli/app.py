@@ -1,25 +1,78 @@
 """The Typer app, the options every command shares, and the one place errors become exit codes."""
 
+import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
 from attn_cli import __version__
 from attn_cli.errors import AttnError
 from attn_cli.output import warn
 from attn_cli.tokens import Oov
 
+DEBUG_VAR = "ATTN_DEBUG"  # set it to see the traceback behind an "internal error"
+
+
+def say(message: str) -> None:
+    """One line on stderr, whatever the message holds (control characters are escaped)."""
+    from attn_cli.files import printable
+
+    warn(printable(message))
+
+
+def usage_error(e: UsageError) -> None:
+    """Click's usage error in the house style: the usage line, then one `attn: ...` line."""
+    if e.ctx is not None:
+        sys.stderr.write(e.ctx.get_usage().rstrip("\n") + "\n")
+    message = e.format_message()
+    if message[:2].istitle():  # "No such option" -> "no such option", but not "TEXT"
+        message = message[0].lower() + message[1:]
+    say(message.rstrip("."))
+
 
 class AttnGroup(typer.core.TyperGroup):
     """Turns the library's exceptions into one line on stderr and the exception's exit code."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except NoArgsIsHelpError as e:  # `attn` or `attn vectors` alone: the help, then what is missing
+            e.show()
+            say("missing command: pick one of the commands above")
+            code = 2
+        except UsageError as e:
+            usage_error(e)
+            code = 2
+        except typer.TyperException as e:  # Click's other errors (a file it could not open)
+            say(e.format_message())
+            code = e.exit_code
+        except typer.Abort:
+            say("aborted")
+            code = 1
+        code = code if isinstance(code, int) else 0
+        if not standalone_mode:
+            return code
+        sys.exit(code)
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except AttnError as e:
-            warn(str(e))
+            say(str(e))
             raise typer.Exit(e.exit_code) from None
+        except (typer.Exit, typer.Abort, typer.TyperException, OSError):
+            raise
+        except MemoryError:
+            say("not enough memory for this input; give it less (fewer tokens, a smaller --limit)")
+            raise typer.Exit(1) from None
+        except Exception as e:  # a bug: one line, not a traceback
+            if os.environ.get(DEBUG_VAR):
+                raise
+            say(f"internal error ({type(e).__name__}: {e}); please report it with the command that caused it ({DEBUG_VAR}=1 shows where)")
+            raise typer.Exit(1) from None
 
 
 app = typer.Typer(
@@ -75,18 +128,20 @@ ModelOpt = Annotated[
     str | None,
     typer.Option("--model", metavar="PATH|NAME", help="A BERT or GPT-2 checkpoint: a Hugging Face model folder, or a name in the local Hugging Face cache (never downloaded).", show_default=False),
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", metavar="N", help="Seed of the random head's weights.")]
+SeedOpt = Annotated[int, typer.Option("--seed", metavar="N", min=0, help="Seed of the random head's weights.")]
 
 
 def load_vectors(path: str | None, limit: int | None = None, trust: bool = False):
     from attn_cli.vectors import load
 
-    return load(path, limit=limit, trust=trust)
+    vectors = load(path, limit=limit, trust=trust)
+    for note in vectors.notes:
+        say(note)
+    return vectors
 
 
-def check_new_file(path: Path, force: bool) -> None:
-    """Refuse to overwrite what the user owns unless asked to."""
-    from attn_cli.errors import InputError
+def check_new_file(path: Path, force: bool) -> Path:
+    """Refuse to overwrite what the user owns unless asked to, and then only a regular file."""
+    from attn_cli.atomic import check_writable
 
-    if path.exists() and not force:
-        raise InputError(f"{path} exists; pass --force to overwrite it")
+    return check_writable(path, force)

@@ -9,7 +9,7 @@ import typer
 
 from attn_cli.cli.app import ForceOpt, HeadsOpt, JsonOpt, LimitOpt, ModelOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors
 from attn_cli.errors import InputError
-from attn_cli.output import console, write_json
+from attn_cli.output import write_json
 
 heads_app = typer.Typer(help="List the attention heads, train your own from labelled links, score heads on a file, or find a real model's head that does X.", no_args_is_help=True)
 app.add_typer(heads_app, name="heads")
@@ -42,18 +42,21 @@ def list_heads(
             head = heads.load_head(path, d, name=path.stem)
             d_k, description = head.d_k, head.description
         except InputError:  # shipped for other vectors: list it, and say why inspect cannot use it
-            d_k, description = int(meta.get("d_k", 0)), f"{meta.get('description', '')} (does not fit vectors with d = {d})"
+            d_k = meta.get("d_k") if isinstance(meta.get("d_k"), int) else 0
+            description = f"{meta.get('description', '')} (does not fit vectors with d = {d})"
+        summary, metrics = meta.get("summary"), meta.get("metrics")
         rows.append(HeadInfo(
-            path.stem, str(path), d_k, bool(meta.get("trained", True)), description,
-            meta.get("summary"), meta.get("metrics", {}),
+            path.stem, str(path), d_k, meta.get("trained", True), description,
+            str(summary) if summary is not None else None, metrics if isinstance(metrics, dict) else {},
         ))
     result = HeadsList(dimension=d, default=list(heads.DEFAULT_HEADS), heads=rows)
     if json:
         write_json(result.to_dict())
     else:
         from attn_cli import render
+        from attn_cli.cli.terminal import view_console
 
-        console().print(render.heads_list(result))
+        view_console().print(render.heads_list(result))
 
 
 class TrainProgress:
@@ -65,6 +68,8 @@ class TrainProgress:
     def __enter__(self):
         if sys.stderr.isatty():
             from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+            from attn_cli.output import console
 
             columns = (TextColumn("training"), BarColumn(), TaskProgressColumn(), TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn())
             self.bars = Progress(*columns, console=console(stderr=True), transient=True)
@@ -87,7 +92,7 @@ def train(
     out: Annotated[Path, typer.Argument(help="The .npz head file to write.", show_default=False)],
     d_k: Annotated[int, typer.Option("--d-k", min=1, max=512, help="Size of queries and keys.")] = 16,
     steps: Annotated[int, typer.Option("--steps", min=1, help="Adam steps on W_Q, W_K.")] = 300,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the initial weights and of the held-out split.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the initial weights and of the held-out split.")] = 0,
     holdout: Annotated[float, typer.Option("--holdout", min=0.0, max=0.9, help="Share of sentences held out to measure the head.")] = 0.2,
     mask: Annotated[TrainMask, typer.Option("--mask", help="Train under the causal mask (keys must precede their query) or none.")] = TrainMask.causal,
     vectors: VectorsOpt = None,
@@ -105,11 +110,14 @@ def train(
     from attn_cli import evaluation, heads, training
     from attn_cli.results import HeadTrained
 
+    from attn_cli.files import display_path
+
     out = out.expanduser()
     if out.suffix != ".npz":
         raise InputError(f"{out}: the head file must end in .npz")
     check_new_file(out, force)  # before training, not after it
     all_links = training.read_links(links)
+    evaluation.check_lengths(all_links, str(links))
     word_vectors = load_vectors(vectors, limit, trust_pickle)
     train_links, held_links = training.split_sentences(all_links, holdout, seed)
     config = training.TrainConfig(d_k=d_k, steps=steps, seed=seed, mask=mask.value)
@@ -127,17 +135,18 @@ def train(
         "description": f"trained by `attn heads train` from {links.name} ({len(train_ex)} sentences, mask {mask.value})",
         "summary": summary, "metrics": metrics, "mask": mask.value, "seed": seed, "steps": steps, "trained": True,
     }
-    heads.save_head(head, out, meta)
+    heads.save_head(head, out, meta, replace=force)
     result = HeadTrained(
-        path=str(out), d_k=d_k, steps=steps, seed=seed, mask=mask.value, links=len(all_links),
+        path=display_path(out), d_k=d_k, steps=steps, seed=seed, mask=mask.value, links=len(all_links),
         train_sentences=len(train_ex), heldout_sentences=len(held_ex), final_loss=final_loss, heldout=metrics,
     )
     if json:
         write_json(result.to_dict())
     else:
         from attn_cli import render
+        from attn_cli.cli.terminal import view_console
 
-        console().print(render.head_trained(result))
+        view_console().print(render.head_trained(result))
 
 
 @heads_app.command("eval")
@@ -175,8 +184,9 @@ def evaluate(
         write_json(result.to_dict())
     else:
         from attn_cli import render
+        from attn_cli.cli.terminal import view_console
 
-        console().print(render.heads_eval(result))
+        view_console().print(render.heads_eval(result))
 
 
 class FindSort(str, Enum):
@@ -202,15 +212,17 @@ def find(
     Example: attn heads find adjective --model PATH, "which head attends from a noun to its adjectives?".
     """
     from attn_cli import training
+    from attn_cli.files import display_path
     from attn_cli.models import inspection, transformer
 
     if model is None:
         raise InputError("heads find needs --model PATH|NAME (a BERT or GPT-2 checkpoint)")
     path = inspection.link_set(links)
-    found = inspection.find_heads(transformer.load(model), training.read_links(path), str(path), sort.value)
+    found = inspection.find_heads(transformer.load(model), training.read_links(path), display_path(path), sort.value)
     if json:
         write_json(found.to_dict())
     else:
         from attn_cli import render
+        from attn_cli.cli.terminal import view_console
 
-        console().print(render.heads_found(found, top))
+        view_console().print(render.heads_found(found, top))

@@ -1,15 +1,17 @@
 """`attn inspect`: attention heads over a sentence, as heatmaps or as JSON."""
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import ForceOpt, HeadsOpt, JsonlOpt, JsonOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors
+from attn_cli.cli.app import ForceOpt, HeadsOpt, JsonlOpt, JsonOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors, say
 from attn_cli.errors import InputError
-from attn_cli.inspection import MAX_TOKENS, Mask, Settings, Stage, add_neighbors, find_query, inspect_text
-from attn_cli.output import json_line, warn, write_json
+from attn_cli.inspection import MAX_NEIGHBORS, MAX_TOKENS, Mask, Settings, Stage, add_neighbors, find_query, inspect_text
+from attn_cli.output import json_line, write_json
+from attn_cli.results import InspectResult
 from attn_cli.tokens import Oov
 
 
@@ -17,9 +19,17 @@ DEFAULT_NEIGHBORS = 3  # in the terminal view; JSON has neighbours only when --n
 
 
 def stdin_lines():
-    """Lines of standard input, read lazily (a million-line file streams), without their newline."""
-    for n, line in enumerate(sys.stdin, 1):
-        yield n, line.rstrip("\r\n")
+    """(line number, bytes) of standard input, read lazily (a million-line file streams). Each line is
+    decoded by `line_text` as it is computed, so a line that is not UTF-8 fails alone."""
+    from attn_cli.files import stdin_line_bytes
+
+    return stdin_line_bytes()
+
+
+def line_text(line: str | bytes) -> str:
+    from attn_cli.files import decode_utf8
+
+    return decode_utf8(line, "") if isinstance(line, bytes) else line
 
 
 def stream_jsonl(lines, compute) -> tuple[int, int]:
@@ -56,9 +66,10 @@ def inspect(
     focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="A token (its first occurrence) or a 0-based index (-1 = last): show that query's softmax distribution.", show_default=False)] = None,
     neighbors: Annotated[
         int | None,
-        typer.Option("--neighbors", metavar="K", min=0, help="Nearest keys to show for E and E' (0 to skip). Default 3 in the terminal; JSON has them only when this is given.", show_default=False),
+        typer.Option("--neighbors", metavar="K", min=0, max=MAX_NEIGHBORS, help="Nearest keys to show for E and E' (0 to skip). Default 3 in the terminal; JSON has them only when this is given.", show_default=False),
     ] = None,
     per_head: Annotated[bool, typer.Option("--per-head", help="Also show each head's own shift: |Delta E|, its context and self parts, and their cosines.")] = False,
+    picture: Annotated[bool, typer.Option("--picture", help="Also draw E -> E' as arrows in a 2-D projection (with --model: the --focus token through the layers).")] = False,
     scale: Annotated[bool, typer.Option("--scale/--no-scale", help="Divide the scores by sqrt(d_k) before softmax (--no-scale skips it, to see what it does).")] = True,
     sense: Annotated[
         list[str] | None,
@@ -88,14 +99,20 @@ def inspect(
     Exit codes: 0 ok; 2 bad usage or input (with -, 2 when any line failed: the others are
     still done and a failed line's output is {"line": n, "error": ...}); 1 unreadable files.
     """
+    from attn_cli.files import check_text
+
     if json and jsonl:
         raise InputError("--json and --jsonl exclude each other")
     exports = [p for p in (svg, html) if p is not None]
     if exports and (json or jsonl):
         raise InputError("--svg and --html save the terminal view; they do not combine with --json or --jsonl")
+    if svg is not None and html is not None and os.path.abspath(svg) == os.path.abspath(html):
+        raise InputError("--svg and --html name the same file")
     for path in exports:
         check_new_file(path, force)  # before any work, so nothing is computed in vain
-    lines = stdin_lines() if text == "-" else iter([(1, text)])
+    lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
+    focus = check_text(focus, "--focus") if focus is not None else None
+    sense = [check_text(spec, "--sense") for spec in sense] if sense else sense
     if model is not None:
         glove_only = {"--vectors": vectors, "--sense": sense, "--sense-set": sense_set, "--mask": mask, "--per-head": per_head or None,
                       "--embeddings": embeddings or None, "--no-position": None if position else True, "--no-scale": None if scale else True,
@@ -103,8 +120,10 @@ def inspect(
         given = [name for name, value in glove_only.items() if value is not None]
         if given:
             raise InputError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to word vectors, not to --model")
-        inspect_checkpoint(model, lines, single=text != "-", heads=head, layer=layer, words=words, hide_special=hide_special, stage=stage,
-                           focus=focus, neighbors=neighbors, transpose=transpose, json=json, jsonl=jsonl, exports=(svg, html))
+        if picture and focus is None:
+            raise InputError("--picture with --model draws the --focus token through the layers; name it with --focus")
+        inspect_checkpoint(model, lines, single=text != "-", picture=picture, heads=head, layer=layer, words=words, hide_special=hide_special, stage=stage,
+                           focus=focus, neighbors=neighbors, transpose=transpose, json=json, jsonl=jsonl, exports=(svg, html), force=force)
         return
     model_only = [name for name, value in {"--layer": layer, "--words": words or None, "--hide-special": hide_special or None}.items() if value is not None]
     if model_only:
@@ -123,15 +142,19 @@ def inspect(
     if table is not None:
         senses.check_sense_set(table, word_vectors, table_name)
     from attn_cli.heads import resolve_heads
+    from attn_cli.inspection import stored_matrices
+    from attn_cli.memory import check_max_tokens
 
     heads = resolve_heads(head, word_vectors.vector_size, seed)
     noise = [h.name for h in heads if h.noise]
     if (json or jsonl) and noise:
-        warn(f"untrained random weights in {', '.join(noise)}: their pattern is noise")
+        say(f"untrained random weights in {', '.join(noise)}: their pattern is noise")
     settings = Settings(mask=mask, position=position, oov=oov, max_tokens=max_tokens, stage=stage, embeddings=embeddings, scale=scale)
+    check_max_tokens(max_tokens, stored_matrices(len(heads), settings), f"{len(heads)} head{'s' if len(heads) != 1 else ''}")
     machine = json or jsonl
 
-    def compute(sentence: str):
+    def compute(line: str | bytes):
+        sentence = line_text(line)
         result = inspect_text(sentence, word_vectors, heads, settings)
         query = find_query(result.tokens, focus) if focus is not None else None
         if adhoc or table is not None:
@@ -149,22 +172,27 @@ def inspect(
 
         add_neighbors(result, word_vectors, k)
         if result.senses_note:
-            warn(result.senses_note if text != "-" else f"line {line}: {result.senses_note}")
+            say(result.senses_note if text != "-" else f"line {line}: {result.senses_note}")
         query = find_query(result.tokens, focus) if focus is not None else None
-        return render.inspect_view(result, stage=(stage or Stage.weights).value, transpose=transpose, focus=query, per_head=per_head)
+        return render.inspect_view(result, stage=(stage or Stage.weights).value, transpose=transpose, focus=query, per_head=per_head, picture=picture)
 
-    emit(lines, compute, view, single=text != "-", json=json, jsonl=jsonl, exports=(svg, html))
+    emit(lines, compute, view, single=text != "-", json=json, jsonl=jsonl, exports=(svg, html), force=force)
 
 
-def inspect_checkpoint(spec: str, lines, *, single: bool, heads, layer, words, hide_special, stage, focus, neighbors, transpose, json, jsonl, exports) -> None:
+def inspect_checkpoint(spec: str, lines, *, single: bool, heads, layer, words, hide_special, stage, focus, neighbors, transpose, json, jsonl, exports, force, picture=False) -> None:
     """`inspect --model`: a real checkpoint's layers and heads over each sentence."""
+    from attn_cli.memory import BYTES_PER_CELL, check_memory
     from attn_cli.models import inspection, transformer
 
     model = transformer.load(spec)
     chosen = list(heads or [])
     if layer is not None:
         chosen.append(str(layer))
-    inspection.parse_heads(chosen, model.n_layers, model.n_heads)  # a bad --head is an error before any sentence
+    selected = inspection.parse_heads(chosen, model.n_layers, model.n_heads)  # a bad --head is an error before any sentence
+    every = model.n_layers * model.n_heads
+    # The forward pass keeps every head's scores and weights (float32); the heads shown in full, or all
+    # of them in JSON, also become tables or JSON numbers.
+    matrices = every * 8 / BYTES_PER_CELL + (len(selected) if chosen or not (json or jsonl) else every)
     settings = inspection.ModelSettings(
         heads=chosen or None, words=words, hide_special=hide_special, focus=focus,
         neighbors=DEFAULT_NEIGHBORS if neighbors is None else neighbors, stage=stage.value if stage else None,
@@ -173,29 +201,39 @@ def inspect_checkpoint(spec: str, lines, *, single: bool, heads, layer, words, h
     def view(result, line: int) -> list:
         from attn_cli import render
 
-        return render.model_view(result, transpose=transpose, overview=not chosen)
+        return render.model_view(result, transpose=transpose, overview=not chosen, picture=picture)
 
-    emit(lines, lambda sentence: inspection.inspect_model(model, sentence, settings), view, single=single, json=json, jsonl=jsonl, exports=exports)
+    def compute(line: str | bytes):
+        sentence = line_text(line)
+        check_memory(len(model.tokenize(sentence).ids), matrices, f"{model.n_layers} layers x {model.n_heads} heads")
+        return inspection.inspect_model(model, sentence, settings)
+
+    emit(lines, compute, view, single=single, json=json, jsonl=jsonl, exports=exports, force=force)
 
 
-def emit(lines, compute, view, *, single: bool, json: bool, jsonl: bool, exports) -> None:
+def emit(lines, compute, view, *, single: bool, json: bool, jsonl: bool, exports, force: bool) -> None:
     """Each input line's result as JSON Lines, one JSON document, or the terminal view (also saved as SVG/HTML).
 
     With several lines, a failed line is reported and the others go on; exit 2 at the end if any failed.
+    One sentence given as an argument fails as any command does: one `attn: ...` line, nothing on stdout.
     """
+    if single and (json or jsonl):
+        _, text = next(lines)
+        result = compute(text)
+        if json:  # indented and streamed: inspect's [n, n] matrices are written block by block
+            write_json(result.to_dict(stream=True) if isinstance(result, InspectResult) else result.to_dict())
+        else:
+            sys.stdout.write(json_line(result.to_dict()) + "\n")
+        return
     if jsonl:
         failed, total = stream_jsonl(lines, compute)
-    elif json and single:
-        _, text = next(lines)
-        write_json(compute(text).to_dict())
-        return
     elif json:
         failed, total = batch_json(lines, compute)
     else:
-        failed, total = show(lines, compute, view, single=single, exports=exports)
+        failed, total = show(lines, compute, view, single=single, exports=exports, force=force)
     if failed:
         if not single:
-            warn(f"{failed} of {total} lines failed")
+            say(f"{failed} of {total} lines failed")
         raise typer.Exit(2)
 
 
@@ -212,14 +250,16 @@ def batch_json(lines, compute) -> tuple[int, int]:
     return failed, total
 
 
-def show(lines, compute, view, *, single: bool, exports) -> tuple[int, int]:
-    """The terminal view of each sentence; recorded and saved as SVG/HTML when asked."""
+def show(lines, compute, view, *, single: bool, exports, force: bool) -> tuple[int, int]:
+    """The terminal view of each sentence; recorded and saved as SVG/HTML when asked (each written
+    whole under a temporary name and then renamed, so a failed write leaves the old file as it was)."""
     from rich.rule import Rule
 
-    from attn_cli.output import console
+    from attn_cli.atomic import write_atomic
+    from attn_cli.cli.terminal import view_console
 
     svg, html = exports
-    out = console(record=svg is not None or html is not None)
+    out = view_console(record=svg is not None or html is not None)
     failed = total = 0
     for total, text in lines:
         try:
@@ -229,14 +269,16 @@ def show(lines, compute, view, *, single: bool, exports) -> tuple[int, int]:
             if single:
                 raise
             failed += 1
-            warn(f"line {total}: {e}")
+            say(f"line {total}: {e}")
             continue
         if not single:
             out.print(Rule(f"line {total}", style="bold"))
         for part in parts:
             out.print(part)
     if svg is not None:
-        out.save_svg(str(svg), title="attn inspect", clear=html is None)
+        picture = out.export_svg(title="attn inspect", clear=html is None).encode("utf-8")
+        write_atomic(svg, lambda f: f.write(picture), force=force)
     if html is not None:
-        out.save_html(str(html))
+        page = out.export_html().encode("utf-8")
+        write_atomic(html, lambda f: f.write(page), force=force)
     return failed, total

@@ -2,7 +2,6 @@
 
 import math
 import re
-import sys
 from enum import Enum
 from itertools import combinations
 from pathlib import Path
@@ -12,8 +11,9 @@ import numpy as np
 import typer
 
 from attn_cli.cli.app import JsonOpt, LimitOpt, OovOpt, TrustOpt, VectorsOpt, app, load_vectors
-from attn_cli.errors import DataError, InputError
-from attn_cli.output import console, write_json
+from attn_cli.errors import MAX_NAMED, AttnError, DataError, InputError, short
+from attn_cli.inspection import MAX_NEIGHBORS
+from attn_cli.output import write_json
 from attn_cli.results import (
     AnalogyResult,
     Answer,
@@ -27,13 +27,20 @@ from attn_cli.tokens import Oov
 
 # --- softmax -------------------------------------------------------------------------------
 
-SEPARATORS = re.compile(r"[\s,]+")
+SEPARATORS = re.compile(r"\s*,\s*|\s+")  # a comma (spaces around it allowed), or a run of spaces and new lines
+INFINITY = re.compile(r"[+-]?inf(inity)?", re.IGNORECASE)
+
+
+def split_numbers(text: str) -> list[str]:
+    """The fields of a list of numbers; every comma separates two fields, so ",," holds an empty one."""
+    text = text.strip()
+    return SEPARATORS.split(text) if text else []
 
 
 def is_numbers(text: str) -> bool:
     """Whether the text is one or more numbers (as in "-1", "-inf" or "-1,2")."""
     try:
-        parts = [float(t) for t in SEPARATORS.split(text) if t]
+        parts = [float(t) for t in split_numbers(text)]
     except ValueError:
         return False
     return bool(parts)
@@ -68,43 +75,87 @@ class NumbersCommand(typer.core.TyperCommand):
         return super().parse_args(ctx, [*options, "--", *positional])
 
 
+def parse_number(text: str, where: str) -> float:
+    """One value: a float64, or +-inf spelled out. NaN, a blank, or a finite number too large for
+    float64 (which float() would quietly turn into inf) are errors naming the input."""
+    if not text:
+        raise InputError(f"an empty value ({where}): numbers are separated by spaces, new lines or single commas")
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"not a number: {short(text)} ({where})") from None
+    if math.isnan(value):
+        raise InputError(f"NaN has no place in a distribution: {text!r} ({where})")
+    if math.isinf(value) and not INFINITY.fullmatch(text.strip()):
+        raise InputError(f"{short(text)} is beyond float64's range (|x| <= 1.8e308) ({where}); write inf for infinity")
+    return value
+
+
 def read_numbers(args: list[str]) -> list[float]:
     """Numbers from the arguments; `-` reads stdin. Both may separate numbers by spaces or commas."""
+    if args.count("-") > 1:
+        raise InputError("'-' is given twice; standard input can be read only once")
     items: list[tuple[str, str]] = []  # (text, where it came from)
     for i, arg in enumerate(args, 1):
-        text, where = (sys.stdin.read(), "stdin") if arg == "-" else (arg, f"argument {i}")
-        items += [(t, where) for t in SEPARATORS.split(text) if t]
+        where = "stdin" if arg == "-" else f"argument {i}"
+        text = arg if arg.isascii() and arg != "-" else text_of(arg, where)
+        if arg != "-" and not text.strip():
+            raise InputError(f"argument {i} is blank: {text!r}; give a number")
+        items += [(t, where) for t in split_numbers(text)]
     if not items:
         raise InputError("no numbers given: pass them as arguments, or '-' to read them from stdin")
-    values = []
-    for text, where in items:
-        try:
-            value = float(text)
-        except ValueError:
-            raise InputError(f"not a number: {text!r} ({where})") from None
-        if math.isnan(value):
-            raise InputError(f"NaN has no place in a distribution: {text!r} ({where})")
-        values.append(value)
+    values = [parse_number(text, where) for text, where in items]
     if all(v == -math.inf for v in values):
-        raise InputError(f"every value is -inf ({', '.join(t for t, _ in items)}): exp sums to 0, there is no distribution")
+        listed = ", ".join(t for t, _ in items[:MAX_NAMED]) + (", ..." if len(items) > MAX_NAMED else "")
+        raise InputError(f"every value is -inf ({listed}): exp sums to 0, there is no distribution")
     return values
 
 
+def text_of(arg: str, where: str) -> str:
+    """stdin's text for '-', else the argument, checked for bytes that were not UTF-8 (ASCII needs no check)."""
+    from attn_cli.files import check_text, stdin_text
+
+    return stdin_text(where) if arg == "-" else check_text(arg, where)
+
+
+def scaled_logits(x: np.ndarray, temperature: float) -> np.ndarray:  # [n] finite -> [n], max 0
+    """(x - max) / T, exact to a rounding or two, and never a wrong overflow.
+
+    Shifting first keeps the precision (x / T - max / T would lose the difference of two
+    large, close values). x - max overflows only for values more than 1.8e308 below the max:
+    with T <= 1 their true value is below -1.8e308 too and -inf (exp = 0) is right; with T > 1
+    it may be small (1e308 - -1e308, over T = 1e308, is -2), so there each term is divided first.
+    """
+    top = x.max()
+    with np.errstate(over="ignore"):
+        shifted = x - top
+        scaled = shifted / temperature
+        wide = np.isinf(shifted)
+        if temperature > 1 and wide.any():
+            scaled[wide] = x[wide] / temperature - top / temperature
+    return scaled
+
+
 def compute_softmax(values: list[float], temperature: float, log: bool) -> SoftmaxResult:
-    """Probabilities of softmax(values / T), with the exponentials behind them."""
-    from attn_cli.attention import log_softmax, softmax_with_temperature
+    """Probabilities of softmax(values / T), with the exponentials behind them.
+
+    +inf values share all the mass equally whatever T is (x / T stays +inf); -inf values get 0;
+    T = 0 is the limit, argmax (ties share).
+    """
+    from attn_cli.attention import log_softmax, softmax, softmax_with_temperature
 
     x = np.array(values, dtype=np.float64)  # [n]
-    finite = x[np.isfinite(x)]
-    shifted = x - (finite.max() if finite.size else 0.0)  # for the exp column: shift first, so x / T cannot overflow
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        probabilities = softmax_with_temperature(x, temperature)  # [n]
         if temperature == 0 or np.isposinf(x).any():
+            probabilities = np.isposinf(x) / np.isposinf(x).sum() if np.isposinf(x).any() else softmax_with_temperature(x, 0)
             exps = (probabilities > 0).astype(np.float64)  # the limit: 1 at the winners, 0 elsewhere
             log_probabilities = np.log(probabilities)
         else:
-            scaled = shifted / temperature
-            exps = np.exp(scaled - scaled.max())
+            finite = np.isfinite(x)
+            scaled = np.full_like(x, -np.inf)  # [n]; -inf stays -inf
+            scaled[finite] = scaled_logits(x[finite], temperature)
+            probabilities = softmax(scaled)
+            exps = np.exp(scaled)
             log_probabilities = log_softmax(scaled)
     return SoftmaxResult(
         values=values,
@@ -138,8 +189,9 @@ def softmax(
         write_json(result.to_dict())
     else:
         from attn_cli import render
+        from attn_cli.cli.terminal import view_console
 
-        console().print(render.softmax_view(result))
+        view_console().print(render.softmax_view(result))
 
 
 # --- analogy -------------------------------------------------------------------------------
@@ -152,10 +204,12 @@ class Method(str, Enum):
 
 def read_probes(path: Path) -> list[str]:
     """Probe words from a file (or '-' for stdin), separated by spaces or new lines; '#' starts a comment."""
+    from attn_cli.files import read_text, stdin_text
+
     try:
-        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise DataError(f"{path}: cannot read the probes ({e})") from None
+        text = stdin_text() if str(path) == "-" else read_text(path, "a probes file")
+    except AttnError as e:
+        raise DataError(f"cannot read the probes ({e})") from None
     words = [w for line in text.splitlines() for w in line.split("#", 1)[0].split()]
     if not words:
         raise InputError(f"{path}: no probe words in it")
@@ -212,7 +266,7 @@ def analogy(
     probes_file: Annotated[
         Path | None, typer.Option("--probes-file", metavar="FILE", help="Probe words, one per line or space-separated ('-' for stdin).", show_default=False)
     ] = None,
-    top: Annotated[int, typer.Option("--top", "-k", min=0, metavar="K", help="How many nearest keys to the direction (two words) or answers (three words); 0 for none.")] = 5,
+    top: Annotated[int, typer.Option("--top", "-k", min=0, max=MAX_NEIGHBORS, metavar="K", help="How many nearest keys to the direction (two words) or answers (three words); 0 for none.")] = 5,
     method: Annotated[Method, typer.Option("--method", help="With three words: 3CosAdd (gensim most_similar) or 3CosMul (most_similar_cosmul).")] = Method.cosadd,
     vectors: VectorsOpt = None,
     limit: LimitOpt = None,
@@ -226,20 +280,26 @@ def analogy(
     the "plural" direction and says whether the pattern held; `attn analogy cats cat dog` answers
     "cat is to cats as dog is to ?". --oov applies to probe words; the input words must have vectors.
     """
+    from attn_cli.files import check_text
+
+    words = [check_text(w, f"word {i}") for i, w in enumerate(words, 1)]
     probes = None
     if probe or probes_file:
-        probes = list(probe or []) + (read_probes(probes_file) if probes_file else [])
+        probes = [check_text(p, "--probe") for p in probe or []] + (read_probes(probes_file) if probes_file else [])
     kv = load_vectors(vectors, limit, trust_pickle)
     result = build_analogy(kv, words, probes, top, method, oov)
     if json:
         write_json(result.to_dict())
     else:
         from attn_cli import render
+        from attn_cli.cli.terminal import view_console
 
-        console().print(render.analogy_view(result))
+        view_console().print(render.analogy_view(result))
 
 
 # --- similarity ----------------------------------------------------------------------------
+
+MAX_SIMILARITY_WORDS = 200  # 19,900 pairs: every pair is a line of the table and an object of the JSON
 
 
 @app.command()
@@ -256,20 +316,27 @@ def similarity(
     as near zero (unrelated, roughly perpendicular).
     """
     from attn_cli import neighbors as nb
+    from attn_cli.files import check_text
 
     if len(words) < 2:
         raise InputError("similarity needs at least two words")
+    if len(words) > MAX_SIMILARITY_WORDS:
+        pairs = len(words) * (len(words) - 1) // 2
+        raise InputError(f"{len(words):,} words make {pairs:,} pairs; similarity compares at most {MAX_SIMILARITY_WORDS} words at a time")
+    words = [check_text(w, f"word {i}") for i, w in enumerate(words, 1)]
     kv = load_vectors(vectors, limit, trust_pickle)
     nb.require_vectors(kv, words)
-    vecs = {w: kv.get_vector(w) for w in words}
+    m = np.array([kv.get_vector(w) for w in words])  # [w, d]
+    dots, cosines = nb.similarities(m)  # [w, w], [w, w] (NaN: undefined, a zero vector)
     pairs = []
-    for u, v in combinations(words, 2):
-        dot, cosine = nb.similarity(vecs[u], vecs[v])
-        pairs.append(PairSimilarity(u, v, dot, cosine, nb.alignment(cosine)))
-    result = SimilarityResult(words=list(words), norms=[float(np.linalg.norm(vecs[w])) for w in words], pairs=pairs)
+    for i, j in combinations(range(len(words)), 2):
+        cosine = None if np.isnan(cosines[i, j]) else float(cosines[i, j])
+        pairs.append(PairSimilarity(words[i], words[j], float(dots[i, j]), cosine, nb.alignment(cosine)))
+    result = SimilarityResult(words=list(words), norms=np.linalg.norm(m, axis=1).tolist(), pairs=pairs)
     if json:
         write_json(result.to_dict())
     else:
         from attn_cli import render
+        from attn_cli.cli.terminal import view_console
 
-        console().print(render.similarity_view(result))
+        view_console().print(render.similarity_view(result))

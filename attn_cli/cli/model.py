@@ -5,7 +5,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import JsonOpt, app
-from attn_cli.output import console, write_json
+from attn_cli.output import write_json
 
 model_app = typer.Typer(help="Real checkpoints (BERT, GPT-2): sizes and parameter counts.", no_args_is_help=True)
 app.add_typer(model_app, name="model")
@@ -24,5 +24,6 @@ def info(
         write_json(result.to_dict())
     else:
         from attn_cli import render
+        from attn_cli.cli.terminal import view_console
 
-        console().print(render.model_info(result))
+        view_console().print(render.model_info(result))

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import ForceOpt, JsonOpt, LimitOpt, TrustOpt, app, load_vectors
+from attn_cli.cli.app import ForceOpt, JsonOpt, LimitOpt, TrustOpt, app, load_vectors, say
 from attn_cli.output import console, write_json
 from attn_cli.results import VectorsConverted, VectorsInfo
 
@@ -23,6 +23,14 @@ def file_bytes(path: Path) -> int:
     return path.stat().st_size
 
 
+def note_duplicates(vectors) -> None:
+    """A fast folder's keys found more than once (other formats' readers say so as they load)."""
+    from attn_cli.formats import duplicates_note
+
+    if vectors.format == "attn" and (repeated := vectors.duplicate_keys()):
+        say(duplicates_note(vectors.source, repeated))
+
+
 @vectors_app.command("info")
 def info(
     path: Annotated[
@@ -34,14 +42,16 @@ def info(
     json: JsonOpt = False,
 ) -> None:
     """Format, number of keys, dimension, dtype, file size and load time of a vectors file."""
+    from attn_cli.files import display_path
     from attn_cli.vectors import resolve_path
 
     start = time.perf_counter()
     vectors = load_vectors(path, limit, trust_pickle)
     seconds = time.perf_counter() - start
+    note_duplicates(vectors)
     where = resolve_path(path)
     result = VectorsInfo(
-        path=str(where),
+        path=display_path(where),
         format=vectors.format,
         keys=len(vectors),
         dimension=vectors.vector_size,
@@ -53,18 +63,21 @@ def info(
         write_json(result.to_dict())
     else:
         from attn_cli import render
+        from attn_cli.cli.terminal import view_console
 
-        console().print(render.vectors_info(result))
+        view_console().print(render.vectors_info(result))
 
 
 class ConversionProgress:
     """Reading and writing progress as transient bars on stderr (drawn only on a terminal)."""
 
     def __init__(self, bars, source: Path):
+        from attn_cli.files import printable
+
         self.bars = bars
         self.size = source.stat().st_size if source.is_file() else None
         # No total until bytes are reported: formats gensim reads in one go show a pulsing bar.
-        self.reading = bars.add_task(f"reading {source.name}", total=None)
+        self.reading = bars.add_task(f"reading {printable(source.name)}", total=None)
         self.writing = None
 
     def on_bytes(self, done: int) -> None:
@@ -84,7 +97,7 @@ def progress(source: Path) -> Iterator[ConversionProgress | None]:
         return
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
-    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console(stderr=True), transient=True) as bars:
         yield ConversionProgress(bars, source)
 
@@ -100,6 +113,7 @@ def convert(
 ) -> None:
     """Write vectors as an attn folder, which later loads in milliseconds (memory-mapped)."""
     from attn_cli import formats
+    from attn_cli.files import display_path, printable
 
     source, destination = Path(src).expanduser(), dst.expanduser()
     formats.check_destination(destination, force)  # before a long read, not after it
@@ -108,12 +122,15 @@ def convert(
         vectors = formats.load_foreign(
             source, limit=limit, trust=trust_pickle, on_bytes=bars.on_bytes if bars else None
         )
+        for note in vectors.notes:
+            say(note)
+        note_duplicates(vectors)
         formats.write_fast(vectors, destination, force=force, on_rows=bars.on_rows if bars else None)
     result = VectorsConverted(
-        source=str(source),
+        source=display_path(source),
         source_format=vectors.format,
-        destination=str(destination),
-        keys=len(vectors),
+        destination=display_path(destination),
+        keys=len(vectors.key_to_index),  # a key found twice is written once
         dimension=vectors.vector_size,
         dtype=str(formats.fast_dtype(vectors.vectors)),
         file_bytes=file_bytes(destination),
@@ -124,5 +141,5 @@ def convert(
     else:
         sys.stderr.write(
             f"converted {result.keys:,} keys x {result.dimension} ({result.source_format} -> {result.dtype}) "
-            f"in {result.seconds:.2f} s: {result.destination}\n"
+            f"in {result.seconds:.2f} s: {printable(result.destination)}\n"
         )
