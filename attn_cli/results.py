@@ -164,10 +164,28 @@ def significant(a, digits):
 
 def _with_nulls(a, hidden) -> list:
     """Rows of numbers with None where `hidden` is True (masked entries)."""
-    rows = a.tolist()
     if hidden is None:
-        return rows
-    return [[None if h else v for v, h in zip(row, hrow)] for row, hrow in zip(rows, hidden.tolist())]
+        return a.tolist()
+    cells = a.astype(object)  # the same Python floats as a.tolist()
+    cells[hidden] = None
+    return cells.tolist()
+
+
+MATRIX_BLOCK = 1 << 16  # numbers of an [n, n] matrix rounded and written at a time by a streamed document
+
+
+def _streamed(matrix, digits: int, hidden=None):  # [n, n] -> output.Rows of its rows, rounded as they are written
+    """The rows of `matrix` rounded to `digits` significant digits (None where `hidden`), a block at a time."""
+    from attn_cli.output import Rows
+
+    step = max(1, MATRIX_BLOCK // max(1, matrix.shape[1]))
+
+    def blocks():
+        for r0 in range(0, len(matrix), step):
+            rows = slice(r0, r0 + step)
+            yield _with_nulls(significant(matrix[rows], digits), None if hidden is None else hidden[rows])
+
+    return Rows(blocks)
 
 
 def _norms(rows):  # [n, d] -> [n]
@@ -306,39 +324,42 @@ class InspectResult:
         cos = np.divide(dots, scale, out=np.zeros_like(dots), where=scale > 0)
         return np.concatenate([norms[:4], cos, norms[6:]])  # delta, context, self, input, cos, context cos, heads
 
-    def rounded_numbers(self) -> tuple[list, dict, list]:
-        """Every head's weights, the per-token numbers and each head's norms, rounded in one pass
-        (it runs once per streamed line): (weights [h][n][n], {name: [n]}, [{name: [n]}] per head)."""
+    def rounded_numbers(self, with_weights: bool = True) -> tuple[list | None, dict, list]:
+        """Every head's weights (None without `with_weights`), the per-token numbers and each head's
+        norms, rounded in one pass (it runs once per streamed line):
+        (weights [h][n][n], {name: [n]}, [{name: [n]}] per head)."""
         import numpy as np
 
         n, n_heads = len(self.tokens), len(self.heads)
-        flat = np.concatenate([h.weights.ravel() for h in self.heads] + [self.number_rows().ravel()])
-        n_weights = n * n * n_heads
+        n_weights = n * n * n_heads if with_weights else 0
+        flat = np.concatenate([h.weights.ravel() for h in self.heads if with_weights] + [self.number_rows().ravel()])
         digits = np.repeat([WEIGHT_DIGITS, NUMBER_DIGITS], [n_weights, len(flat) - n_weights])
         flat = significant(flat, digits)
-        weights = flat[:n_weights].reshape(n_heads, n, n).tolist()
         numbers = flat[n_weights:].reshape(-1, n).tolist()
+        weights = flat[:n_weights].reshape(n_heads, n, n).tolist() if with_weights else None
         per_token = dict(zip(TOKEN_NUMBERS, numbers))
         rest = numbers[len(TOKEN_NUMBERS):]
         per_head = [dict(zip(HEAD_NUMBERS, rest[3 * h : 3 * h + 3])) for h in range(n_heads)]
         return weights, per_token, per_head
 
-    def head_dict(self, head: HeadView, weights: list, norms: dict) -> dict:
-        out = {"name": head.name, "d_k": head.d_k, "weights": weights, **norms}
+    def head_dict(self, head: HeadView, weights, norms: dict, stream: bool = False) -> dict:
+        out = {"name": head.name, "d_k": head.d_k, "weights": _streamed(head.weights, WEIGHT_DIGITS) if stream else weights, **norms}
         if self.stage:
-            matrix = head.stage_matrix("scores" if self.stage == "scores" else "masked")
+            matrix = head.scores if self.stage == "scores" else head.scaled  # hidden entries become null
             hidden = None if head.allowed is None else ~head.allowed
-            out["scores"] = _with_nulls(significant(matrix, NUMBER_DIGITS), hidden)
+            out["scores"] = _streamed(matrix, NUMBER_DIGITS, hidden) if stream else _with_nulls(significant(matrix, NUMBER_DIGITS), hidden)
         return out
 
-    def to_dict(self) -> dict:
-        weights, per_token, per_head = self.rounded_numbers()
+    def to_dict(self, stream: bool = False) -> dict:
+        """The JSON document. With `stream`, each head's [n, n] matrices are output.Rows, rounded
+        block by block as output.write_json writes them: the same text, never whole in memory."""
+        weights, per_token, per_head = self.rounded_numbers(with_weights=not stream)
         out = {
             "tokens": self.tokens,
             "mask": self.mask,
             "position": self.position,
             "scaled": self.scale,
-            "heads": [self.head_dict(h, w, norms) for h, w, norms in zip(self.heads, weights, per_head)],
+            "heads": [self.head_dict(h, w, norms, stream) for h, w, norms in zip(self.heads, weights or [None] * len(self.heads), per_head)],
             **per_token,
         }
         if self.senses is not None:

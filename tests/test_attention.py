@@ -260,3 +260,163 @@ def test_removing_the_scaling_sharpens_more_at_large_d_k(glove):
     scaled_ratio = np.mean([s[1] for s in spread[256]]) / np.mean([s[1] for s in spread[16]])
     assert 2.5 < raw_ratio < 6.5  # about sqrt(256 / 16) = 4
     assert 0.6 < scaled_ratio < 1.6  # about 1: the scaling keeps the spread of the scores
+
+
+# --- float32, row blocks, stacked heads ------------------------------------------------------------
+# attention runs in E's precision: float32 E stays float32 (as a model runs), float64 E (training,
+# the tests above) stays float64. Rows are processed in blocks that skip the keys a whole block may
+# not see; the constants are made tiny below so that a few tokens already take many blocks.
+
+from contextlib import contextmanager  # noqa: E402
+import mmap  # noqa: E402
+
+from attn_cli import attention  # noqa: E402
+from attn_cli.attention import attention_weights, row_spans, run_heads, softmax, zero_matrices  # noqa: E402
+
+
+@contextmanager
+def small_blocks():
+    """One query row per block and two rows per product with V: every block boundary is exercised."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(attention, "ROW_BLOCK_BYTES", 1)
+        patch.setattr(attention, "VALUE_BLOCK_ROWS", 2)
+        yield
+
+
+def random_mask(rng, n: int, kind: str) -> np.ndarray:  # [n, n] bool
+    if kind == "causal":
+        return causal_mask(n)
+    if kind == "holes":  # causal with keys missing here and there, and a query that sees nothing
+        mask = causal_mask(n) & (rng.random((n, n)) < 0.7)
+        mask[rng.integers(n)] = False
+        return mask
+    return rng.random((n, n)) < 0.5  # any pattern: keys after a hidden one, rows that see nothing
+
+
+def plain_head(e, head, mask):
+    """weights, masked and Delta E of one head, the direct way in float64 (whole matrices, np.where, softmax)."""
+    e = np.asarray(e, np.float64)
+    q, k, v = e @ head.w_q, e @ head.w_k, e @ head.w_v
+    masked = (q @ k.T) / np.sqrt(head.d_k)
+    if mask is not None:
+        masked = np.where(mask, masked, -np.inf)
+    weights = softmax(masked)
+    delta = weights @ v
+    return weights, masked, delta if head.w_o is None else delta @ head.w_o
+
+
+@pytest.mark.parametrize("kind", ["causal", "holes", "any", None])
+@pytest.mark.parametrize("d_v", [None, 3])
+@pytest.mark.parametrize("seed", range(3))
+def test_float32_stays_float32_and_agrees_with_the_float64_loop(seed, d_v, kind):
+    rng = np.random.default_rng(seed)
+    n, d = 11, 8
+    e = rng.normal(0, 2, (n, d))
+    head = random_head(rng, d, 4, d_v)
+    mask = None if kind is None else random_mask(rng, n, kind)
+    out = run_head(e.astype(np.float32), head, mask)
+    for a in (out.scores, out.masked, out.weights, out.delta, out.delta_self, out.delta_context):
+        assert a.dtype == np.float32
+    weights, masked, delta = plain_head(e.astype(np.float32), head, mask)  # float64 from the same float32 E
+    np.testing.assert_allclose(out.weights, weights, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(out.delta, delta, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out.delta_self + out.delta_context, out.delta, rtol=0, atol=1e-5)
+    assert np.array_equal(np.isneginf(out.masked), np.isneginf(masked))
+    if kind == "causal":  # the float64 loop of the first tests, from the float32 E
+        loop, _ = loop_head(e.astype(np.float32).tolist(), head.w_q.tolist(), head.w_k.tolist(), head.w_v.tolist(),
+                            None if head.w_o is None else head.w_o.tolist(), True)
+        np.testing.assert_allclose(out.weights, loop, rtol=0, atol=1e-5)
+
+
+masks = st.sampled_from(["causal", "holes", "any", None])
+
+
+@settings(max_examples=80, deadline=None)
+@given(sizes, seeds, scales, masks)
+def test_float32_rows_sum_to_one_and_masked_weights_are_exactly_zero(shape, seed, scale, kind):
+    e, head = sample(*shape, seed, scale)
+    n = e.shape[0]
+    mask = None if kind is None else random_mask(np.random.default_rng(seed), n, kind)
+    with small_blocks():
+        out = run_head(e.astype(np.float32), head, mask)
+    assert out.weights.dtype == np.float32 and np.all(out.weights >= 0)
+    sees = np.ones(n, bool) if mask is None else mask.any(axis=1)  # a query that sees no key takes nothing
+    np.testing.assert_allclose(out.weights.sum(axis=1, dtype=np.float64)[sees], 1.0, rtol=0, atol=1e-6)
+    assert np.all(out.weights[~sees] == 0.0)
+    if mask is not None:
+        assert np.all(out.weights[~mask] == 0.0) and np.all(np.isneginf(out.masked[~mask]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(sizes, seeds, scales, masks, st.booleans())
+def test_row_blocks_give_what_whole_matrices_give(shape, seed, scale, kind, scaled):
+    """Blocks of one row, keys skipped per block, V in blocks of two rows: the same numbers as the plain way (float64)."""
+    e, head = sample(*shape, seed, scale)
+    mask = None if kind is None else random_mask(np.random.default_rng(seed), e.shape[0], kind)
+    with small_blocks():
+        out = run_head(e, head, mask, scale=scaled)
+        masked, weights = attention_weights(out.scores, head.d_k, mask, scale=scaled)
+    whole = run_head(e, head, mask, scale=scaled)  # a few tokens: one block
+    reference = np.where(mask, out.scores, -np.inf) if mask is not None else out.scores
+    reference = reference / np.sqrt(head.d_k) if scaled else reference
+    np.testing.assert_array_equal(out.masked, reference)  # scaled by one division, exactly
+    np.testing.assert_array_equal(masked, out.masked)
+    np.testing.assert_array_equal(weights, out.weights)
+    np.testing.assert_allclose(out.weights, softmax(reference), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(out.weights, whole.weights, rtol=0, atol=1e-12)
+    size = max(1.0, float(np.abs(whole.delta).max()))
+    np.testing.assert_allclose(out.delta, whole.delta, rtol=0, atol=1e-12 * size)
+    np.testing.assert_allclose(out.delta_context, whole.delta_context, rtol=0, atol=1e-12 * size)
+
+
+def test_row_spans_mark_what_each_block_sees():
+    mask = causal_mask(10)
+    assert row_spans(mask, 10, 10, 4) == [(0, 4, 1, 4), (4, 8, 5, 8), (8, 10, 9, 10)]  # the diagonal tile [lo, hi) only
+    assert row_spans(None, 10, 10, 4) == [(0, 4, 10, 10), (4, 8, 10, 10), (8, 10, 10, 10)]  # every key, no mask to apply
+    assert row_spans(mask, 10, 10, 10) == [(0, 10, 0, 10)]  # one block: masked as a whole
+    mask[1, 9] = True  # query 1 sees the last key, past keys it may not see
+    assert row_spans(mask, 10, 10, 4)[0] == (0, 4, 1, 10)
+    mask[:4] = False  # no query of the first block sees anything
+    assert row_spans(mask, 10, 10, 4)[0] == (0, 4, 0, 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("causal", [True, False])
+def test_heads_of_one_shape_run_as_a_stack_with_the_same_results(dtype, causal):
+    rng = np.random.default_rng(5)
+    n, d = 9, 6
+    e = rng.normal(0, 2, (n, d)).astype(dtype)
+    heads = [random_head(rng, d, 3, None), random_head(rng, d, 2, None), random_head(rng, d, 3, None), random_head(rng, d, 3, 2)]
+    mask = causal_mask(n) if causal else None
+    outs, delta, e_prime, own, context = multi_head(e, heads, mask, parts=True)
+    tolerance = 1e-12 if dtype == np.float64 else 1e-5
+    for head, out in zip(heads, outs):  # in the order given, though heads 0 and 2 ran together
+        alone = run_head(e, head, mask)
+        for a, b in ((out.weights, alone.weights), (out.delta, alone.delta), (out.delta_self, alone.delta_self)):
+            np.testing.assert_allclose(a, b, rtol=0, atol=tolerance)
+    np.testing.assert_allclose(delta, sum(o.delta for o in outs), rtol=0, atol=tolerance)
+    assert delta.dtype == e_prime.dtype == own.dtype == context.dtype == dtype
+    with pytest.raises(ValueError, match="same shapes"):
+        run_heads(e, heads[:2], mask)
+
+
+def test_large_results_come_from_huge_pages_and_hold_the_same_numbers():
+    """From 1 MiB up the [n, n] results are an anonymous mapping (2 MiB pages on Linux); elsewhere np.zeros."""
+    big = zero_matrices((3, 1, 300, 300), np.float32)  # 1.08 MB
+    assert big.shape == (3, 1, 300, 300) and big.dtype == np.float32 and big.flags.writeable and not big.any()
+    rng = np.random.default_rng(3)
+    e = rng.normal(0, 1, (300, 8)).astype(np.float32)
+    head = random_head(rng, 8, 4, None)
+    mapped = run_head(e, head, causal_mask(300))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(attention, "HUGE_PAGE", 1 << 40)  # never: np.zeros
+        plain = run_head(e, head, causal_mask(300))
+    def owner(a):  # what holds the memory of an array: the base of its bases
+        while isinstance(a, np.ndarray) and a.base is not None:
+            a = a.base
+        return a.obj if isinstance(a, memoryview) else a
+
+    assert isinstance(owner(mapped.weights), mmap.mmap) == hasattr(mmap, "MADV_HUGEPAGE")
+    assert isinstance(owner(plain.weights), np.ndarray)
+    for a, b in ((mapped.scores, plain.scores), (mapped.masked, plain.masked), (mapped.weights, plain.weights), (mapped.delta, plain.delta)):
+        np.testing.assert_array_equal(a, b)
