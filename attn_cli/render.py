@@ -27,6 +27,14 @@ def signed_bar(value: float, scale: float, width: int = 12) -> Text:
     return text
 
 
+MAX_ROWS = 200  # a table in the terminal shows at most this many rows; --json has them all
+
+
+def more_rows(shown: int, total: int, what: str) -> Text:
+    """The note under a table cut at MAX_ROWS."""
+    return Text(f"... {total - shown:,} more {what} not shown ({total:,} in all); --json prints every one", style="yellow")
+
+
 def human_bytes(n: int) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
@@ -82,7 +90,7 @@ def softmax_view(result: results.SoftmaxResult):
     if result.log_probabilities is not None:
         table.add_column("log p", justify="right")
     logs = result.log_probabilities or [None] * len(result.values)
-    for value, e, p, lp in zip(result.values, result.exps, result.probabilities, logs):
+    for value, e, p, lp in list(zip(result.values, result.exps, result.probabilities, logs))[:MAX_ROWS]:
         row = [f"{value:.6g}", fmt_probability(e), fmt_probability(p), bar(p)]
         table.add_row(*row, *([fmt_log(lp)] if lp is not None else []))
     total = f"probabilities sum to {fsum(result.probabilities):.6f}"
@@ -92,10 +100,13 @@ def softmax_view(result: results.SoftmaxResult):
         summary = Text(f"{why}, {winners} value{'s' if winners > 1 else ''} share the mass equally; {total}")
     else:
         summary = Text(f"sum of exp = {result.total:.6g}{f' (T = {t:g})' if t != 1 else ''}; {total}")
+    if len(result.values) > MAX_ROWS:
+        return Group(table, more_rows(MAX_ROWS, len(result.values), "values"), summary)
     return Group(table, summary)
 
 
-ALIGNMENT_WORDS = {"aligned": "aligned (positive)", "unrelated": "unrelated (near zero)", "opposed": "opposed (negative)"}
+ALIGNMENT_WORDS = {"aligned": "aligned (positive)", "unrelated": "unrelated (near zero)", "opposed": "opposed (negative)",
+                   "undefined": "undefined (a zero vector)"}
 
 
 def analogy_verdicts(result: results.AnalogyResult) -> list[str]:
@@ -131,9 +142,11 @@ def probe_tables(result: results.AnalogyResult) -> list:
         pairs = Table(box=box.SIMPLE)
         for name in ("singular", "d · E", "", "plural", "d · E", ""):
             pairs.add_column(name, justify="right" if name == "d · E" else "left")
-        for s, p in result.pairs:
+        for s, p in result.pairs[:MAX_ROWS]:
             pairs.add_row(s, f"{dot[s]:.2f}", signed_bar(dot[s], scale, 7), p, f"{dot[p]:.2f}", signed_bar(dot[p], scale, 7))
         tables.append(pairs)
+        if len(result.pairs) > MAX_ROWS:
+            tables.append(more_rows(MAX_ROWS, len(result.pairs), "pairs"))
     in_pairs = {w for pair in result.pairs for w in pair}
     rest = [p for p in result.probes if p.key not in in_pairs]
     if rest:
@@ -142,9 +155,11 @@ def probe_tables(result: results.AnalogyResult) -> list:
         others.add_column("word")
         others.add_column("d · E", justify="right")
         others.add_column("")
-        for p in rest:
+        for p in rest[:MAX_ROWS]:
             others.add_row(p.key, f"{p.dot:.2f}", signed_bar(p.dot, scale, 7))
         tables.append(others)
+        if len(rest) > MAX_ROWS:
+            tables.append(more_rows(MAX_ROWS, len(rest), "probes"))
     return tables
 
 
@@ -182,22 +197,30 @@ def similarity_view(result: results.SimilarityResult):
     from rich.console import Group
 
     norms = Text("norms: " + ", ".join(f"|{w}| = {n:.3f}" for w, n in zip(result.words, result.norms)), style="dim")
+    undefined = [Text(ZERO_VECTOR_NOTE, style="yellow")] if any(p.cosine is None for p in result.pairs) else []
     if len(result.pairs) == 1:
         p = result.pairs[0]
-        line = Text(f"{p.a} · {p.b} = {p.dot:.4f}   cosine = {p.cosine:.4f}   {ALIGNMENT_WORDS[p.alignment]}")
-        return Group(line, norms)
+        line = Text(f"{p.a} · {p.b} = {p.dot:.4f}   cosine = {fmt_cosine(p.cosine)}   {ALIGNMENT_WORDS[p.alignment]}")
+        return Group(line, norms, *undefined)
     table = Table(box=box.SIMPLE)
     for name in ("a", "b", "dot", "cosine", "", "alignment"):
         table.add_column(name, justify="right" if name in ("dot", "cosine") else "left", no_wrap=True)
-    for p in result.pairs:
-        table.add_row(p.a, p.b, f"{p.dot:.4f}", f"{p.cosine:.4f}", signed_bar(p.cosine, 1.0, width=6), ALIGNMENT_WORDS[p.alignment])
-    return Group(table, norms)
+    for p in result.pairs[:MAX_ROWS]:
+        table.add_row(p.a, p.b, f"{p.dot:.4f}", fmt_cosine(p.cosine), signed_bar(p.cosine or 0.0, 1.0, width=6), ALIGNMENT_WORDS[p.alignment])
+    more = [more_rows(MAX_ROWS, len(result.pairs), "pairs")] if len(result.pairs) > MAX_ROWS else []
+    return Group(table, *more, norms, *undefined)
+
+
+ZERO_VECTOR_NOTE = "cosine undefined: a zero vector has no direction, so it is neither aligned with nor opposed to anything"
+
+
+def fmt_cosine(cosine: float | None) -> str:
+    return "undefined" if cosine is None else f"{cosine:.4f}"
 
 
 # --- inspect -------------------------------------------------------------------------------
 
-LOW, HIGH = (24, 28, 60), (250, 215, 50)  # weight 0 -> dark blue, weight 1 -> yellow
-NEUTRAL, NEGATIVE, POSITIVE = (40, 40, 40), (215, 48, 39), (49, 130, 189)  # diverging scale for scores
+LEGEND_STEPS = 10
 MASKED = "·"
 LABEL_WIDTH = 8  # column labels longer than this are abbreviated
 ROW_LABEL_WIDTH = 13
@@ -242,6 +265,15 @@ def score_text(x: float) -> str:
     return f"{x:.1f}" if abs(x) < 9.95 else f"{x:.0f}"
 
 
+def colour_system(console) -> str | None:
+    """The console's colour system: None without colour (NO_COLOR, a pipe); an export is drawn in full colour."""
+    if console.no_color:
+        return None
+    if console.color_system is not None:
+        return console.color_system  # "truecolor", "256", "standard" or "windows"
+    return "truecolor" if console.record else None
+
+
 class Heatmap:
     """A matrix as a grid of coloured cells with labelled rows and columns; NaN cells are masked.
 
@@ -277,16 +309,31 @@ class Heatmap:
                 return width
         return None
 
-    def colour(self, x: float):
-        from rich.color import Color, blend_rgb
-        from rich.color_triplet import ColorTriplet
+    def colour(self, x: float, system: str | None):
+        """(cell colour, text colour) on the console's colour system (attn_cli.colours: lightness follows the value)."""
+        from attn_cli import colours
 
+        cell = colours.weight_colour(x, system) if self.kind == "weights" else colours.score_colour(x, self.span, system)
+        return cell, colours.text_on(cell, system)
+
+    def legend(self, system: str | None):
+        """One line saying what a colour means."""
+        from rich.style import Style
+        from rich.text import Text
+
+        line = Text()
+        line.append("colour: ", style="dim")
         if self.kind == "weights":
-            rgb = blend_rgb(ColorTriplet(*LOW), ColorTriplet(*HIGH), min(max(x, 0.0), 1.0))
-            return Color.from_triplet(rgb), x > 0.55
-        end = POSITIVE if x >= 0 else NEGATIVE
-        amount = min(abs(x) / self.span, 1.0) if self.span > 0 else 0.0
-        return Color.from_triplet(blend_rgb(ColorTriplet(*NEUTRAL), ColorTriplet(*end), amount)), False
+            line.append("weight 0 ", style="dim")
+            for k in range(LEGEND_STEPS + 1):
+                line.append("█", style=Style(color=self.colour(k / LEGEND_STEPS, system)[0]))
+            line.append(" 1 (lighter = more weight)", style="dim")
+            return line
+        line.append(f"score {-self.span:.1f} ", style="dim")
+        for k in range(-LEGEND_STEPS // 2, LEGEND_STEPS // 2 + 1):
+            line.append("█", style=Style(color=self.colour(k / (LEGEND_STEPS // 2) * self.span, system)[0]))
+        line.append(f" +{self.span:.1f} (dark = near 0; blue below, orange above)", style="dim")
+        return line
 
     def __rich_measure__(self, console, options):
         from rich.measure import Measurement
@@ -299,9 +346,12 @@ class Heatmap:
         if width is None:
             yield from self.top_entries(options.max_width)
             return
-        yield from self.grid(width)
+        system = colour_system(console)
+        yield from self.grid(width, system)
+        if system is not None:
+            yield self.legend(system)
 
-    def grid(self, width: int):
+    def grid(self, width: int, system: str | None):
         from rich.segment import Segment
         from rich.style import Style
 
@@ -316,8 +366,8 @@ class Heatmap:
                 if x != x:
                     yield Segment(text.rjust(width - 1), dim)
                 else:
-                    background, dark_text = self.colour(x)
-                    yield Segment(text.rjust(width - 1), Style(bgcolor=background, color="black" if dark_text else "white"))
+                    background, text_colour = self.colour(x, system)
+                    yield Segment(text.rjust(width - 1), Style(bgcolor=background, color=text_colour))
                 yield Segment(" ")
             yield Segment.line()
 
@@ -454,7 +504,7 @@ def sense_meter(result: results.InspectResult):
 
 
 def inspect_view(result: results.InspectResult, *, stage: str = "weights", transpose: bool = False, focus: int | None = None,
-                 per_head: bool = False) -> list:
+                 per_head: bool = False, picture: bool = False) -> list:
     """Everything `attn inspect` shows for one sentence, in order."""
     from rich.rule import Rule
 
@@ -481,6 +531,10 @@ def inspect_view(result: results.InspectResult, *, stage: str = "weights", trans
     parts.append(Text(PARTS_CAPTION, style="dim"))
     if result.senses:
         parts.append(sense_meter(result))
+    if picture:
+        from attn_cli.picture import shift_picture
+
+        parts.append(shift_picture(result.tokens, result.e, result.e_prime))
     return parts
 
 
@@ -566,13 +620,14 @@ MASKED_RGB = (14, 14, 14)
 SHADES = " ░▒▓█"  # weight 0 .. 1 where there is no colour
 
 
-def weight_colour(x: float):
-    from rich.color import Color, blend_rgb
-    from rich.color_triplet import ColorTriplet
+def weight_colour(x: float, system: str | None = "truecolor"):
+    from rich.color import Color
+
+    from attn_cli import colours
 
     if x != x:
-        return Color.from_triplet(ColorTriplet(*MASKED_RGB))
-    return Color.from_triplet(blend_rgb(ColorTriplet(*LOW), ColorTriplet(*HIGH), min(max(x, 0.0), 1.0)))
+        return Color.from_rgb(*MASKED_RGB)
+    return colours.weight_colour(x, system)
 
 
 class ModelOverview:
@@ -614,7 +669,8 @@ class ModelOverview:
         if masked is not None:
             pooled = np.where(masked, np.nan, pooled)
         s = pooled.shape[-1]
-        colour = (console.color_system is not None or console.record) and not console.no_color  # an export keeps colours
+        system = colour_system(console)
+        colour = system is not None
         n_layers, n_heads = pooled.shape[:2]
         dim = Style(dim=True)
         for start in range(0, n_heads, per_row):
@@ -636,7 +692,7 @@ class ModelOverview:
                                 yield Segment(MASKED if top != top else SHADES[min(int(top * len(SHADES)), len(SHADES) - 1)])
                                 continue
                             bottom = pooled[l, h, r + 1, c] if r + 1 < s else None
-                            yield Segment("▀", Style(color=weight_colour(top), bgcolor=None if bottom is None else weight_colour(bottom)))
+                            yield Segment("▀", Style(color=weight_colour(top, system), bgcolor=None if bottom is None else weight_colour(bottom, system)))
                         yield Segment(" ")
                     yield Segment.line()
 
@@ -700,7 +756,7 @@ def residual_table(result: "ModelResult") -> Table:
     return table
 
 
-def model_view(result: "ModelResult", *, transpose: bool = False, overview: bool = True) -> list:
+def model_view(result: "ModelResult", *, transpose: bool = False, overview: bool = True, picture: bool = False) -> list:
     """Everything `attn inspect --model` shows for one sentence, in order."""
     from rich.rule import Rule
 
@@ -728,6 +784,10 @@ def model_view(result: "ModelResult", *, transpose: bool = False, overview: bool
     parts.append(layer_table(result))
     if result.residual is not None:
         parts.append(residual_table(result))
+        if picture:
+            from attn_cli.picture import project_path
+
+            parts.append(project_path(result.pieces[result.focus_piece], result.focus_path))
     return parts
 
 

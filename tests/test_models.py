@@ -429,3 +429,25 @@ def test_the_model_view_exports_to_svg_and_html(run, tmp_path):
     assert result.exit_code == 0, result.stderr
     assert svg.read_text().startswith("<svg") and "model view" in html.read_text()
     assert "▀" in svg.read_text()  # the thumbnails keep their colours in an export, even when stdout is not a terminal
+
+
+def test_picture_of_e_to_e_prime_and_of_a_token_through_the_layers(run):
+    glove = run("inspect", "A fluffy blue creature roamed the verdant forest.", "--picture", env={"COLUMNS": "80"})
+    assert glove.exit_code == 0, glove.stderr
+    assert "E → E′" in glove.stdout and "creature" in glove.stdout.split("E → E′")[-1]
+    model = run("inspect", "the cat sat", "--model", checkpoints.tiny_gpt2_folder(), "--focus", "cat", "--picture", env={"COLUMNS": "80"})
+    assert model.exit_code == 0, model.stderr
+    assert "layer by layer" in model.stdout
+    assert run("inspect", "the cat", "--model", checkpoints.tiny_gpt2_folder(), "--picture").exit_code == 2
+
+
+def test_projection_keeps_what_the_plane_can_show():
+    from attn_cli.picture import project
+
+    rng = np.random.default_rng(0)
+    flat = np.hstack([rng.normal(size=(20, 2)) * 5, np.zeros((20, 8))])  # rows in a plane of a 10-d space
+    plane = project(flat)
+    assert plane.kept == pytest.approx(1.0)
+    d = lambda p: np.linalg.norm(p[:, None] - p[None], axis=-1)  # noqa: E731
+    np.testing.assert_allclose(d(plane.points), d(flat), atol=1e-9)  # distances kept exactly in their own plane
+    assert project(rng.normal(size=(30, 10))).kept < 0.6

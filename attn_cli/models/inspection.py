@@ -181,6 +181,7 @@ def inspect_model(model: Model, text: str, settings: ModelSettings) -> ModelResu
         attn_norms=np.linalg.norm(attn, axis=-1), mlp_norms=np.linalg.norm(mlp, axis=-1),
         norms=np.linalg.norm(trace.hidden, axis=-1), layer_cosines=cosines(trace.hidden[1:], trace.hidden[:-1]),
         focus_piece=None if focus is None else focus[0], residual=None if focus is None else focus[1],
+        focus_path=None if focus is None else trace.hidden[:, focus[0]],
     )
 
 

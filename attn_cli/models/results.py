@@ -67,6 +67,7 @@ class ModelResult:
     stage: str | None = None
     focus_piece: int | None = None
     residual: list | None = None  # [ResidualRow] for --focus
+    focus_path: object = None  # [L + 1, d] the focus piece's vector: E, then after each layer
 
     def head_view(self, layer: int, head: int) -> HeadView:
         """One head as the GloVe views know it, so heatmaps and focus tables are shared."""

@@ -1,0 +1,105 @@
+"""README's examples, executed: every ```console block runs and must print what README shows.
+
+A block is `$ COMMAND` followed by the output README promises. The command runs in a shell
+from a scratch folder that sees the repository's `data/`, with `NO_COLOR=1`, `COLUMNS=80`
+unless the command sets its own, and `$MINILM` pointing at all-MiniLM-L6-v2
+(tests/checkpoints.py). Output is compared line by line, trailing spaces ignored; a line
+`...` in README stands for any number of lines. A block preceded by
+`<!-- not run: REASON -->` is skipped, with its reason (files the user supplies). Inside a
+line, `[...]` stands for any text (a time, a path of the reader's machine).
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import checkpoints
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+BLOCK = re.compile(r"(?:<!-- not run: (?P<reason>[^>]*) -->\s*\n)?```console\n(?P<body>.*?)```", re.S)
+
+
+def examples() -> list[tuple[str, str, str | None, int]]:
+    """(command, expected output, reason not to run, line in README) for every console block."""
+    text = README.read_text(encoding="utf-8")
+    found = []
+    for match in BLOCK.finditer(text):
+        lines = match["body"].rstrip("\n").split("\n")
+        assert lines[0].startswith("$ "), f"README line {text[: match.start()].count(chr(10)) + 1}: a console block starts with '$ '"
+        found.append((lines[0][2:], "\n".join(lines[1:]), match["reason"], text[: match.start("body")].count("\n") + 1))
+    return found
+
+
+def same_line(want: str, got: str) -> bool:
+    if "[...]" not in want:
+        return want == got
+    return re.fullmatch(".*?".join(re.escape(part) for part in want.split("[...]")), got) is not None
+
+
+def matches(expected: str, actual: str) -> bool:
+    """Line by line, trailing spaces and blank lines at the end ignored; '...' matches any run of lines (none included)."""
+    want = [line.rstrip() for line in expected.split("\n")] if expected.strip() else []
+    got = [line.rstrip() for line in actual.split("\n")] if actual.strip() else []
+    while want and not want[-1]:  # blank lines at the end (a table's bottom padding) do not count
+        want.pop()
+    while got and not got[-1]:
+        got.pop()
+
+    def walk(i: int, j: int) -> bool:
+        if i == len(want):
+            return j == len(got)
+        if want[i] == "...":
+            return any(walk(i + 1, k) for k in range(j, len(got) + 1))
+        return j < len(got) and same_line(want[i], got[j]) and walk(i + 1, j + 1)
+
+    return walk(0, 0)
+
+
+def test_the_matcher_is_strict_where_readme_is_literal():
+    assert matches("a\n...\nd", "a\nb\nc\nd") and matches("a\n...", "a") and matches("a  ", "a")
+    assert not matches("a\nb", "a\nc") and not matches("a", "a\nb") and not matches("a\n...\nd", "a\nb")
+    assert matches("took [...] s, [...] keys", "took 1.2 s, 400 keys") and not matches("took [...] s", "took 1.2 ms!")
+
+
+EXAMPLES = examples()
+
+
+def test_readme_has_examples_and_says_why_any_is_not_run():
+    assert len(EXAMPLES) >= 15
+    for command, _, reason, line in EXAMPLES:
+        assert reason is None or reason.strip(), f"README line {line}: say why the block is not run"
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory) -> Path:
+    """A folder to run in: README's relative paths (data/...) resolve, and files written there stay there."""
+    folder = tmp_path_factory.mktemp("readme")
+    (folder / "data").symlink_to(README.parent / "data")
+    return folder
+
+
+@pytest.mark.parametrize("command, expected, reason, line", EXAMPLES, ids=[f"line{e[3]}" for e in EXAMPLES])
+def test_readme_example(command, expected, reason, line, scratch):
+    if reason:
+        pytest.skip(f"README line {line}: {reason}")
+    env = os.environ | {"NO_COLOR": "1", "COLUMNS": "80", "TERM": "dumb"}
+    env.pop("ATTN_VECTORS", None)
+    env.pop("FORCE_COLOR", None)
+    if "$MINILM" in command:
+        env["MINILM"] = str(checkpoints.minilm_folder())
+    attn = shutil.which("attn") or f"{sys.executable} -m attn_cli"
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=scratch, capture_output=True, text=True, timeout=300,
+        env=env | {"PATH": f"{Path(attn.split()[0]).parent}{os.pathsep}{env['PATH']}"},
+    )
+    shown = done.stdout
+    if done.returncode != 0:
+        shown += done.stderr
+    assert matches(expected, shown), (
+        f"README line {line}: `{command}` printed (exit {done.returncode}):\n{shown}\n--- README shows:\n{expected}"
+    )
