@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import random
-import shlex
 import statistics
 import subprocess
 import sys
@@ -43,6 +42,7 @@ sys.path.insert(0, str(REPO))
 from attn_cli.attention import POSITION_SCALE, positional_encoding  # noqa: E402
 from attn_cli.heads import random_head  # noqa: E402
 from attn_cli.vectors import load  # noqa: E402
+from tests.benchmarks.peer import Worker, show  # noqa: E402
 
 ATTN = str(Path(sys.executable).parent / "attn")
 PEER_DEFAULT = "/work/fixture-venv/bin/python"
@@ -153,8 +153,6 @@ result = inspect_text(text, vectors, default_heads(vectors.vector_size), Setting
 """
 
 
-def show(cmd: list[str]) -> str:
-    return shlex.join(cmd if sum(map(len, cmd)) < 300 else [c if len(c) < 80 else f"<{len(c.split())} words>" for c in cmd])
 
 
 def loadavg() -> str:
@@ -185,33 +183,6 @@ def peer_status(peer: str) -> tuple[bool, str]:
     return True, f"numpy {numpy_v}, torch {torch_v}"
 
 
-class Worker:
-    def __init__(self, python: str, side: str, script: Path, data: Path, threads: int):
-        env = os.environ | {name: str(threads) for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
-        env.pop("PYTHONPATH", None)
-        self.cmd = [python, str(script), side, str(data), str(threads), str(REPO)]
-        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        self.info = self.read()["ready"]
-
-    def read(self) -> dict:
-        line = self.proc.stdout.readline()
-        if not line:
-            sys.exit(f"worker stopped: {show(self.cmd)} (exit {self.proc.wait()})")
-        return json.loads(line)
-
-    def ask(self, **cmd) -> dict:
-        self.proc.stdin.write(json.dumps(cmd) + "\n")
-        self.proc.stdin.flush()
-        return self.read()
-
-    def close(self) -> None:
-        try:
-            self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
-            self.proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        self.proc.wait(timeout=30)
-
 
 def glove_words(count: int, seed: int = 0) -> list[str]:
     """`count` frequent GloVe keys made of letters only (each one token), drawn with a fixed seed."""
@@ -236,8 +207,8 @@ def attention(args, peer_ok: bool, tmp: Path) -> None:
     script, data = tmp / "attention_worker.py", tmp / "data.npz"
     script.write_text(WORKER)
     write_data(data, max(args.sizes))
-    attn = Worker(sys.executable, "attn", script, data, args.threads)
-    peer = Worker(args.peer_python, "torch", script, data, args.threads) if peer_ok else None
+    attn = Worker(sys.executable, script, ["attn", data, args.threads, REPO], args.threads)
+    peer = Worker(args.peer_python, script, ["torch", data, args.threads, REPO], args.threads) if peer_ok else None
     try:
         print(f"\n1. attention, warm, one process per side; median of {args.runs} runs, each run R calls back to back")
         print(f"   threads: {args.threads} (OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = MKL_NUM_THREADS = {args.threads} in both workers"

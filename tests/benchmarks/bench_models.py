@@ -26,7 +26,6 @@ import argparse
 import dataclasses
 import json
 import os
-import shlex
 import statistics
 import subprocess
 import sys
@@ -37,6 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from tests.benchmarks.peer import Worker, show  # noqa: E402
 from tests.checkpoints import minilm_folder  # noqa: E402
 
 LESSON = "A fluffy blue creature roamed the verdant forest."
@@ -164,8 +164,6 @@ for line in sys.stdin:
 '''
 
 
-def show(cmd: list[str]) -> str:
-    return shlex.join(cmd)
 
 
 def run_seconds(cmd: list[str], env: dict | None = None) -> float:
@@ -217,33 +215,6 @@ def loadavg() -> str:
         return "unknown"
 
 
-class Worker:
-    def __init__(self, python: str, side: str, script: Path, folder: Path, threads: int):
-        env = os.environ | {name: str(threads) for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
-        env.pop("PYTHONPATH", None)
-        self.cmd = [python, str(script), side, str(folder), str(threads), str(REPO), LESSON]
-        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        self.info = self.read()["ready"]
-
-    def read(self) -> dict:
-        line = self.proc.stdout.readline()
-        if not line:
-            sys.exit(f"worker stopped: {show(self.cmd)} (exit {self.proc.wait()})")
-        return json.loads(line)
-
-    def ask(self, **cmd) -> dict:
-        self.proc.stdin.write(json.dumps(cmd) + "\n")
-        self.proc.stdin.flush()
-        return self.read()
-
-    def close(self) -> None:
-        try:
-            self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
-            self.proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        self.proc.wait(timeout=30)
-
 
 def max_diff(a, b) -> float:
     import numpy as np
@@ -254,8 +225,8 @@ def max_diff(a, b) -> float:
 def forward_pass(args, folder: Path, peer_ok: bool, tmp: Path) -> dict:
     script = tmp / "forward_worker.py"
     script.write_text(WORKER)
-    attn = Worker(sys.executable, "attn", script, folder, args.threads)
-    peer = Worker(args.peer_python, "torch", script, folder, args.threads) if peer_ok else None
+    attn = Worker(sys.executable, script, ["attn", folder, args.threads, REPO, LESSON], args.threads)
+    peer = Worker(args.peer_python, script, ["torch", folder, args.threads, REPO, LESSON], args.threads) if peer_ok else None
     try:
         ids = {int(n): v for n, v in attn.ask(op="tokenize", lengths=list(LENGTHS)).items()}
         assert all(len(ids[n]) == n for n in LENGTHS)
