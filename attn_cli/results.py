@@ -194,11 +194,11 @@ def _norms(rows):  # [n, d] -> [n]
     return np.linalg.norm(rows, axis=1)
 
 
-def row_cosines(a, b):  # [n, d], [n, d] -> [n]: cos(a_i, b_i), 0 where either row is zero
+def row_cosines(a, b):  # [..., d], [..., d] -> [...]: cos(a_i, b_i), 0 where either row is zero
     import numpy as np
 
-    dots = np.sum(a * b, axis=1)
-    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    dots = np.asarray(np.sum(a * b, axis=-1))
+    norms = np.asarray(np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
     return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
 
 

@@ -13,6 +13,7 @@ from attn_cli.errors import InputError
 from attn_cli.models import Model, Trace
 from attn_cli.models.transformer import Transformer
 from attn_cli.models.results import HeadsFound, ModelInfo, ModelResult, ResidualRow
+from attn_cli.results import row_cosines
 
 @dataclass
 class ModelSettings:
@@ -104,21 +105,15 @@ def visible_units(n: int, causal: bool, members: list[list[int]]) -> np.ndarray 
 # --- the residual stream -------------------------------------------------------------------------
 
 
-def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:  # [..., d], [..., d] -> [...]; 0 where either is zero
-    dots = np.sum(a * b, axis=-1)
-    norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
-    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
-
-
 def residual(model: Model, trace: Trace, i: int, k: int) -> list[ResidualRow]:
     """Token i's vector through the layers: E, then each layer's attention and MLP updates."""
     x = trace.hidden[:, i]  # [L + 1, d]
     near = model.nearest(x, k) if k > 0 else [[] for _ in x]
-    rows = [ResidualRow(0, float(np.linalg.norm(x[0])), None, None, None, float(cosines(x[0], x[0])), near[0])]
+    rows = [ResidualRow(0, float(np.linalg.norm(x[0])), None, None, None, float(row_cosines(x[0], x[0])), near[0])]
     for l, layer in enumerate(trace.layers, 1):
         rows.append(ResidualRow(
             l, float(np.linalg.norm(x[l])), float(np.linalg.norm(layer.attn_update[i])), float(np.linalg.norm(layer.mlp_update[i])),
-            float(cosines(x[l], x[l - 1])), float(cosines(x[l], x[0])), near[l],
+            float(row_cosines(x[l], x[l - 1])), float(row_cosines(x[l], x[0])), near[l],
         ))
     return rows
 
@@ -179,7 +174,7 @@ def inspect_model(model: Model, text: str, settings: ModelSettings) -> ModelResu
         mask="causal" if model.causal else "none", weights=weights, allowed=allowed, selected=selected,
         special_weight=special_weight, scores=scores, stage=settings.stage,
         attn_norms=np.linalg.norm(attn, axis=-1), mlp_norms=np.linalg.norm(mlp, axis=-1),
-        norms=np.linalg.norm(trace.hidden, axis=-1), layer_cosines=cosines(trace.hidden[1:], trace.hidden[:-1]),
+        norms=np.linalg.norm(trace.hidden, axis=-1), layer_cosines=row_cosines(trace.hidden[1:], trace.hidden[:-1]),
         focus_piece=None if focus is None else focus[0], residual=None if focus is None else focus[1],
         focus_path=None if focus is None else trace.hidden[:, focus[0]],
     )
