@@ -33,10 +33,61 @@ def usage_error(e: UsageError) -> None:
     say(message.rstrip("."))
 
 
+def examples(*lines: str) -> str:
+    """An epilog of example commands, kept line by line (Click's \\b stops it re-wrapping them)."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+START = """\
+attn shows how a transformer's attention works, over real word vectors.
+
+Three commands to start with:
+  attn softmax 2 1 0.1                   scores become weights that sum to 1
+  attn similarity cat dog                dot product and cosine of two words
+  attn inspect "A fluffy blue creature roamed the verdant forest."
+                                         attention heads over a sentence
+
+attn --help lists every command; attn COMMAND --help shows its options and
+examples. attn --install-completion adds tab completion to your shell.
+"""
+
+PLACEHOLDERS = {"int": "N", "integer": "N", "int range": "N", "integer range": "N", "float": "X", "float range": "X",
+                "path": "FILE", "str": "TEXT", "string": "TEXT", "text": "TEXT"}
+
+
+def click_metavar(self, ctx, *, usage: bool = False) -> str:
+    """An argument's placeholder as Click writes it: NAME, [NAME] when optional, NAME... when repeated
+    (Typer's own form, {NAME}, reads like a set)."""
+    var = self.metavar or (self.name or "").upper()
+    if self.nargs != 1 and not var.endswith("..."):
+        var += "..."
+    return f"[{var}]" if usage and not self.required and not var.startswith("[") else var
+
+
+def tidy_help(command) -> None:
+    """One look for every command's help: the whole first paragraph as its summary in the list of
+    commands (Click would cut it at 45 characters), and placeholders in capitals (N, X, TEXT, FILE)
+    or the choices themselves (causal|none) where a parameter names none of its own."""
+    import types
+
+    for sub in getattr(command, "commands", {}).values():
+        if sub.help and not sub.short_help:
+            sub.short_help = " ".join(sub.help.strip().split("\n\n")[0].split())
+        tidy_help(sub)
+    for param in command.params:
+        if isinstance(param, typer.core.TyperArgument):
+            param.make_metavar = types.MethodType(click_metavar, param)
+        elif param.metavar is None and not getattr(param, "is_flag", False):
+            choices = getattr(param.type, "choices", None)
+            kind = getattr(param.type, "name", "text").lower()
+            param.metavar = "|".join(str(getattr(c, "value", c)) for c in choices) if choices else PLACEHOLDERS.get(kind, "TEXT")
+
+
 class AttnGroup(typer.core.TyperGroup):
     """Turns the library's exceptions into one line on stderr and the exception's exit code."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        tidy_help(self)
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except NoArgsIsHelpError as e:  # `attn` or `attn vectors` alone: the help, then what is missing
@@ -79,10 +130,11 @@ app = typer.Typer(
     cls=AttnGroup,
     name="attn",
     help="See how a transformer's attention works, over real word vectors.",
-    no_args_is_help=True,
+    no_args_is_help=False,  # `attn` alone shows START
+    invoke_without_command=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish (Typer's)
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -95,11 +147,14 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
+    ctx: typer.Context,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
     """See how a transformer's attention works, over real word vectors."""
+    if ctx.invoked_subcommand is None:
+        sys.stdout.write(START)
 
 
 # Options shared by every command that uses word vectors or prints data.
@@ -107,6 +162,7 @@ VectorsOpt = Annotated[
     str | None,
     typer.Option(
         "--vectors",
+        metavar="PATH",
         envvar="ATTN_VECTORS",
         help="Word vectors: word2vec/GloVe text or binary, fastText .vec/.bin, or an attn folder. Default: the shipped GloVe 6B 50d.",
         show_default=False,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import ForceOpt, HeadsOpt, JsonOpt, LimitOpt, ModelOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors
+from attn_cli.cli.app import ForceOpt, examples, HeadsOpt, JsonOpt, LimitOpt, ModelOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors
 from attn_cli.errors import InputError
 from attn_cli.output import write_json
 
@@ -20,7 +20,7 @@ class TrainMask(str, Enum):
     none = "none"
 
 
-@heads_app.command("list")
+@heads_app.command("list", epilog=examples("attn heads list", "attn heads list --json"))
 def list_heads(
     vectors: VectorsOpt = None,
     limit: LimitOpt = None,
@@ -86,10 +86,13 @@ class TrainProgress:
             self.bars.__exit__(*exc)
 
 
-@heads_app.command("train")
+@heads_app.command("train", epilog=examples(
+    "attn heads train data/heads/adjective_train.tsv mine.npz --steps 200",
+    'attn inspect "the big red dog barked" --head mine.npz',
+))
 def train(
-    links: Annotated[Path, typer.Argument(help="Labelled links: sentence<TAB>query word<TAB>key word per line; '#' comments.", show_default=False)],
-    out: Annotated[Path, typer.Argument(help="The .npz head file to write.", show_default=False)],
+    links: Annotated[Path, typer.Argument(metavar="LINKS", help="Labelled links: sentence<TAB>query word<TAB>key word per line; '#' comments.", show_default=False)],
+    out: Annotated[Path, typer.Argument(metavar="FILE", help="The .npz head file to write.", show_default=False)],
     d_k: Annotated[int, typer.Option("--d-k", min=1, max=512, help="Size of queries and keys.")] = 16,
     steps: Annotated[int, typer.Option("--steps", min=1, help="Adam steps on W_Q, W_K.")] = 300,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the initial weights and of the held-out split.")] = 0,
@@ -149,7 +152,10 @@ def train(
         view_console().print(render.head_trained(result))
 
 
-@heads_app.command("eval")
+@heads_app.command("eval", epilog=examples(
+    "attn heads eval data/heads/eval/adjectives_natural.tsv --head adjective",
+    "attn heads eval data/heads/eval/adjectives_long.tsv --json",
+))
 def evaluate(
     file: Annotated[
         Path,
@@ -196,7 +202,10 @@ class FindSort(str, Enum):
     beyond = "beyond"
 
 
-@heads_app.command("find")
+@heads_app.command("find", epilog=examples(
+    "attn heads find adjective --model bert-base-uncased",
+    "attn heads find my-links.tsv --model ./gpt2 --sort beyond --top 5",
+))
 def find(
     links: Annotated[
         str,

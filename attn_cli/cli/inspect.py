@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import ForceOpt, HeadsOpt, JsonlOpt, JsonOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors, say
+from attn_cli.cli.app import examples, ForceOpt, HeadsOpt, JsonlOpt, JsonOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors, say
 from attn_cli.errors import InputError
 from attn_cli.inspection import MAX_NEIGHBORS, MAX_TOKENS, Mask, Settings, Stage, add_neighbors, find_query, inspect_text
 from attn_cli.output import json_line, write_json
@@ -47,7 +47,11 @@ def stream_jsonl(lines, compute) -> tuple[int, int]:
     return failed, total
 
 
-@app.command("inspect")
+@app.command("inspect", epilog=examples(
+    'attn inspect "A fluffy blue creature roamed the verdant forest."',
+    'attn inspect "the cat sat on the mat" --focus cat --stage masked',
+    'attn inspect "the big red dog" --head adjective --svg dog.svg --width 100',
+))
 def inspect(
     text: Annotated[str, typer.Argument(metavar="TEXT", help="A sentence, or - to read one sentence per line from stdin.", show_default=False)],
     head: HeadsOpt = None,
@@ -60,7 +64,7 @@ def inspect(
     seed: SeedOpt = 0,
     stage: Annotated[
         Stage | None,
-        typer.Option("--stage", help="Show the matrix before scaling (scores), after scaling and masking (masked), or after softmax (weights); with --json, add each head's scores.", show_default=False),
+        typer.Option("--stage", help="Show the matrix before scaling (scores), after scaling and masking (masked), or after softmax (weights); with --json, add each head's scores. Default: weights.", show_default=False),
     ] = None,
     transpose: Annotated[bool, typer.Option("--transpose", help="Queries as columns, as in the lesson (default: queries as rows).")] = False,
     focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="A token (its first occurrence) or a 0-based index (-1 = last): show that query's softmax distribution.", show_default=False)] = None,

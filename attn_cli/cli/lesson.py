@@ -10,7 +10,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from attn_cli.cli.app import JsonOpt, LimitOpt, OovOpt, TrustOpt, VectorsOpt, app, load_vectors
+from attn_cli.cli.app import examples, JsonOpt, LimitOpt, OovOpt, TrustOpt, VectorsOpt, app, load_vectors
 from attn_cli.errors import MAX_NAMED, AttnError, DataError, InputError, short
 from attn_cli.inspection import MAX_NEIGHBORS
 from attn_cli.output import write_json
@@ -166,11 +166,11 @@ def compute_softmax(values: list[float], temperature: float, log: bool) -> Softm
     )
 
 
-@app.command(cls=NumbersCommand)
+@app.command(cls=NumbersCommand, epilog=examples("attn softmax 2 1 0.1", "attn softmax 2 1 0.1 -t 0.5 --log", "echo 3,1,-inf | attn softmax -"))
 def softmax(
     numbers: Annotated[
         list[str] | None,
-        typer.Argument(help="Numbers (negative ones too: -1, -inf), or '-' to read them from stdin.", show_default=False),
+        typer.Argument(metavar="NUMBER", help="Numbers (negative ones too: -1, -inf), or '-' to read them from stdin.", show_default=False),
     ] = None,
     temperature: Annotated[
         float,
@@ -257,9 +257,9 @@ def build_analogy(vectors, words: list[str], probes: list[str] | None, top: int,
     return result
 
 
-@app.command()
+@app.command(epilog=examples("attn analogy cats cat", "attn analogy cats cat dog", "attn analogy king man -p queen -p woman"))
 def analogy(
-    words: Annotated[list[str], typer.Argument(help="A B: the direction E(A) - E(B). A B C: B is to A as C is to ?", show_default=False)],
+    words: Annotated[list[str], typer.Argument(metavar="WORD", help="A B: the direction E(A) - E(B). A B C: B is to A as C is to ?", show_default=False)],
     probe: Annotated[
         list[str] | None, typer.Option("--probe", "-p", metavar="WORD", help="A word to score against the direction (repeatable). Default: singular/plural pairs and one..four.")
     ] = None,
@@ -302,9 +302,9 @@ def analogy(
 MAX_SIMILARITY_WORDS = 200  # 19,900 pairs: every pair is a line of the table and an object of the JSON
 
 
-@app.command()
+@app.command(epilog=examples("attn similarity cat dog", "attn similarity good bad king apple", "attn similarity cat dog --json"))
 def similarity(
-    words: Annotated[list[str], typer.Argument(help="Two or more words.", show_default=False)],
+    words: Annotated[list[str], typer.Argument(metavar="WORD", help="Two or more words.", show_default=False)],
     vectors: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,

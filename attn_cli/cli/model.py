@@ -4,14 +4,14 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import JsonOpt, app
+from attn_cli.cli.app import JsonOpt, app, examples
 from attn_cli.output import write_json
 
 model_app = typer.Typer(help="Real checkpoints (BERT, GPT-2): sizes and parameter counts.", no_args_is_help=True)
 app.add_typer(model_app, name="model")
 
 
-@model_app.command("info")
+@model_app.command("info", epilog=examples("attn model info bert-base-uncased", "attn model info ./my-gpt2-folder --json"))
 def info(
     model: Annotated[str, typer.Argument(metavar="PATH|NAME", help="A Hugging Face model folder, or a name in the local Hugging Face cache.", show_default=False)],
     json: JsonOpt = False,

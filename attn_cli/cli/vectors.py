@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import ForceOpt, JsonOpt, LimitOpt, TrustOpt, app, load_vectors, say
+from attn_cli.cli.app import ForceOpt, JsonOpt, LimitOpt, TrustOpt, app, examples, load_vectors, say
 from attn_cli.output import console, write_json
 from attn_cli.results import VectorsConverted, VectorsInfo
 
@@ -31,7 +31,7 @@ def note_duplicates(vectors) -> None:
         say(duplicates_note(vectors.source, repeated))
 
 
-@vectors_app.command("info")
+@vectors_app.command("info", epilog=examples("attn vectors info", "attn vectors info glove.6B.50d.txt --limit 20000", "attn vectors info words.kv --trust-pickle --json"))
 def info(
     path: Annotated[
         str | None,
@@ -102,10 +102,10 @@ def progress(source: Path) -> Iterator[ConversionProgress | None]:
         yield ConversionProgress(bars, source)
 
 
-@vectors_app.command("convert")
+@vectors_app.command("convert", epilog=examples("attn vectors convert glove.6B.50d.txt glove50", "attn vectors convert glove.6B.50d.txt glove50-20k --limit 20000 --json"))
 def convert(
-    src: Annotated[str, typer.Argument(help="Vectors in any supported format (see `attn vectors info`).", show_default=False)],
-    dst: Annotated[Path, typer.Argument(help="The attn folder to write (vectors.npy + keys.txt).", show_default=False)],
+    src: Annotated[str, typer.Argument(metavar="PATH", help="Vectors in any supported format (see `attn vectors info`).", show_default=False)],
+    dst: Annotated[Path, typer.Argument(metavar="FOLDER", help="The attn folder to write (vectors.npy + keys.txt).", show_default=False)],
     limit: LimitOpt = None,
     force: ForceOpt = False,
     trust_pickle: TrustOpt = False,

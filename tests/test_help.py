@@ -1,0 +1,88 @@
+"""A newcomer's first look: `attn` alone, every --help (examples, summaries, placeholders, defaults), completion."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from attn_cli.cli import app
+from attn_cli.cli.app import START, tidy_help
+
+runner = CliRunner()
+COMMAND = typer.main.get_command(app)
+tidy_help(COMMAND)
+
+
+def leaves(command, path=()):
+    subs = getattr(command, "commands", None)
+    if not subs:
+        yield path, command
+        return
+    for name, sub in subs.items():
+        yield from leaves(sub, (*path, name))
+
+
+LEAVES = list(leaves(COMMAND))
+PLACEHOLDER = re.compile(r"^([A-Z][A-Z0-9_]*|[a-z0-9]+(\|[a-z0-9]+)+|[A-Z][A-Z0-9_=,.]*(\|[A-Z0-9_=,.]+)*)$")
+
+
+def help_text(*args: str) -> str:
+    result = runner.invoke(app, [*args, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_attn_alone_shows_how_to_start_on_stdout_and_exits_0():
+    result = runner.invoke(app, [], env={"COLUMNS": "80"})
+    assert result.exit_code == 0 and result.stdout == START and result.stderr == ""
+    tried = [line.split("  ")[0].strip() for line in START.splitlines() if line.startswith("  attn ")]
+    assert len(tried) == 3
+    assert max(len(line) for line in START.splitlines()) <= 80
+
+
+@pytest.mark.parametrize("path", [p for p, _ in LEAVES], ids=" ".join)
+def test_every_command_has_two_or_three_examples_that_fit_80_columns(path):
+    text = help_text(*path)
+    examples = text.split("Examples:\n", 1)[1].splitlines()
+    commands = [line.strip() for line in examples if line.strip()]
+    assert 2 <= len(commands) <= 3 and all(c.startswith(("attn ", "echo ")) for c in commands) and " ".join(path) in commands[0], commands
+    assert max(map(len, text.splitlines())) <= 80
+
+
+def test_command_lists_show_whole_summaries():
+    for args in [(), ("heads",), ("vectors",), ("model",)]:
+        text = help_text(*args)
+        assert "..." not in text.split("Commands:", 1)[1]
+    assert "Run attention heads over a sentence: Q/K/V, scaling, the causal\n              mask, softmax" in help_text()
+
+
+@pytest.mark.parametrize("path,command", LEAVES, ids=[" ".join(p) for p, _ in LEAVES])
+def test_placeholders_are_capitals_or_the_choices_and_defaults_are_shown(path, command):
+    ctx = typer.Context(command, info_name="attn")
+    for param in command.params:
+        if getattr(param, "is_flag", False) or param.name == "help":
+            continue
+        metavar = param.make_metavar(ctx).removesuffix("...")
+        assert PLACEHOLDER.match(metavar), f"{' '.join(path)} {param.name}: {metavar}"
+        if isinstance(param, typer.core.TyperOption) and param.default is not None and not param.multiple:
+            assert param.show_default is not False or "Default" in (param.help or ""), f"{param.name} hides its default"
+    usage = help_text(*path).splitlines()[0]
+    assert not re.search(r"[{}<>]", usage), usage
+
+
+def test_stage_names_its_default():
+    assert "Default: weights." in " ".join(help_text("inspect").split())
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_shell_completion_scripts_and_answers(shell):
+    env = os.environ | {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+    script = subprocess.run([sys.executable, "-m", "attn_cli", "--show-completion", shell], capture_output=True, text=True, env=env)
+    assert script.returncode == 0 and "_ATTN_COMPLETE" in script.stdout
+    answer = subprocess.run([sys.executable, "-m", "attn_cli"], capture_output=True, text=True,
+                            env=env | {"_ATTN_COMPLETE": "complete_bash", "COMP_WORDS": "attn inspect x --mask ", "COMP_CWORD": "4"})
+    assert answer.returncode == 0 and answer.stdout.split() == ["causal", "none"]
