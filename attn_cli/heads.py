@@ -104,7 +104,18 @@ def resolve_head(spec: str, d: int, seed: int = 0) -> NamedHead:
     if spec and _looks_like_path(spec):
         return load_head(Path(spec).expanduser(), d)
     names = [*BUILT_IN, *(p.stem for p in shipped_heads())]
-    raise InputError(f"unknown head {spec!r}: use one of {', '.join(names)} (random:D_K sets its d_k), or a path to an .npz file")
+    hint = close_name(spec, names)
+    guess = f" (did you mean {hint!r}?)" if hint else ""
+    raise InputError(f"unknown head {spec!r}{guess}: use one of {', '.join(names)} (random:D_K sets its d_k), or a path to an .npz file")
+
+
+def close_name(spec: str, names: list[str]) -> str | None:
+    """The head name `spec` was most likely meant to be: the same letters in another case, or a close spelling."""
+    from difflib import get_close_matches
+
+    folded = {name.lower(): name for name in names}
+    match = get_close_matches(spec.lower(), list(folded), n=1, cutoff=0.6)
+    return folded[match[0]] if match else None
 
 
 def _open_npz(path: Path):

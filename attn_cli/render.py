@@ -97,7 +97,8 @@ def softmax_view(result: results.SoftmaxResult):
     winners = sum(e > 0 for e in result.exps)
     if t == 0 or any(v == math.inf for v in result.values):
         why = "T = 0: argmax" if t == 0 else "+inf takes all"
-        summary = Text(f"{why}, {winners} value{'s' if winners > 1 else ''} share the mass equally; {total}")
+        share = "1 value takes all the mass" if winners == 1 else f"{winners} values share the mass equally"
+        summary = Text(f"{why}, {share}; {total}")
     else:
         summary = Text(f"sum of exp = {result.total:.6g}{f' (T = {t:g})' if t != 1 else ''}; {total}")
     if len(result.values) > MAX_ROWS:
@@ -171,8 +172,8 @@ def ranked_table(title: str, rows: list[tuple[str, float]], score: str):
     table.add_column("key")
     table.add_column(score, justify="right")
     for i, (key, value) in enumerate(rows, 1):
-        table.add_row(str(i), key, f"{value:.4f}")
-    return Group(Text(title), table)
+        table.add_row(str(i), key_label(key), f"{value:.4f}")
+    return Group(*([Text(title)] if title else []), table)
 
 
 def analogy_view(result: results.AnalogyResult):
@@ -187,9 +188,12 @@ def analogy_view(result: results.AnalogyResult):
     if result.c is not None:
         a, b, c = result.a, result.b, result.c
         how = "3CosMul" if result.method == "cosmul" else "3CosAdd"
-        title = f"{b} is to {a} as {c} is to ?  ({how}: +{a} +{c} -{b}; input words left out):"
+        title = f"{b} is to {a} as {c} is to ?"
+        parts.append(Text(title, style="bold"))
+        parts.append(Text(f"{how}: +{a} +{c} -{b}; the input words left out", style="dim"))
         rows = [(x.key, x.similarity) for x in result.answers or []]
-        parts.append(ranked_table(title, rows, "similarity") if rows else Text(title))
+        if rows:
+            parts.append(ranked_table("", rows, "similarity"))
     return Group(*parts)
 
 
@@ -225,18 +229,25 @@ MASKED = "·"
 LABEL_WIDTH = 8  # column labels longer than this are abbreviated
 ROW_LABEL_WIDTH = 13
 TOP_KEYS = 3  # keys per row listed when the grid does not fit
-STAGE_CAPTIONS = {
-    "scores": "Q·Kᵀ before scaling (· = hidden by the mask in the next step)",
-    "masked": "Q·Kᵀ / √d_k with the mask applied (· = −∞, gets weight exactly 0)",
-    "weights": "softmax over each query's row: each row sums to 1 (· = masked, weight exactly 0)",
-}
-UNSCALED_CAPTION = "Q·Kᵀ not divided by √d_k (--no-scale), with the mask applied (· = −∞, gets weight exactly 0)"
+
+
+def stage_caption(stage: str, *, masked: bool, transposed: bool = False, scaled: bool = True) -> str:
+    """What the heatmaps show at this stage; the masked cells (·) are explained only when there are any."""
+    if stage == "scores":
+        return "Q·Kᵀ before scaling" + (" (· = hidden by the mask in the next step)" if masked else "")
+    if stage == "masked":
+        matrix = "Q·Kᵀ / √d_k" if scaled else "Q·Kᵀ not divided by √d_k (--no-scale)"
+        return matrix + (", with the mask applied (· = −∞, gets weight exactly 0)" if masked else ", no mask")
+    line = "column" if transposed else "row"
+    return f"softmax over each query's {line}: each {line} sums to 1" + (" (· = masked, weight exactly 0)" if masked else "")
+
 SENSE_BAR_SCALE = 0.1  # a change of this size fills the sense meter's bar, unless a larger one is shown
 RELATIVE_NOTE = "softmax depends only on differences between scores in a row: adding a constant to a row changes nothing"
-PARTS_CAPTION = (
-    "ΔE = ΔE_ctx + ΔE_self. context: Σ_{j≠i} w_ij v_j, what other tokens wrote; "
-    "self: w_ii v_i, a copy of the token's own value (each through W_O when a head has one). "
-    "cos ctx = cos(E, E + ΔE_ctx): how far the context part alone turns E"
+PARTS_CAPTION = (  # a phrase a line, so that 80 columns never cut one
+    "ΔE = ΔE_ctx + ΔE_self\n"
+    "  context: Σ_{j≠i} w_ij v_j, what the other tokens wrote\n"
+    "  self: w_ii v_i, a copy of the token's own value (through W_O, if any)\n"
+    "  cos ctx = cos(E, E + ΔE_ctx): how far the context part alone turns E"
 )
 
 
@@ -390,6 +401,11 @@ class Heatmap:
             yield line
 
 
+def key_label(key: str) -> str:
+    """A key as listed among others: punctuation quoted, so that "," reads as a key, not a separator."""
+    return key if any(c.isalnum() for c in key) else f"“{key}”"
+
+
 def token_list(result: results.InspectResult) -> Text:
     text = Text("tokens ", style="bold")
     for i, token in enumerate(result.tokens):
@@ -455,10 +471,10 @@ def shift_table(result: results.InspectResult) -> Table:
         row = [token, f"{norm:.2f}", f"{delta:.2f}", f"{context:.2f}", f"{cos:.3f}", f"{context_cos:.3f}"]
         if neighbors:
             before, after = result.near_input[i], result.near_output[i]
-            row.append(", ".join(before))
+            row.append(", ".join(map(key_label, before)))
             moved = Text()
             for k, key in enumerate(after):
-                moved.append(key, style="" if key in before else "bold green")
+                moved.append(key_label(key), style="" if key in before else "bold green")
                 moved.append(", " if k < len(after) - 1 else "")
             row.append(moved)
         table.add_row(*row)
@@ -512,8 +528,8 @@ def inspect_view(result: results.InspectResult, *, stage: str = "weights", trans
     if result.unknown:
         parts.append(Text(f"without a vector: {', '.join(dict.fromkeys(result.unknown))}", style="yellow"))
     position = "word vector + sinusoidal position" if result.position else "word vector only (--no-position)"
-    caption = UNSCALED_CAPTION if stage == "masked" and not result.scale else STAGE_CAPTIONS[stage]
-    parts.append(Text(f"E = {position}; {caption}", style="dim"))
+    parts.append(Text(f"E = {position}", style="dim"))
+    parts.append(Text(stage_caption(stage, masked=result.mask == "causal", transposed=transpose, scaled=result.scale), style="dim"))
     if not result.scale:
         parts.append(Text("--no-scale: the scores go into softmax without the division by √d_k", style="yellow"))
     if stage in ("scores", "masked") or focus is not None:
@@ -769,7 +785,7 @@ def model_view(result: "ModelResult", *, transpose: bool = False, overview: bool
     else:
         stage = result.stage or "weights"
         if stage != "weights":
-            parts.append(Text(STAGE_CAPTIONS[stage], style="dim"))
+            parts.append(Text(stage_caption(stage, masked=result.mask == "causal", transposed=transpose), style="dim"))
             parts.append(Text(RELATIVE_NOTE, style="dim"))
         for l, h in result.selected:
             parts.append(Rule(style="dim"))

@@ -24,8 +24,6 @@ FAST_FORMAT = "attn"
 MATRIX_FILE = "vectors.npy"
 KEYS_FILE = "keys.txt"
 MANIFEST_FILE = "attn.json"
-MAX_SUGGESTED_LENGTH = 40  # did-you-mean looks only at words up to this long: a longer one is not a typo
-SPELLING_LETTERS = "abcdefghijklmnopqrstuvwxyz-'"
 
 
 class Vectors:
@@ -111,34 +109,10 @@ class Vectors:
             return np.divide(m, norms, out=np.full_like(m, np.nan), where=good).astype(np.float32, copy=False)
 
     def close_spelling(self, word: str) -> str | None:
-        """The most frequent key one edit away from `word` (delete, swap, replace, insert).
+        """The known key most likely meant by `word` (attn_cli.spelling), or None."""
+        from attn_cli.spelling import close_spelling
 
-        Only for words up to MAX_SUGGESTED_LENGTH characters; the edits are generated one at a time,
-        so memory stays small whatever the word.
-        """
-        if not word or len(word) > MAX_SUGGESTED_LENGTH:
-            return None
-        index = self.key_to_index
-        best = None
-        for edit in _edits(word):
-            i = index.get(edit)
-            if i is not None and edit != word and (best is None or i < best):
-                best = i
-        return None if best is None else self.index_to_key[best]
-
-
-def _edits(word: str):
-    """Every string one edit from `word`: a deletion, a swap of neighbours, a replacement, an insertion."""
-    for i in range(len(word) + 1):
-        a, b = word[:i], word[i:]
-        if b:
-            yield a + b[1:]
-        if len(b) > 1:
-            yield a + b[1] + b[0] + b[2:]
-        for c in SPELLING_LETTERS:
-            if b:
-                yield a + c + b[1:]
-            yield a + c + b
+        return close_spelling(word, self.key_to_index, self.index_to_key)
 
 
 def resolve_path(path: str | os.PathLike | None) -> Path:

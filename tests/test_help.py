@@ -86,3 +86,43 @@ def test_shell_completion_scripts_and_answers(shell):
     answer = subprocess.run([sys.executable, "-m", "attn_cli"], capture_output=True, text=True,
                             env=env | {"_ATTN_COMPLETE": "complete_bash", "COMP_WORDS": "attn inspect x --mask ", "COMP_CWORD": "4"})
     assert answer.returncode == 0 and answer.stdout.split() == ["causal", "none"]
+
+
+# --- errors that say what to do ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec,hint", [("adjectiv", "adjective"), ("Adjective", "adjective"), ("CONTEXT", "context"), ("idenity", "identity")])
+def test_an_unknown_head_name_gets_a_suggestion(spec, hint):
+    result = runner.invoke(app, ["inspect", "a cat", "--head", spec])
+    assert result.exit_code == 2 and f"unknown head {spec!r} (did you mean {hint!r}?)" in result.stderr
+
+
+def test_a_name_far_from_every_head_gets_none():
+    result = runner.invoke(app, ["inspect", "a cat", "--head", "xyz"])
+    assert result.exit_code == 2 and "did you mean" not in result.stderr
+
+
+@pytest.mark.parametrize("typo,meant", [("dgo", "dog"), ("teh", "the"), ("recieve", "receive"), ("catz", "cat"), ("accomodation", "accommodation")])
+def test_a_misspelt_word_gets_the_likely_spelling(glove, typo, meant):
+    assert glove.close_spelling(typo) == meant
+
+
+def test_similarity_suggests_dog_for_dgo():
+    result = runner.invoke(app, ["similarity", "cat", "dgo"])
+    assert result.exit_code == 2 and result.stderr == "attn: unknown word: 'dgo' (did you mean 'dog'?)\n"
+
+
+def test_no_suggestion_two_edits_from_a_short_word(glove):
+    assert glove.close_spelling("qxzv") is None
+
+
+def test_a_head_file_of_pickles_is_refused_without_numpys_advice(tmp_path):
+    import numpy as np
+
+    objects = np.array([{"a": 1}], dtype=object)
+    np.savez(tmp_path / "h.npz", w_q=objects, w_k=objects, w_v=objects)
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    for name in ("h.npz", "junk.npz"):
+        result = runner.invoke(app, ["inspect", "a cat", "--head", str(tmp_path / name)])
+        assert result.exit_code in (1, 2) and str(tmp_path / name) in result.stderr
+        assert "allow_pickle" not in result.stderr and len(result.stderr.splitlines()) == 1
