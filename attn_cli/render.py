@@ -106,10 +106,6 @@ def softmax_view(result: results.SoftmaxResult):
     return Group(table, summary)
 
 
-ALIGNMENT_WORDS = {"aligned": "aligned (positive)", "unrelated": "unrelated (near zero)", "opposed": "opposed (negative)",
-                   "undefined": "undefined (a zero vector)"}
-
-
 def analogy_verdicts(result: results.AnalogyResult) -> list[str]:
     """The pattern, in words, exactly as the numbers came out."""
     dot = {p.key: p.dot for p in result.probes}
@@ -197,22 +193,72 @@ def analogy_view(result: results.AnalogyResult):
     return Group(*parts)
 
 
-def similarity_view(result: results.SimilarityResult):
+READINGS = {"aligned": "aligned", "unrelated": "unrelated", "opposed": "opposed", "undefined": "undefined"}
+
+
+def fmt_percentile(pct: float | None) -> str:
+    """Where a cosine falls among random pairs, without claiming 0% or 100% for a tail the sample did not reach."""
+    if pct is None:
+        return "-"
+    return f"{pct:.1f}%" if 0.05 <= pct <= 99.95 else ("< 0.1%" if pct < 0.05 else "> 99.9%")
+
+
+def dot_written_out(p: "PairSimilarity"):
+    """The lesson's a · b = Σ a_i b_i: the largest products, and what the other components add."""
+    from rich.console import Group
+
+    table = Table(box=box.SIMPLE)
+    for name in ("i", f"{p.a}_i", f"{p.b}_i", "product", ""):
+        table.add_column(name, justify="right" if name else "left")
+    scale = max((abs(t.product) for t in p.terms), default=0.0)
+    for t in p.terms:
+        table.add_row(str(t.component), f"{t.a:+.3f}", f"{t.b:+.3f}", f"{t.product:+.3f}", signed_bar(t.product, scale, 6))
+    shown = sum(t.product for t in p.terms)
+    total = Text(f"  {len(p.terms)} largest: {shown:+.4f}   the other {p.rest_count}: {p.rest:+.4f}   sum: {p.dot:.4f}")
+    return Group(Text(f"{p.a} · {p.b} = Σ {p.a}_i × {p.b}_i over the {len(p.terms) + p.rest_count} components; the largest products:"), table, total)
+
+
+def baseline_lines(base) -> list:
+    """How the percentiles were computed, and a real pair that reads each way."""
+    if base is None:
+        return [Text("no baseline: the vectors have no two frequent keys with a direction", style="dim")]
+    q = base.percentiles
+    lines = [Text(f"percentile: the share of {base.pairs:,} random pairs of the {base.keys:,} most frequent keys\n"
+                  f"(seed {base.seed}) with a smaller cosine; theirs: 5% {q['5']:.2f}, median {q['50']:.2f}, 95% {q['95']:.2f}.\n"
+                  "Above the 95th percentile reads as aligned, below the 5th as opposed.", style="dim")]
+    if base.examples:
+        tries = Text("pairs from the sample to try:\n  ", style="dim")
+        for k, (reading, (a, b)) in enumerate(base.examples.items()):
+            tries.append(f"{a} {b}", style="bold")
+            tries.append(f" ({reading})" + (", " if k < len(base.examples) - 1 else ""), style="dim")
+        lines.append(tries)
+    return lines
+
+
+def similarity_view(result: "SimilarityResult"):
     from rich.console import Group
 
     norms = Text("norms: " + ", ".join(f"|{w}| = {n:.3f}" for w, n in zip(result.words, result.norms)), style="dim")
     undefined = [Text(ZERO_VECTOR_NOTE, style="yellow")] if any(p.cosine is None for p in result.pairs) else []
     if len(result.pairs) == 1:
         p = result.pairs[0]
-        line = Text(f"{p.a} · {p.b} = {p.dot:.4f}   cosine = {fmt_cosine(p.cosine)}   {ALIGNMENT_WORDS[p.alignment]}")
-        return Group(line, norms, *undefined)
+        line = Text(f"{p.a} · {p.b} = {p.dot:.4f}   cosine = {fmt_cosine(p.cosine)}   ")
+        line.append(READINGS[p.reading], style="bold")
+        parts = [line]
+        if p.percentile is not None:
+            share = fmt_percentile(p.percentile).replace("> ", "").replace("< ", "")
+            than = "at least " if p.percentile > 99.95 else "at most " if p.percentile < 0.05 else ""
+            parts.append(Text(f"a cosine higher than {than}{share} of random pairs of frequent words", style="dim"))
+        parts += [dot_written_out(p), norms, *undefined, *baseline_lines(result.baseline)]
+        return Group(*parts)
     table = Table(box=box.SIMPLE)
-    for name in ("a", "b", "dot", "cosine", "", "alignment"):
-        table.add_column(name, justify="right" if name in ("dot", "cosine") else "left", no_wrap=True)
+    for name in ("a", "b", "dot", "cosine", "", "percentile", "reading"):
+        table.add_column(name, justify="right" if name in ("dot", "cosine", "percentile") else "left", no_wrap=True)
     for p in result.pairs[:MAX_ROWS]:
-        table.add_row(p.a, p.b, f"{p.dot:.4f}", fmt_cosine(p.cosine), signed_bar(p.cosine or 0.0, 1.0, width=6), ALIGNMENT_WORDS[p.alignment])
+        table.add_row(p.a, p.b, f"{p.dot:.4f}", fmt_cosine(p.cosine), signed_bar(p.cosine or 0.0, 1.0, width=6),
+                      fmt_percentile(p.percentile), READINGS[p.reading])
     more = [more_rows(MAX_ROWS, len(result.pairs), "pairs")] if len(result.pairs) > MAX_ROWS else []
-    return Group(table, *more, norms, *undefined)
+    return Group(table, *more, norms, *undefined, *baseline_lines(result.baseline))
 
 
 ZERO_VECTOR_NOTE = "cosine undefined: a zero vector has no direction, so it is neither aligned with nor opposed to anything"

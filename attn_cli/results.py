@@ -112,23 +112,7 @@ class AnalogyResult:
         return out
 
 
-@dataclass
-class PairSimilarity:
-    a: str
-    b: str
-    dot: float
-    cosine: float
-    alignment: str  # "aligned" | "unrelated" | "opposed" (neighbors.alignment)
-
-
-@dataclass
-class SimilarityResult:
-    words: list[str]
-    norms: list[float]
-    pairs: list[PairSimilarity]
-
-    def to_dict(self) -> dict:
-        return {"words": self.words, "norms": self.norms, "pairs": [asdict(p) for p in self.pairs]}
+# PairSimilarity and SimilarityResult: attn_cli.similarity
 
 
 # --- inspect -------------------------------------------------------------------------------

@@ -3,7 +3,6 @@
 import math
 import re
 from enum import Enum
-from itertools import combinations
 from pathlib import Path
 from typing import Annotated
 
@@ -18,9 +17,7 @@ from attn_cli.results import (
     AnalogyResult,
     Answer,
     Neighbor,
-    PairSimilarity,
     ProbeScore,
-    SimilarityResult,
     SoftmaxResult,
 )
 from attn_cli.tokens import Oov
@@ -310,13 +307,15 @@ def similarity(
     trust_pickle: TrustOpt = False,
     json: JsonOpt = False,
 ) -> None:
-    """Dot product = alignment: dot and cosine of every pair of words.
+    """Dot product = alignment: dot and cosine of every pair of words, against random pairs.
 
-    Cosine >= 0.1 reads as aligned (pointing the same way), <= -0.1 as opposed, in between
-    as near zero (unrelated, roughly perpendicular).
+    Each cosine is placed among the cosines of 20,000 random pairs of the 10,000 most frequent
+    keys (seed 0): above 95% of them reads as aligned, below 5% as opposed, in between as
+    unrelated (as aligned as two words picked at random). The dot product is written out: the
+    largest component products a_i b_i and what the other components add.
     """
-    from attn_cli import neighbors as nb
     from attn_cli.files import check_text
+    from attn_cli.similarity import compare
 
     if len(words) < 2:
         raise InputError("similarity needs at least two words")
@@ -325,14 +324,7 @@ def similarity(
         raise InputError(f"{len(words):,} words make {pairs:,} pairs; similarity compares at most {MAX_SIMILARITY_WORDS} words at a time")
     words = [check_text(w, f"word {i}") for i, w in enumerate(words, 1)]
     kv = load_vectors(vectors, limit, trust_pickle)
-    nb.require_vectors(kv, words)
-    m = np.array([kv.get_vector(w) for w in words])  # [w, d]
-    dots, cosines = nb.similarities(m)  # [w, w], [w, w] (NaN: undefined, a zero vector)
-    pairs = []
-    for i, j in combinations(range(len(words)), 2):
-        cosine = None if np.isnan(cosines[i, j]) else float(cosines[i, j])
-        pairs.append(PairSimilarity(words[i], words[j], float(dots[i, j]), cosine, nb.alignment(cosine)))
-    result = SimilarityResult(words=list(words), norms=np.linalg.norm(m, axis=1).tolist(), pairs=pairs)
+    result = compare(kv, words)
     if json:
         write_json(result.to_dict())
     else:

@@ -1,0 +1,150 @@
+"""`attn similarity`: dot products and cosines of word pairs, read against random pairs of frequent words.
+
+A cosine means little alone: in GloVe two random frequent words already have a cosine of about 0.2.
+So each pair's cosine is placed among the cosines of BASELINE_PAIRS random pairs drawn (fixed seed)
+from the BASELINE_KEYS most frequent keys of the same vectors: its percentile says how unusual it is.
+A pair is read as aligned above the ALIGNED_PERCENTILE, opposed below the OPPOSED_PERCENTILE, and
+unrelated in between (as aligned as two words picked at random). The dot product is written out as
+the lesson does: the component products a_i b_i with the largest magnitude, and what the rest add.
+"""
+
+from dataclasses import asdict, dataclass, field
+from itertools import combinations
+
+import numpy as np
+
+BASELINE_KEYS = 10_000  # random pairs are drawn among this many most frequent keys
+BASELINE_PAIRS = 20_000
+BASELINE_SEED = 0
+ALIGNED_PERCENTILE = 95.0  # a cosine above 95% of random pairs' reads as aligned
+OPPOSED_PERCENTILE = 5.0  # below 95% of them: opposed
+EXAMPLE_PERCENTILES = {"aligned": 99.5, "unrelated": 50.0, "opposed": 0.5}  # where the suggested pairs are taken from
+TOP_TERMS = 5  # component products written out
+READINGS = ("aligned", "unrelated", "opposed", "undefined")
+
+
+@dataclass
+class DotTerm:
+    component: int  # i, 0-based
+    a: float  # a_i
+    b: float  # b_i
+    product: float  # a_i b_i
+
+
+@dataclass
+class PairSimilarity:
+    a: str
+    b: str
+    dot: float
+    cosine: float | None  # None: a zero vector, no direction
+    alignment: str  # the sign of the cosine (neighbors.alignment): "aligned" | "unrelated" | "opposed" | "undefined"
+    percentile: float | None = None  # % of the baseline's random pairs with a smaller cosine
+    reading: str = "undefined"  # against the baseline: "aligned" | "unrelated" | "opposed" | "undefined"
+    terms: list[DotTerm] = field(default_factory=list)  # the largest |a_i b_i|, largest first
+    rest: float = 0.0  # the sum of the other products: dot = sum(terms) + rest
+    rest_count: int = 0
+
+
+@dataclass
+class Baseline:
+    keys: int  # drawn among the `keys` most frequent keys
+    pairs: int  # random pairs with a defined cosine
+    seed: int
+    percentiles: dict[str, float]  # "5", "50", "95" -> cosine
+    examples: dict[str, list[str]]  # reading -> a sampled pair of words that reads so
+
+
+@dataclass
+class SimilarityResult:
+    words: list[str]
+    norms: list[float]
+    pairs: list[PairSimilarity]
+    baseline: Baseline | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def random_pair_cosines(unit: np.ndarray, n_pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:  # [k, d] -> [p] cosines, [p, 2] indices
+    """Cosines of `n_pairs` random pairs of distinct rows of `unit` (rows of norm 1; NaN rows, zero vectors, dropped)."""
+    rng = np.random.default_rng(seed)
+    pairs = rng.integers(0, len(unit), size=(n_pairs, 2))  # [p, 2]
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    cosines = np.einsum("pd,pd->p", unit[pairs[:, 0]], unit[pairs[:, 1]])  # [p, d] . [p, d] -> [p]
+    defined = np.isfinite(cosines)
+    return np.clip(cosines[defined], -1.0, 1.0), pairs[defined]
+
+
+def baseline(vectors, keys: int = BASELINE_KEYS, n_pairs: int = BASELINE_PAIRS, seed: int = BASELINE_SEED) -> tuple[Baseline, np.ndarray]:
+    """The random-pair baseline of these vectors, and its cosines sorted (for percentiles)."""
+    k = min(keys, len(vectors))
+    m = np.asarray(vectors.vectors[:k], dtype=np.float64)  # [k, d]
+    norms = np.linalg.norm(m, axis=1, keepdims=True)  # [k, 1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        unit = np.where(norms > 0, m / norms, np.nan)  # [k, d]
+    cosines, pairs = random_pair_cosines(unit, n_pairs, seed)
+    if cosines.size == 0:
+        return Baseline(k, 0, seed, {}, {}), cosines
+    order = np.argsort(cosines, kind="stable")
+    sorted_cosines = cosines[order]
+    examples = {}
+    for reading_, pct in EXAMPLE_PERCENTILES.items():
+        pair = example_pair(vectors.index_to_key, pairs[order], round(pct / 100 * (len(order) - 1)))
+        if pair:
+            examples[reading_] = pair
+    percentiles = {f"{p:g}": float(np.percentile(cosines, p)) for p in (OPPOSED_PERCENTILE, 50, ALIGNED_PERCENTILE)}
+    return Baseline(k, int(cosines.size), seed, percentiles, examples), sorted_cosines
+
+
+def example_pair(keys, ranked_pairs: np.ndarray, at: int) -> list[str] | None:  # ranked_pairs: [p, 2], by cosine
+    """The sampled pair nearest rank `at` whose two keys are plain words (easy to type in a shell)."""
+    for step in range(min(len(ranked_pairs), 200)):
+        for k in (at - step, at + step):
+            if 0 <= k < len(ranked_pairs):
+                a, b = (keys[i] for i in ranked_pairs[k])
+                if a.isalpha() and b.isalpha():
+                    return [a, b]
+    return None
+
+
+def percentile_of(cosine: float, sorted_cosines: np.ndarray) -> float:
+    """% of the baseline cosines below `cosine` (ties count half)."""
+    below = np.searchsorted(sorted_cosines, cosine, side="left")
+    at_or_below = np.searchsorted(sorted_cosines, cosine, side="right")
+    return float(100.0 * (below + at_or_below) / 2 / len(sorted_cosines))
+
+
+def reading(percentile: float | None) -> str:
+    if percentile is None:
+        return "undefined"
+    if percentile >= ALIGNED_PERCENTILE:
+        return "aligned"
+    if percentile <= OPPOSED_PERCENTILE:
+        return "opposed"
+    return "unrelated"
+
+
+def dot_terms(a: np.ndarray, b: np.ndarray, top: int = TOP_TERMS) -> tuple[list[DotTerm], float, int]:  # [d], [d]
+    """The products a_i b_i of largest magnitude, and the sum and count of the others."""
+    products = a * b  # [d]
+    order = np.argsort(-np.abs(products), kind="stable")
+    shown, others = order[:top], order[top:]
+    terms = [DotTerm(int(i), float(a[i]), float(b[i]), float(products[i])) for i in shown]
+    return terms, float(products[others].sum()), int(others.size)
+
+
+def compare(vectors, words: list[str]) -> SimilarityResult:
+    """Every pair of `words`: dot, cosine, its place among random pairs, and the dot product written out."""
+    from attn_cli import neighbors as nb
+
+    nb.require_vectors(vectors, words)
+    m = np.array([vectors.get_vector(w) for w in words])  # [w, d]
+    dots, cosines = nb.similarities(m)  # [w, w], [w, w] (NaN: undefined, a zero vector)
+    base, sorted_cosines = baseline(vectors)
+    pairs = []
+    for i, j in combinations(range(len(words)), 2):
+        cosine = None if np.isnan(cosines[i, j]) else float(cosines[i, j])
+        pct = percentile_of(cosine, sorted_cosines) if cosine is not None and sorted_cosines.size else None
+        terms, rest, rest_count = dot_terms(m[i], m[j])
+        pairs.append(PairSimilarity(words[i], words[j], float(dots[i, j]), cosine, nb.alignment(cosine), pct, reading(pct), terms, rest, rest_count))
+    return SimilarityResult(words=list(words), norms=np.linalg.norm(m, axis=1).tolist(), pairs=pairs, baseline=base if base.pairs else None)
