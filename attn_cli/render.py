@@ -274,7 +274,9 @@ LEGEND_STEPS = 10
 MASKED = "·"
 LABEL_WIDTH = 8  # column labels longer than this are abbreviated
 ROW_LABEL_WIDTH = 13
-TOP_KEYS = 3  # keys per row listed when the grid does not fit
+TOP_KEYS = 3  # keys per row listed when not even the compact grid fits
+MIN_LABEL = 5  # a column label cut shorter than this ("wh…") says nothing: draw the compact grid instead
+COMPACT_MIN_CELLS = 8  # the compact grid needs room for at least this many cells a row
 
 
 def stage_caption(stage: str, *, masked: bool, transposed: bool = False, scaled: bool = True) -> str:
@@ -361,7 +363,8 @@ class Heatmap:
     def column_width(self, max_width: int) -> int | None:
         """The widest column (up to LABEL_WIDTH + 1) that fits, or None when even the narrowest does not."""
         widest = max(self.cell_width, min(cells(self.col_labels), LABEL_WIDTH)) + 1
-        for width in range(widest, self.cell_width, -1):
+        narrowest = max(self.cell_width, min(cells(self.col_labels), MIN_LABEL))  # + 1 space, - 1 excluded by range
+        for width in range(widest, narrowest, -1):
             if self.label_width + 1 + width * len(self.col_labels) <= max_width:
                 return width
         return None
@@ -400,13 +403,100 @@ class Heatmap:
 
     def __rich_console__(self, console, options):
         width = self.column_width(options.max_width)
-        if width is None:
+        system = colour_system(console)
+        if width is not None:
+            yield from self.grid(width, system)
+        elif options.max_width - self.index_width() - 1 >= COMPACT_MIN_CELLS:
+            yield from self.compact(options.max_width, system)
+        else:
             yield from self.top_entries(options.max_width)
             return
-        system = colour_system(console)
-        yield from self.grid(width, system)
         if system is not None:
             yield self.legend(system)
+
+    def index_width(self) -> int:
+        return len(str(max(len(self.row_labels), len(self.col_labels)) - 1))
+
+    def compact(self, max_width: int, system: str | None):
+        """One character cell per entry, token indices as the axes and the index -> token lists below.
+        A matrix wider than the console is pooled over blocks of tokens first, and the caption says so."""
+        import numpy as np
+        from rich.segment import Segment
+        from rich.style import Style
+        from rich.text import Text
+
+        label = self.index_width()
+        rows, cols = self.matrix.shape
+        room = max_width - label - 1
+        block = -(-cols // room)  # ceil: tokens per cell along each axis
+        matrix, row_starts, col_starts = self.pooled(block)
+        dim = Style(dim=True)
+        what = "weight" if self.kind == "weights" else "score"
+        if block == 1:
+            cell = f"one cell per {what}"
+        elif self.kind == "weights":
+            cell = f"a cell per {block} × {block} block: its rows' mean weight on its keys"
+        else:
+            cell = f"a cell per {block} × {block} block: its mean score"
+        yield Text(f"{self.corner} (token indices); {cell}", style="dim")
+        # the column axis: the index every 10th cell, then a tick under it
+        top, ticks = [" "] * len(col_starts), [" "] * len(col_starts)
+        for c in range(0, len(col_starts), 10):
+            digits = str(col_starts[c])
+            top[c:c + len(digits)] = digits
+            ticks[c] = "|"
+        for line in (top, ticks):
+            yield Segment(" " * label + " " + "".join(line[:len(col_starts)]).rstrip(), dim)
+            yield Segment.line()
+        for r, start in enumerate(row_starts):
+            yield Segment(str(start).rjust(label) + " ", dim)
+            for x in matrix[r]:
+                if x != x:
+                    yield Segment(MASKED if system is None else " ", dim)
+                elif system is None:
+                    shade = x if self.kind == "weights" else abs(x) / self.span if self.span else 0.0
+                    yield Segment(SHADES[min(int(shade * len(SHADES)), len(SHADES) - 1)])
+                else:
+                    yield Segment(" ", Style(bgcolor=self.colour(float(x), system)[0]))
+            yield Segment.line()
+        if system is None:
+            scale = "weight" if self.kind == "weights" else f"|score| / {self.span:.1f}"
+            yield Text(f"{scale}: blank < .2 ≤ ░ < .4 ≤ ▒ < .6 ≤ ▓ < .8 ≤ █; · = masked", style="dim")
+        for name, labels in (("rows", self.row_labels), ("columns", self.col_labels)):
+            if name == "columns" and labels == self.row_labels:
+                break
+            listed = Text(f"{'tokens' if labels == self.col_labels else name}: ", style="dim")
+            for i, token in enumerate(labels):
+                listed.append(f"{i}:", style="dim")
+                listed.append(token + (" " if i < len(labels) - 1 else ""))
+            yield listed
+
+    def pooled(self, block: int):  # -> [r, c] matrix, row block starts, column block starts
+        """The matrix over blocks of `block` tokens: weights as the mean over a block's rows of the sum over
+        its columns (rows still sum to 1), scores as the block's mean; a block is masked when all of it is."""
+        import numpy as np
+
+        rows, cols = self.matrix.shape
+        row_starts, col_starts = list(range(0, rows, block)), list(range(0, cols, block))
+        if block == 1:
+            return self.matrix, row_starts, col_starts
+        pad_r, pad_c = -rows % block, -cols % block
+        padded = np.pad(self.matrix, ((0, pad_r), (0, pad_c)), constant_values=np.nan)  # [R*b, C*b]
+        cells = padded.reshape(len(row_starts), block, len(col_starts), block)  # [R, b, C, b]
+        masked = np.isnan(cells).all(axis=(1, 3))  # [R, C]
+        with np.errstate(invalid="ignore"):
+            if self.kind == "weights":
+                summed = np.nansum(cells, axis=3)  # [R, b, C]: each row's weight on the block of keys
+                real_rows = ~np.isnan(cells).all(axis=(2, 3))  # [R, b]: rows that exist (not padding)
+                pooled = np.where(real_rows[:, :, None], summed, np.nan)
+                matrix = np.nanmean(pooled, axis=1)  # [R, C]
+            else:
+                import warnings
+
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # an all-masked block: NaN, as it should be
+                    matrix = np.nanmean(cells, axis=(1, 3))
+        return np.where(masked, np.nan, matrix), row_starts, col_starts
 
     def grid(self, width: int, system: str | None):
         from rich.segment import Segment
@@ -435,14 +525,14 @@ class Heatmap:
 
         yield Text(
             f"{len(self.col_labels)} columns do not fit in {max_width} characters: "
-            f"showing the {TOP_KEYS} largest entries of each row instead (widen the terminal or use --json)",
+            f"showing the {TOP_KEYS} largest entries of each row instead, keys as index:token (widen the terminal or use --json)",
             style="yellow",
         )
-        for label, row in zip(self.row_labels, self.matrix):
+        for i, (label, row) in enumerate(zip(self.row_labels, self.matrix)):
             shown = np.where(np.isnan(row), -np.inf, row)
             best = [j for j in np.argsort(-shown, kind="stable")[:TOP_KEYS] if np.isfinite(shown[j])]
-            line = Text(abbreviate(label, self.label_width, "left") + " → ", style="bold", no_wrap=True, overflow="ellipsis")
-            line.append(", ".join(f"{self.col_labels[j]} {self.cell_text(row[j])}" for j in best) or "(all masked)")
+            line = Text(abbreviate(f"{i}:{label}", self.label_width, "left") + " → ", style="bold", no_wrap=True, overflow="ellipsis")
+            line.append(", ".join(f"{j}:{self.col_labels[j]} {self.cell_text(row[j])}" for j in best) or "(all masked)")
             line.truncate(max_width, overflow="ellipsis")
             yield line
 

@@ -290,14 +290,24 @@ def test_heatmap_labels_cells_and_marks_masked_cells():
     assert lines[2].split() == ["sat", ".25", ".75"]
 
 
-def test_heatmap_degrades_to_top_entries_when_too_wide():
+def test_heatmap_degrades_to_a_compact_grid_when_too_wide():
     n = 30
     labels = [f"word{i}" for i in range(n)]
     weights = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]
     shown = text_of(render.Heatmap(np.where(causal_mask(n), weights, np.nan), labels, labels), width=60)
-    assert "do not fit in 60 characters" in shown
+    assert "query ↓ key → (token indices); one cell per weight" in shown
     assert all(len(line) <= 60 for line in shown.splitlines())
-    assert "word0 1.0" in shown
+    assert " 0 █" + "·" * 29 in shown.splitlines() and "29:word29" in shown
+
+
+def test_heatmap_lists_top_entries_as_index_token_when_not_even_the_compact_grid_fits():
+    n = 30
+    labels = [f"word{i}" for i in range(n)]
+    weights = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]
+    heatmap = render.Heatmap(np.where(causal_mask(n), weights, np.nan), labels, labels)
+    assert "do not fit in 10 characters" in " ".join(text_of(heatmap, width=10).split())
+    listed = text_of(*heatmap.top_entries(200), width=200)
+    assert "keys as index:token" in listed and "1:word1       → 0:word0 .50, 1:word1 .50" in listed
 
 
 def test_human_view_shows_tokens_heatmap_and_shift_table(run):
