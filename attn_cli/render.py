@@ -284,8 +284,8 @@ def stage_caption(stage: str, *, masked: bool, transposed: bool = False, scaled:
     if stage == "scores":
         return "Q·Kᵀ before scaling" + (" (· = hidden by the mask in the next step)" if masked else "")
     if stage == "masked":
-        matrix = "Q·Kᵀ / √d_k" if scaled else "Q·Kᵀ not divided by √d_k (--no-scale)"
-        return matrix + (", with the mask applied (· = −∞, gets weight exactly 0)" if masked else ", no mask")
+        matrix = "Q·Kᵀ / √d_k" if scaled else "Q·Kᵀ not divided by √d_k (--no-scale),"
+        return matrix + (" with the mask applied (· = −∞, gets weight exactly 0)" if masked else " (no mask)")
     line = "column" if transposed else "row"
     return f"softmax over each query's {line}: each {line} sums to 1" + (" (· = masked, weight exactly 0)" if masked else "")
 

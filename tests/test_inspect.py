@@ -339,11 +339,11 @@ def test_neighbors_zero_skips_them(run):
     assert "nearest" not in out and "‖ΔE‖" in out
 
 
-def test_wide_input_says_it_degrades(run):
+def test_wide_input_gets_the_compact_grid(run):
     text = " ".join(["the quick brown fox jumps over the lazy dog"] * 4)
     result = run("inspect", text, "--head", "identity", "--neighbors", "0", env={"COLUMNS": "80"})
     assert result.exit_code == 0
-    assert "do not fit in 80 characters" in result.stdout
+    assert "(token indices); one cell per weight" in result.stdout
 
 
 # --- stdin batches -----------------------------------------------------------------------------
@@ -510,7 +510,7 @@ def test_neighbors_are_in_json_only_when_asked(run, glove):
 def test_shift_table_shows_the_context_part_and_says_what_it_is(run):
     out = run("inspect", LESSON, "--head", "identity", "--neighbors", "0", env={"COLUMNS": "160"}).stdout
     assert "‖ΔE_ctx‖" in out and "cos ctx" in out and "cos(E, E + ΔE_ctx)" in out
-    assert "what other tokens wrote" in out and "a copy of the token's own value" in out
+    assert "what the other tokens wrote" in out and "a copy of the token's own value" in out
     assert "shift from head" not in out
 
 
