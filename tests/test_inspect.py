@@ -389,7 +389,7 @@ def test_human_batch_shows_each_sentence(run):
 
 @pytest.mark.parametrize("flag, marker", [("--svg", "<svg"), ("--html", "<html")])
 def test_exports_write_what_was_shown_and_never_overwrite(run, tmp_path, flag, marker):
-    path = tmp_path / f"view{flag[1:]}"
+    path = tmp_path / f"view.{flag[2:]}"
     result = run("inspect", LESSON, "--head", "identity", flag, path, env=WIDE)
     assert result.exit_code == 0
     saved = path.read_text()

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import examples, ForceOpt, HeadsOpt, JsonlOpt, JsonOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors, say
+from attn_cli.cli.app import examples, ForceOpt, HeadsOpt, JsonlOpt, JsonOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, app, load_vectors, say
 from attn_cli.errors import InputError
 from attn_cli.inspection import MAX_NEIGHBORS, MAX_TOKENS, Mask, Settings, Stage, add_neighbors, find_query, inspect_text
 from attn_cli.output import json_line, write_json
@@ -85,8 +85,9 @@ def inspect(
     ] = None,
     embeddings: Annotated[bool, typer.Option("--embeddings", help="With --json, add the input embeddings E and the output E'.")] = False,
     max_tokens: Annotated[int, typer.Option("--max-tokens", metavar="N", min=1, help="Refuse sentences with more tokens than this.")] = MAX_TOKENS,
-    svg: Annotated[Path | None, typer.Option("--svg", metavar="FILE", help="Also save the view as an SVG picture.", show_default=False)] = None,
-    html: Annotated[Path | None, typer.Option("--html", metavar="FILE", help="Also save the view as an HTML page.", show_default=False)] = None,
+    svg: Annotated[Path | None, typer.Option("--svg", metavar="FILE", help="Also save the view as an SVG picture (FILE ends in .svg; no network needed to show it).", show_default=False)] = None,
+    html: Annotated[Path | None, typer.Option("--html", metavar="FILE", help="Also save the view as an HTML page (FILE ends in .html), dark like the SVG.", show_default=False)] = None,
+    width: Annotated[int | None, typer.Option("--width", metavar="N", min=40, max=4096, help="Columns of the --svg/--html picture, whatever the terminal. Default: 100.", show_default=False)] = None,
     force: ForceOpt = False,
     vectors: VectorsOpt = None,
     limit: LimitOpt = None,
@@ -112,8 +113,12 @@ def inspect(
         raise InputError("--svg and --html save the terminal view; they do not combine with --json or --jsonl")
     if svg is not None and html is not None and os.path.abspath(svg) == os.path.abspath(html):
         raise InputError("--svg and --html name the same file")
-    for path in exports:
-        check_new_file(path, force)  # before any work, so nothing is computed in vain
+    from attn_cli.export import check_export
+
+    check_export(svg, "svg", force)  # before any work, so nothing is computed in vain
+    check_export(html, "html", force)
+    if width is not None and not exports:
+        raise InputError("--width sets the width of --svg and --html pictures; give one of them")
     lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
     focus = check_text(focus, "--focus") if focus is not None else None
     sense = [check_text(spec, "--sense") for spec in sense] if sense else sense
@@ -127,7 +132,7 @@ def inspect(
         if picture and focus is None:
             raise InputError("--picture with --model draws the --focus token through the layers; name it with --focus")
         inspect_checkpoint(model, lines, single=text != "-", picture=picture, heads=head, layer=layer, words=words, hide_special=hide_special, stage=stage,
-                           focus=focus, neighbors=neighbors, transpose=transpose, json=json, jsonl=jsonl, exports=(svg, html), force=force)
+                           focus=focus, neighbors=neighbors, transpose=transpose, json=json, jsonl=jsonl, exports=(svg, html, width, text), force=force)
         return
     model_only = [name for name, value in {"--layer": layer, "--words": words or None, "--hide-special": hide_special or None}.items() if value is not None]
     if model_only:
@@ -180,7 +185,7 @@ def inspect(
         query = find_query(result.tokens, focus) if focus is not None else None
         return render.inspect_view(result, stage=(stage or Stage.weights).value, transpose=transpose, focus=query, per_head=per_head, picture=picture)
 
-    emit(lines, compute, view, single=text != "-", json=json, jsonl=jsonl, exports=(svg, html), force=force)
+    emit(lines, compute, view, single=text != "-", json=json, jsonl=jsonl, exports=(svg, html, width, text), force=force)
 
 
 def inspect_checkpoint(spec: str, lines, *, single: bool, heads, layer, words, hide_special, stage, focus, neighbors, transpose, json, jsonl, exports, force, picture=False) -> None:
@@ -259,11 +264,15 @@ def show(lines, compute, view, *, single: bool, exports, force: bool) -> tuple[i
     whole under a temporary name and then renamed, so a failed write leaves the old file as it was)."""
     from rich.rule import Rule
 
-    from attn_cli.atomic import write_atomic
     from attn_cli.cli.terminal import view_console
 
-    svg, html = exports
-    out = view_console(record=svg is not None or html is not None)
+    svg, html, width, sentence = exports
+    out = view_console()
+    picture = None
+    if svg is not None or html is not None:
+        from attn_cli import export
+
+        picture = export.export_console(width, out.color_system)
     failed = total = 0
     for total, text in lines:
         try:
@@ -276,13 +285,12 @@ def show(lines, compute, view, *, single: bool, exports, force: bool) -> tuple[i
             say(f"line {total}: {e}")
             continue
         if not single:
-            out.print(Rule(f"line {total}", style="bold"))
+            parts = [Rule(f"line {total}", style="bold"), *parts]
         for part in parts:
             out.print(part)
-    if svg is not None:
-        picture = out.export_svg(title="attn inspect", clear=html is None).encode("utf-8")
-        write_atomic(svg, lambda f: f.write(picture), force=force)
-    if html is not None:
-        page = out.export_html().encode("utf-8")
-        write_atomic(html, lambda f: f.write(page), force=force)
+            if picture is not None:
+                picture.print(part)
+    if picture is not None:
+        title = f"attn inspect: {sentence}" if single else "attn inspect"
+        export.save(picture, svg, html, title=title if len(title) <= 100 else title[:99] + "…", force=force)
     return failed, total

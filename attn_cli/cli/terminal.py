@@ -14,7 +14,7 @@ def view_width() -> int | None:
     return min(max(int(columns), MIN_WIDTH), MAX_WIDTH) if columns.isdigit() else None
 
 
-def view_console(*, record: bool = False):
+def view_console(*, record: bool = False, file=None, width: int | None = None, color_system: str | None = "auto"):
     """A Rich console for a person that prints user text literally: no markup ("[red]" stays as
     typed), no emoji codes, and control characters in words, keys or file names escaped."""
     from rich.console import Console, Group, RenderHook
@@ -26,7 +26,8 @@ def view_console(*, record: bool = False):
             return [Segments(s if s.control or s.text.isprintable() or s.text == "\n" else Segment(escape_controls(s.text), s.style)
                              for s in segments)]
 
-    out = Console(record=record, highlight=False, markup=False, emoji=False, width=view_width())
+    out = Console(record=record, highlight=False, markup=False, emoji=False, width=width or view_width(), file=file,
+                  color_system=color_system, force_terminal=True if file is not None and color_system else None)
     out.push_render_hook(Literal())
     return out
 
