@@ -91,6 +91,8 @@ def save(console, svg: Path | None, html_path: Path | None, *, title: str, force
 
     from attn_cli.atomic import write_atomic
 
+    most = console.width - 10  # the SVG's title bar is as wide as the picture; a longer title would run over its buttons
+    title = title if len(title) <= most else title[:most - 1] + "…"
     if svg is not None:
         picture = console.export_svg(title=title, theme=SVG_EXPORT_THEME, code_format=svg_format(),
                                      font_aspect_ratio=FONT_ASPECT, clear=html_path is None).encode("utf-8")

@@ -292,5 +292,5 @@ def show(lines, compute, view, *, single: bool, exports, force: bool) -> tuple[i
                 picture.print(part)
     if picture is not None:
         title = f"attn inspect: {sentence}" if single else "attn inspect"
-        export.save(picture, svg, html, title=title if len(title) <= 100 else title[:99] + "…", force=force)
+        export.save(picture, svg, html, title=title, force=force)
     return failed, total
