@@ -120,6 +120,22 @@ def test_limit_keeps_the_first_keys(vectors_file, run):
     assert (info["keys"], info["dimension"], info["format"]) == (2, 5, fmt)
 
 
+def test_info_takes_vectors_as_every_command_does(tmp_path, run):
+    """`vectors info --vectors FILE` is `vectors info FILE`; the argument wins over $ATTN_VECTORS,
+    and two different files are a usage error."""
+    path = write_word2vec_text(tmp_path / "words.txt")
+    by_option = parse_json(run("vectors", "info", "--vectors", path, "--json"))
+    by_argument = parse_json(run("vectors", "info", path, "--json"))
+    by_both = parse_json(run("vectors", "info", path, "--vectors", path, "--json"))
+    for info in (by_option, by_argument, by_both):
+        assert (info["path"], info["format"], info["keys"]) == (str(path), formats.WORD2VEC_TEXT, len(KEYS))
+    from_env = parse_json(run("vectors", "info", path, "--json", env={"ATTN_VECTORS": str(tmp_path / "nowhere")}))
+    assert from_env["keys"] == len(KEYS)
+    clash = run("vectors", "info", path, "--vectors", tmp_path / "other.txt")
+    assert clash.exit_code == 2 and clash.stdout == ""
+    assert clash.stderr.splitlines()[-1].startswith("attn: ") and "--vectors" in clash.stderr
+
+
 def test_convert_round_trip(vectors_file, tmp_path, run):
     path, fmt = vectors_file
     dst = tmp_path / "out"

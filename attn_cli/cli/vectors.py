@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer._click.core import ParameterSource
 
-from attn_cli.cli.app import ForceOpt, JsonOpt, LimitOpt, TrustOpt, app, load_vectors, say
+from attn_cli.cli.app import ForceOpt, JsonOpt, LimitOpt, TrustOpt, VectorsOpt, app, load_vectors, say
 from attn_cli.output import console, write_json
 from attn_cli.results import VectorsConverted, VectorsInfo
 
@@ -33,10 +34,12 @@ def note_duplicates(vectors) -> None:
 
 @vectors_app.command("info")
 def info(
+    ctx: typer.Context,
     path: Annotated[
         str | None,
-        typer.Argument(envvar="ATTN_VECTORS", help="Vectors file or folder (default: $ATTN_VECTORS, else the shipped GloVe).", show_default=False),
+        typer.Argument(help="Vectors file or folder (or give it as --vectors; default: $ATTN_VECTORS, else the shipped GloVe).", show_default=False),
     ] = None,
+    vectors: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
     json: JsonOpt = False,
@@ -45,6 +48,10 @@ def info(
     from attn_cli.files import display_path
     from attn_cli.vectors import resolve_path
 
+    typed = ctx.get_parameter_source("vectors") == ParameterSource.COMMANDLINE  # not from $ATTN_VECTORS
+    if path is not None and typed and path != vectors:
+        raise typer.BadParameter(f"two files given, {path!r} and --vectors {vectors!r}; give one", param_hint="PATH")
+    path = path if path is not None else vectors  # --vectors (or $ATTN_VECTORS) as every other command takes it
     start = time.perf_counter()
     vectors = load_vectors(path, limit, trust_pickle)
     seconds = time.perf_counter() - start
