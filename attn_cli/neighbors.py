@@ -2,8 +2,9 @@
 
 Speaks gensim's vocabulary: `most_similar(positive, negative, topn)` is 3CosAdd and
 `most_similar_cosmul` is 3CosMul (Levy and Goldberg 2014), with gensim's exact formulas,
-so the answers match gensim's without importing it. Search is one matrix-vector product
-over `Vectors.unit` (n_keys x d, rows of norm 1) and `np.argpartition` for the top k.
+so the answers match gensim's without importing it. Search is a matrix product over the
+vectors scaled to norm 1, a block of rows at a time (`Vectors.blocks`, so no normalised copy of
+the vocabulary is kept), and `np.argpartition` for the top k.
 """
 
 from collections.abc import Iterable
@@ -11,7 +12,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from attn_cli.errors import InputError, UnknownWordsError
-from attn_cli.vectors import Vectors
+from attn_cli.vectors import Vectors, unit_rows
 
 COSMUL_EPSILON = 1e-6  # gensim's guard against dividing by a zero similarity
 
@@ -63,19 +64,29 @@ def top_k(scores: np.ndarray, k: int, exclude: Iterable[int] = ()) -> np.ndarray
 
 def indices_of(vectors: Vectors, words: Iterable[str]) -> list[int]:
     """Row numbers of the words that are keys (fastText subword-only words have none)."""
-    return [vectors.key_to_index[w] for w in words if w in vectors.key_to_index]
+    return [i for w in words if (i := vectors.row(w)) is not None]
+
+
+def key_scores(vectors: Vectors, queries: np.ndarray) -> np.ndarray:  # [t, d] -> [t, n_keys] float32
+    """Every key's unit vector dotted with each query row (the cosine, for unit queries; a key
+    without a direction scores NaN), computed a block of keys at a time."""
+    queries = np.asarray(queries, dtype=np.float32)
+    out = np.empty((len(queries), len(vectors)), dtype=np.float32)
+    for start, block in vectors.blocks():
+        np.matmul(queries, unit_rows(block).T, out=out[:, start : start + len(block)])  # [t, d] x [d, c] -> [t, c]
+    return out
 
 
 def cosines(vectors: Vectors, v: np.ndarray) -> np.ndarray:  # [d] -> [n_keys]
     """Cosine of every key's vector with v."""
-    return vectors.unit @ unit_vector(np.asarray(v, dtype=np.float64)).astype(np.float32)  # [n, d] x [d] -> [n]
+    return key_scores(vectors, unit_vector(np.asarray(v, dtype=np.float64))[None, :])[0]
 
 
 def nearest(vectors: Vectors, v: np.ndarray, k: int, exclude: Iterable[str] = ()) -> list[tuple[str, float]]:
     """The k keys whose vectors have the highest cosine with v, best first."""
     scores = cosines(vectors, v)
     best = top_k(scores, k, indices_of(vectors, exclude))
-    return [(vectors.index_to_key[i], float(scores[i])) for i in best]
+    return [(vectors.key_at(i), float(scores[i])) for i in best]
 
 
 def _unit_inputs(vectors: Vectors, words: list[str]) -> list[np.ndarray]:
@@ -99,9 +110,9 @@ def most_similar(vectors: Vectors, positive: list[str], negative: list[str], top
 def cosmul_scores(vectors: Vectors, positive: list[str], negative: list[str]) -> np.ndarray:  # -> [n_keys]
     """3CosMul: prod over positive of (1 + cos) / 2, divided by prod over negative of (1 + cos) / 2 (+ epsilon)."""
     terms = np.array(_unit_inputs(vectors, positive + negative), dtype=np.float32)  # [t, d]
-    shifted = (1.0 + vectors.unit @ terms.T) / 2.0  # [n, d] x [d, t] -> [n, t], cosines moved into [0, 1]
-    pos = np.prod(shifted[:, : len(positive)], axis=1)  # [n]
-    neg = np.prod(shifted[:, len(positive) :], axis=1) if negative else 1.0
+    shifted = (1.0 + key_scores(vectors, terms)) / 2.0  # [t, n], cosines moved into [0, 1]
+    pos = np.prod(shifted[: len(positive)], axis=0)  # [n]
+    neg = np.prod(shifted[len(positive) :], axis=0) if negative else 1.0
     return pos / (neg + COSMUL_EPSILON)
 
 
@@ -111,7 +122,7 @@ def most_similar_cosmul(vectors: Vectors, positive: list[str], negative: list[st
         raise InputError("most_similar_cosmul needs at least one positive word")
     scores = cosmul_scores(vectors, positive, negative)
     best = top_k(scores, topn, indices_of(vectors, positive + negative))
-    return [(vectors.index_to_key[i], float(scores[i])) for i in best]
+    return [(vectors.key_at(i), float(scores[i])) for i in best]
 
 
 def dots(vectors: Vectors, v: np.ndarray, words: list[str]) -> np.ndarray:  # [d], k words -> [k]

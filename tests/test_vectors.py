@@ -535,3 +535,36 @@ def test_detection_and_the_default_vectors_do_not_import_gensim(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split("\n")[:2] == ["word2vec-bin 100000", "[]"]
+
+
+def test_a_fast_folder_answers_a_few_words_without_building_its_key_index(tmp_path):
+    """Look-ups scan keys.txt's bytes (first occurrence wins, as in the index), rows are named from
+    the line offsets, and searches read the matrix a block at a time: the same answers as in memory."""
+    from attn_cli import neighbors as nb
+    from attn_cli import vectors as vectors_module
+
+    keys = ["the", "cat", "naïve", "", "cat", "mat"]
+    matrix = np.arange(len(keys) * 3, dtype=np.float32).reshape(len(keys), 3) - 4.0  # [6, 3]
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    np.save(folder / "vectors.npy", matrix)
+    (folder / "keys.txt").write_text("\n".join(keys), encoding="utf-8")  # no newline after the last key
+    loaded = load(folder)
+    assert [loaded.row(k) for k in ("the", "cat", "naïve", "", "mat", "dog", "ca", "a\nb", "\ud800")] == [0, 1, 2, 3, 5, None, None, None, None]
+    assert [loaded.key_at(i) for i in range(len(keys))] == keys
+    assert "key_to_index" not in vars(loaded) and "index_to_key" not in vars(loaded)
+    assert loaded.index_to_key == keys and loaded.key_to_index["cat"] == 1
+    in_memory = Vectors(keys, matrix)
+    for size in (1, 4, 100):  # blocks that split the matrix, and one that holds it all
+        blocks = [(start, block.copy()) for start, block in load(folder).blocks(size)]
+        assert [start for start, _ in blocks] == list(range(0, len(keys), size))
+        np.testing.assert_array_equal(np.concatenate([b for _, b in blocks]), matrix)
+    query = dict(positive=["mat", "naïve"], negative=["the"], topn=3)
+    assert nb.most_similar(load(folder), **query) == nb.most_similar(in_memory, **query)
+    assert nb.most_similar_cosmul(load(folder), **query) == nb.most_similar_cosmul(in_memory, **query)
+    limited = load(folder, limit=2)
+    assert (len(limited), limited.row("naïve"), limited.key_at(1), limited.index_to_key) == (2, None, "cat", ["the", "cat"])
+    many = load(folder)
+    for i in range(vectors_module.SCANS_BEFORE_INDEX + 1):
+        many.row(f"word{i}")
+    assert "key_to_index" in vars(many) and many.row("mat") == 5  # many look-ups: the index pays for itself
