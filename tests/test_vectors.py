@@ -7,6 +7,7 @@ with what was written.
 import io
 import json
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -355,23 +356,29 @@ def test_convert_into_a_missing_folder_is_bad_input(tmp_path, run):
 
 
 def fail_after(calls, exc):
-    """A stand-in for _write_keys that fails once the matrix is already written."""
+    """A stand-in for _write_keys (path, keys), once the matrix is written, or for _append_rows
+    (matrix file, keys file, keys, block), with the files open: it fails mid-way."""
 
-    def write_keys(path, keys):
+    def write_keys(path, *rest):
         calls.append(path)
-        assert (path.parent / "vectors.npy").stat().st_size > 0  # truly mid-way
+        if isinstance(path, Path):
+            assert (path.parent / "vectors.npy").stat().st_size > 0  # truly mid-way
         raise exc
 
     return write_keys
 
 
-def test_failed_conversion_leaves_nothing(tmp_path, run, monkeypatch):
-    src = write_word2vec_text(tmp_path / "words.txt")
+@pytest.mark.parametrize(
+    "writer, step",
+    [(write_word2vec_bin, "_write_keys"), (write_word2vec_text, "_append_rows")],  # loaded then written; streamed
+)
+def test_failed_conversion_leaves_nothing(tmp_path, run, monkeypatch, writer, step):
+    src = writer(tmp_path / "words")
     calls = []
-    monkeypatch.setattr(formats, "_write_keys", fail_after(calls, OSError(28, "No space left on device")))
+    monkeypatch.setattr(formats, step, fail_after(calls, OSError(28, "No space left on device")))
     assert_one_line_error(run("vectors", "convert", src, tmp_path / "out"), 1, "No space left on device")
     assert calls
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["words.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["words"]
 
 
 def test_interrupted_conversion_keeps_the_old_destination(tmp_path, monkeypatch):
@@ -568,3 +575,22 @@ def test_a_fast_folder_answers_a_few_words_without_building_its_key_index(tmp_pa
     for i in range(vectors_module.SCANS_BEFORE_INDEX + 1):
         many.row(f"word{i}")
     assert "key_to_index" in vars(many) and many.row("mat") == 5  # many look-ups: the index pays for itself
+
+
+def test_text_reader_reads_numbers_as_gensim_does(tmp_path, run):
+    """Any spelling of a number gensim's reader takes gives the same float32 here; CRLF and trailing
+    spaces are fine; a file streamed by `convert` holds exactly what `load` reads, key order kept."""
+    from gensim.models import KeyedVectors
+
+    spellings = ["0.418", "-0.00066023", "1e-05", "-1.2345E+03", "+3", ".5", "5.", "-0", "4.0071", "123456789.123456789",
+                 "1.00000000000000000001", "3.4028235e38", "nan", "-inf", "7"]  # fmt: skip
+    rows = [spellings[i : i + 5] for i in range(0, len(spellings), 5)]
+    lines = [f"w{i} {' '.join(r)}{' ' if i == 1 else ''}\r\n" for i, r in enumerate(rows)]
+    path = tmp_path / "odd.txt"
+    path.write_bytes(f"{len(rows)} 5\n{''.join(lines)}".encode())
+    ours = load(path)
+    theirs = KeyedVectors.load_word2vec_format(str(path))
+    assert ours.index_to_key == theirs.index_to_key == ["w0", "w1", "w2"]
+    np.testing.assert_array_equal(ours.vectors, theirs.vectors)
+    assert run("vectors", "convert", path, tmp_path / "out").exit_code == 0
+    np.testing.assert_array_equal(load(tmp_path / "out").vectors, theirs.vectors)

@@ -102,9 +102,9 @@ def progress(source: Path) -> Iterator[ConversionProgress | None]:
     if not sys.stderr.isatty():
         yield None
         return
-    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TransferSpeedColumn
 
-    columns = (TextColumn("{task.description}", markup=False), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), TaskProgressColumn(), TransferSpeedColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console(stderr=True), transient=True) as bars:
         yield ConversionProgress(bars, source)
 
@@ -126,20 +126,19 @@ def convert(
     formats.check_destination(destination, force)  # before a long read, not after it
     start = time.perf_counter()
     with progress(source) as bars:
-        vectors = formats.load_foreign(
-            source, limit=limit, trust=trust_pickle, on_bytes=bars.on_bytes if bars else None
-        )
-        for note in vectors.notes:
-            say(note)
-        note_duplicates(vectors)
-        formats.write_fast(vectors, destination, force=force, on_rows=bars.on_rows if bars else None)
+        done = formats.convert(
+            source, destination, limit=limit, trust=trust_pickle, force=force,
+            on_bytes=bars.on_bytes if bars else None, on_rows=bars.on_rows if bars else None,
+        )  # fmt: skip
+    for note in done.notes:
+        say(note)
     result = VectorsConverted(
         source=display_path(source),
-        source_format=vectors.format,
+        source_format=done.format,
         destination=display_path(destination),
-        keys=len(vectors.key_to_index),  # a key found twice is written once
-        dimension=vectors.vector_size,
-        dtype=str(formats.fast_dtype(vectors.vectors)),
+        keys=done.keys,  # a key found twice is written once
+        dimension=done.dimension,
+        dtype=done.dtype,
         file_bytes=file_bytes(destination),
         seconds=time.perf_counter() - start,
     )
