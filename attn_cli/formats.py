@@ -343,26 +343,6 @@ class _Feed:
             raise DataError(f"{self.path}: cannot read the file ({self.error.strerror or self.error})")
 
 
-def _glove_header(path: Path, limit: int | None) -> bytes:
-    """The "N D" line gensim expects, for a GloVe file that has none (counting lines in bulk,
-    which is much faster than gensim's own first pass)."""
-    n_lines, last = 0, b"\n"
-    with open(path, "rb") as f:
-        d = _text_row(f.readline(MAX_LINE)) or 0
-        f.seek(0)
-        while limit is None or n_lines < limit:
-            chunk = f.read(CHUNK)
-            if not chunk:
-                break
-            n_lines += chunk.count(b"\n")
-            last = chunk[-1:]
-    if last != b"\n":
-        n_lines += 1  # a last line without its newline
-    if limit is not None:
-        n_lines = min(n_lines, limit)
-    return f"{n_lines} {d}\n".encode()
-
-
 def _reason(e: BaseException) -> str:
     """A short reason for a gensim failure on a damaged file."""
     if isinstance(e, EOFError):
@@ -403,24 +383,18 @@ def _count_rows(path: Path) -> int:
     return lines - max(blank_lines, 0)
 
 
-def _check_header_count(path: Path, fmt: str, keys: list[str], d: int, duplicates: int) -> None:
-    """A word2vec header that announces fewer keys than the file holds would silently leave the rest
-    unread (gensim stops at the announced count): an error, unless --limit asked for that."""
+def _check_header_count(path: Path, keys: list[str], d: int, duplicates: int) -> None:
+    """A binary word2vec header that announces fewer keys than the file holds would silently leave the
+    rest unread (gensim stops at the announced count): an error, unless --limit asked for that."""
     with open(path, "rb") as f:
         header = f.readline(MAX_LINE)
     announced = (_header(header) or (0, 0))[0]
-    if fmt == WORD2VEC_BIN:
-        if duplicates:
-            return  # the dropped keys' bytes are unknown; gensim has already checked the announced count
-        records = sum(len(k.encode("utf-8")) + 1 for k in keys) + len(keys) * d * 4  # "key " + float32 values
-        extra = path.stat().st_size - len(header) - records - len(keys)  # a newline may end each record
-        if extra > 0:
-            raise DataError(f"{path}: the header announces {announced:,} keys but {extra:,} more bytes follow them; "
-                            f"fix the header, or pass --limit {announced} to read only those")
-        return
-    rows = _count_rows(path) - 1
-    if rows > announced:
-        raise DataError(f"{path}: the header announces {announced:,} keys but the file has {rows:,} rows of vectors; "
+    if duplicates:
+        return  # the dropped keys' bytes are unknown; gensim has already checked the announced count
+    records = sum(len(k.encode("utf-8")) + 1 for k in keys) + len(keys) * d * 4  # "key " + float32 values
+    extra = path.stat().st_size - len(header) - records - len(keys)  # a newline may end each record
+    if extra > 0:
+        raise DataError(f"{path}: the header announces {announced:,} keys but {extra:,} more bytes follow them; "
                         f"fix the header, or pass --limit {announced} to read only those")
 
 
@@ -440,8 +414,7 @@ def _read_gensim(path: Path, fmt: str, limit: int | None, on_bytes: Callable[[in
         return load_facebook_vectors(str(path))  # its reader seeks, so it cannot read from a pipe
     from gensim.models import KeyedVectors
 
-    header = _glove_header(path, limit) if fmt == GLOVE_TEXT else b""
-    with _Feed(path, header, on_bytes) as fd:
+    with _Feed(path, b"", on_bytes) as fd:  # binary word2vec: the text formats are read by TextVectors
         return KeyedVectors.load_word2vec_format(fd, binary=fmt == WORD2VEC_BIN, limit=limit)
 
 
@@ -480,8 +453,8 @@ def load_foreign(
         keys, matrix = keys[:limit], matrix[:limit]
     if not keys or 0 in matrix.shape:
         raise DataError(f"{path}: the file holds no vectors")
-    if limit is None and fmt in (WORD2VEC_TEXT, FASTTEXT_VEC, WORD2VEC_BIN):
-        _check_header_count(path, fmt, keys, matrix.shape[1], len(duplicates.words))
+    if limit is None and fmt == WORD2VEC_BIN:
+        _check_header_count(path, keys, matrix.shape[1], len(duplicates.words))
     oov_vector = kv.get_vector if fmt in (FASTTEXT_BIN, GENSIM_PICKLE) and getattr(kv, "bucket", 0) else None
     vectors = Vectors(keys, matrix, source=str(path), format=fmt, oov_vector=oov_vector)
     if duplicates.words:

@@ -13,6 +13,7 @@ import numpy as np
 
 from attn_cli.attention import attention_weights, causal_mask, positional_encoding
 from attn_cli.errors import DataError, InputError
+from attn_cli.neighbors import MAX_NEIGHBORS  # noqa: F401  (--neighbors K, read here by cli/inspect.py)
 from attn_cli.results import HeadView, InspectResult
 from attn_cli.tokens import Embedded, Oov, embed, tokenize
 
@@ -21,7 +22,6 @@ if TYPE_CHECKING:  # heads and vectors are read only when a command needs them: 
     from attn_cli.vectors import Vectors
 
 MAX_TOKENS = 512
-MAX_NEIGHBORS = 100  # --neighbors K: nearest keys per token, for E and E'
 SCAN_TOKENS = 64  # up to this many tokens, find their rows by scanning the key list
 
 

@@ -8,6 +8,7 @@ Other formats (word2vec, GloVe text, fastText) go through `attn_cli.formats`, wh
 imports gensim only when such a file is actually loaded.
 """
 
+import mmap
 import os
 from collections.abc import Callable, Iterator
 from functools import cached_property
@@ -40,7 +41,7 @@ class Vectors:
     A fast folder's keys stay as the bytes of keys.txt (`key_lines`) until something needs
     them all: a few look-ups scan those bytes (a 400,000-key dict costs ~0.2 s to build),
     `index_to_key` and `key_to_index` are built on first use. `matrix_file` (path, offset of
-    the data) lets `blocks` read the matrix without keeping it all mapped in memory.
+    the data) lets `blocks` read the matrix without keeping it all resident in memory.
     """
 
     def __init__(
@@ -117,22 +118,26 @@ class Vectors:
         return self.key_lines[ends[i] + 1 : ends[i + 1]].decode("utf-8")
 
     def blocks(self, rows: int = BLOCK_ROWS) -> Iterator[tuple[int, np.ndarray]]:  # -> (start, [c, d] rows)
-        """The matrix, a block of rows at a time. A fast folder's file is read into one reused buffer, so a
-        pass over the whole vocabulary does not leave the whole matrix resident."""
+        """The matrix, a block of rows at a time. A fast folder's file is mapped on its own and each
+        block's pages are let go once it is used, so a pass over the whole vocabulary does not leave
+        the whole matrix resident in this process (the kernel keeps it cached for the next one)."""
         m = self.vectors
-        if self.matrix_file is None:
+        if self.matrix_file is None or not hasattr(mmap, "MADV_DONTNEED"):
             for start in range(0, self.n_keys, rows):
                 yield start, np.asarray(m[start : start + rows])
             return
         path, offset = self.matrix_file
-        buffer = np.empty((min(rows, self.n_keys), m.shape[1]), dtype=m.dtype)
-        with open(path, "rb", buffering=0) as f:
-            f.seek(offset)
-            for start in range(0, self.n_keys, rows):
-                block = buffer[: min(rows, self.n_keys - start)]
-                if f.readinto(block) != block.nbytes:
-                    raise DataError(f"{path}: ends early; truncated?")
-                yield start, block
+        row_bytes = m.shape[1] * m.dtype.itemsize
+        try:
+            with open(path, "rb") as f:
+                pages = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            matrix = np.frombuffer(pages, dtype=m.dtype, count=m.size, offset=offset).reshape(m.shape)  # [n_keys, d]
+        except (OSError, ValueError) as e:
+            raise DataError(f"{path}: cannot read the vectors ({reason(e)})") from None
+        for start in range(0, self.n_keys, rows):
+            yield start, matrix[start : start + rows]
+            first = (offset + start * row_bytes) // mmap.PAGESIZE * mmap.PAGESIZE
+            pages.madvise(mmap.MADV_DONTNEED, first, offset + min(start + rows, self.n_keys) * row_bytes - first)
 
     def duplicate_keys(self) -> list[str]:
         """Keys that occur more than once, in order of first occurrence."""
