@@ -52,6 +52,7 @@ MAX_WORD = 1000  # bytes of a key in a binary record, at most, while detecting
 CHUNK = 1 << 20  # bytes per read while streaming a file to gensim
 ROWS_PER_CHUNK = 16384  # rows per write while converting
 TEXT_CHUNK = 4 << 20  # bytes of whole lines parsed at a time: a few MB of text, ~2x that in float64 values
+ARROW_BLOCK = 1 << 18  # bytes per block of pyarrow's CSV reader
 FAST_FILES = (MATRIX_FILE, KEYS_FILE, MANIFEST_FILE)
 
 
@@ -168,6 +169,10 @@ def detect_format(path: str | os.PathLike, *, trust: bool = False) -> str:
 TEXT_FORMATS = (WORD2VEC_TEXT, GLOVE_TEXT, FASTTEXT_VEC)
 
 
+class NotPlainRows(Exception):
+    """pyarrow's reader refused the file (an odd line, a number it does not take): read it with NumPy's."""
+
+
 class TextVectors:
     """A word2vec, GloVe or fastText text file, read a chunk of whole lines at a time.
 
@@ -200,9 +205,65 @@ class TextVectors:
         if wanted < 1 or self.dimension < 1:
             raise DataError(f"{path}: the file holds no vectors")
         self.n_keys = wanted
+        self.size = path.stat().st_size
 
-    def chunks(self, on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[list[bytes], np.ndarray]]:
-        """(keys as bytes, [c, d] float32 rows) for successive chunks of the file, n_keys rows in all."""
+    def chunks(self, on_bytes: Callable[[int], None] | None = None, *, fast: bool = True) -> Iterator[tuple[list[bytes], np.ndarray]]:
+        """(keys as bytes, [c, d] float32 rows) for successive chunks of the file, n_keys rows in all.
+
+        With `fast` and pyarrow installed, pyarrow's CSV reader parses the file (its number parser is
+        about three times NumPy's); anything it does not take as plain rows raises NotPlainRows, and the
+        caller reads again without `fast`: NumPy's reader, which names the line at fault.
+        """
+        if fast and self.arrow() is not None:
+            yield from self.arrow_chunks(on_bytes)
+        else:
+            yield from self.numpy_chunks(on_bytes)
+
+    def arrow(self):
+        try:
+            import pyarrow.csv
+        except ImportError:
+            return None
+        return pyarrow
+
+    def arrow_chunks(self, on_bytes: Callable[[int], None] | None) -> Iterator[tuple[list[bytes], np.ndarray]]:
+        import pyarrow as pa
+        from pyarrow import csv
+
+        d, done = self.dimension, 0
+        names = ["key", *(f"v{i}" for i in range(d))]
+        with open(self.path, "rb") as f:
+            f.seek(self.start)
+            first = f.readline(MAX_LINE).rstrip(b"\r\n")
+        if first.endswith(b" "):  # fastText .vec: a space ends every line, an empty last column
+            names.append("end")
+        # One thread and small blocks: as fast here, and the reader's read-ahead stays a few megabytes.
+        reading = csv.ReadOptions(column_names=names, block_size=ARROW_BLOCK, use_threads=False, skip_rows=1 if self.start else 0)
+        parsing = csv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False, ignore_empty_lines=False)
+        types = {"key": pa.binary(), **{name: pa.float64() for name in names[1 : d + 1]}}
+        converting = csv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
+                                        include_columns=names[: d + 1])
+        try:
+            reader = csv.open_csv(self.path, read_options=reading, parse_options=parsing, convert_options=converting,
+                                  memory_pool=pa.system_memory_pool())  # malloc's: gives freed blocks back
+            for batch in reader:
+                batch = batch.slice(0, self.n_keys - done)
+                if batch.num_rows == 0:
+                    break
+                block = np.empty((batch.num_rows, d), dtype=np.float32)  # [c, d]; float64 -> float32 as gensim rounds
+                for i in range(d):
+                    block[:, i] = batch.column(i + 1).to_numpy(zero_copy_only=False)
+                keys = batch.column(0).to_pylist()
+                done += len(keys)
+                if on_bytes and self.size:
+                    on_bytes(min(self.size, round(self.size * done / self.n_keys)))
+                yield keys, block
+        except (pa.ArrowException, ValueError) as e:
+            raise NotPlainRows(str(e)) from None
+        if done != self.n_keys:
+            raise NotPlainRows(f"{done} rows read, {self.n_keys} counted")
+
+    def numpy_chunks(self, on_bytes: Callable[[int], None] | None) -> Iterator[tuple[list[bytes], np.ndarray]]:
         done, line = 0, (2 if self.start else 1)  # the file's line number of the next row
         with open(self.path, "rb") as f:
             f.seek(self.start)
@@ -288,11 +349,16 @@ def first_rows(keys: list[str]) -> tuple[list[int] | None, list[str]]:
 
 def read_text(path: Path, fmt: str, limit: int | None, on_bytes: Callable[[int], None] | None = None) -> Vectors:
     text = TextVectors(path, fmt, limit)
-    keys: list[str] = []
     matrix = np.empty((text.n_keys, text.dimension), dtype=np.float32)  # [n_keys, d]
-    for raw, block in text.chunks(on_bytes):
-        matrix[len(keys) : len(keys) + len(block)] = block
-        keys += decode_keys(raw, path, len(keys))
+    for fast in (True, False):
+        keys: list[str] = []
+        try:
+            for raw, block in text.chunks(on_bytes, fast=fast):
+                matrix[len(keys) : len(keys) + len(block)] = block
+                keys += decode_keys(raw, path, len(keys))
+            break
+        except NotPlainRows:
+            continue
     rows, repeated = first_rows(keys)
     if rows is not None:  # a key found twice keeps its first vector, as gensim does
         keys, matrix = [keys[i] for i in rows], matrix[rows]
@@ -639,17 +705,26 @@ def _append_rows(matrix, keys_file, keys: list[bytes], block: np.ndarray) -> Non
 def _stream_text(text: TextVectors, folder: Path, on_bytes: Callable[[int], None] | None) -> tuple[int, list[str]]:
     """Parse `text` chunk by chunk into folder/vectors.npy and keys.txt: (distinct keys, keys found more than once)."""
     hashes = np.empty(text.n_keys, dtype=np.int64)  # [n_keys]: duplicates are found by hash, then by key
-    done = 0
     with open(folder / MATRIX_FILE, "wb") as matrix, open(folder / KEYS_FILE, "wb") as keys_file:
-        np.lib.format.write_array_header_1_0(matrix, {"descr": "<f4", "fortran_order": False, "shape": (text.n_keys, text.dimension)})
-        for raw, block in text.chunks(on_bytes):
-            keys = decode_keys(raw, text.path, done)
-            if any("\r" in k for k in keys):
-                bad = next(i for i, k in enumerate(keys) if "\r" in k)
-                raise DataError(f"key {done + bad} ({keys[bad]!r}) contains a line break, which {KEYS_FILE} cannot hold")
-            hashes[done : done + len(keys)] = [hash(k) for k in raw]
-            _append_rows(matrix, keys_file, raw, block)
-            done += len(raw)
+        for fast in (True, False):
+            for f in (matrix, keys_file):
+                f.seek(0)
+                f.truncate()
+            header = {"descr": "<f4", "fortran_order": False, "shape": (text.n_keys, text.dimension)}
+            np.lib.format.write_array_header_1_0(matrix, header)
+            done = 0
+            try:
+                for raw, block in text.chunks(on_bytes, fast=fast):
+                    keys = decode_keys(raw, text.path, done)
+                    if any("\r" in k for k in keys):
+                        bad = next(i for i, k in enumerate(keys) if "\r" in k)
+                        raise DataError(f"key {done + bad} ({keys[bad]!r}) contains a line break, which {KEYS_FILE} cannot hold")
+                    hashes[done : done + len(keys)] = [hash(k) for k in raw]
+                    _append_rows(matrix, keys_file, raw, block)
+                    done += len(raw)
+                break
+            except NotPlainRows:
+                continue
         for f in (matrix, keys_file):
             f.flush()
             os.fsync(f.fileno())

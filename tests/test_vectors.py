@@ -577,7 +577,17 @@ def test_a_fast_folder_answers_a_few_words_without_building_its_key_index(tmp_pa
     assert "key_to_index" in vars(many) and many.row("mat") == 5  # many look-ups: the index pays for itself
 
 
-def test_text_reader_reads_numbers_as_gensim_does(tmp_path, run):
+@pytest.fixture(params=["pyarrow", "numpy"])
+def text_reader(request, monkeypatch):
+    """Text files read by pyarrow's CSV reader when it is installed, and by NumPy's (always there)."""
+    if request.param == "pyarrow":
+        pytest.importorskip("pyarrow.csv")
+    else:
+        monkeypatch.setattr(formats.TextVectors, "arrow", lambda self: None)
+    return request.param
+
+
+def test_text_reader_reads_numbers_as_gensim_does(tmp_path, run, text_reader):
     """Any spelling of a number gensim's reader takes gives the same float32 here; CRLF and trailing
     spaces are fine; a file streamed by `convert` holds exactly what `load` reads, key order kept."""
     from gensim.models import KeyedVectors
@@ -594,3 +604,18 @@ def test_text_reader_reads_numbers_as_gensim_does(tmp_path, run):
     np.testing.assert_array_equal(ours.vectors, theirs.vectors)
     assert run("vectors", "convert", path, tmp_path / "out").exit_code == 0
     np.testing.assert_array_equal(load(tmp_path / "out").vectors, theirs.vectors)
+
+
+@pytest.mark.parametrize("name, writer", [("words.txt", write_word2vec_text), ("glove.txt", write_glove_text)])
+def test_both_text_readers_agree_and_name_a_bad_line(tmp_path, run, text_reader, name, writer):
+    """Plain rows: the same keys and float32 values as gensim wrote; a line with a key and no values
+    is named by its line number, whichever reader met it first."""
+    path = writer(tmp_path / name)
+    loaded = load(path)
+    assert loaded.index_to_key == KEYS
+    np.testing.assert_array_equal(loaded.vectors, keyed_vectors().vectors)
+    lines = path.read_bytes().split(b"\n")
+    lines[3] = lines[3].split(b" ")[0]
+    path.write_bytes(b"\n".join(lines))
+    assert_one_line_error(run("vectors", "convert", path, tmp_path / "out"), 1, "line 4 has 0 values")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
