@@ -1,8 +1,11 @@
 """Word-vector files made by other tools: detecting their format, reading them, and
 writing them out in the project's fast format.
 
-Detection reads only the first bytes of a file (no gensim). Reading goes through gensim,
-imported inside `load_foreign`, so the default vectors never pay for its import.
+Detection reads only the first bytes of a file (no gensim). Text files (word2vec, GloVe,
+fastText .vec) are parsed here, a few megabytes of whole lines at a time, with NumPy's C number
+parser; `convert` streams them straight into the fast format without holding the matrix.
+The formats gensim owns (binary word2vec, fastText .bin, its pickles) go through gensim,
+imported only when such a file is read, so the default vectors never pay for its import.
 
 Exit codes follow the tool's rule: a file whose format is recognised but whose content is
 damaged (truncated, corrupt, empty, unreadable) is a DataError (exit 1); a file that is
@@ -14,8 +17,10 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -46,6 +51,8 @@ MAX_LINE = 1 << 20  # bytes of a line looked at while detecting (a 300-d text ro
 MAX_WORD = 1000  # bytes of a key in a binary record, at most, while detecting
 CHUNK = 1 << 20  # bytes per read while streaming a file to gensim
 ROWS_PER_CHUNK = 16384  # rows per write while converting
+TEXT_CHUNK = 4 << 20  # bytes of whole lines parsed at a time: a few MB of text, ~2x that in float64 values
+ARROW_BLOCK = 1 << 18  # bytes per block of pyarrow's CSV reader
 FAST_FILES = (MATRIX_FILE, KEYS_FILE, MANIFEST_FILE)
 
 
@@ -157,6 +164,210 @@ def detect_format(path: str | os.PathLike, *, trust: bool = False) -> str:
     raise InputError(f"{path}: not a word-vectors file; expected {KNOWN}")
 
 
+# --- reading text -------------------------------------------------------------------------
+
+TEXT_FORMATS = (WORD2VEC_TEXT, GLOVE_TEXT, FASTTEXT_VEC)
+
+
+class NotPlainRows(Exception):
+    """pyarrow's reader refused the file (an odd line, a number it does not take): read it with NumPy's."""
+
+
+class TextVectors:
+    """A word2vec, GloVe or fastText text file, read a chunk of whole lines at a time.
+
+    Like gensim's reader: the key is everything before the first space, the rest of the line
+    must be d numbers; a word2vec header's count must match the rows (unless `limit` stops earlier).
+    Numbers are parsed as float64 and rounded to float32, as gensim's float32(float(x)) does.
+    """
+
+    def __init__(self, path: Path, fmt: str, limit: int | None):
+        self.path, self.format = path, fmt
+        with open(path, "rb") as f:
+            first = f.readline(MAX_LINE)
+            header = None if fmt == GLOVE_TEXT else _header(first)
+            self.start = len(first) if header else 0
+            row = f.readline(MAX_LINE) if header else first
+        self.dimension = _text_row(row) or 0
+        rows = _count_rows(path) - (1 if header else 0)
+        wanted = rows if limit is None else min(rows, limit)
+        if header is not None:
+            announced, d = header
+            if d != self.dimension:
+                raise DataError(f"{path}: the header announces {d} values per key but line 2 has {self.dimension}")
+            if rows > announced and limit is None:
+                raise DataError(f"{path}: the header announces {announced:,} keys but the file has {rows:,} rows of vectors; "
+                                f"fix the header, or pass --limit {announced} to read only those")
+            if rows < announced and wanted == rows:
+                raise DataError(f"{path}: not a readable {DESCRIPTIONS[fmt]} file (it ends early: the header announces "
+                                f"{announced:,} keys and {rows:,} rows follow; truncated?)")
+            wanted = min(wanted, announced)
+        if wanted < 1 or self.dimension < 1:
+            raise DataError(f"{path}: the file holds no vectors")
+        self.n_keys = wanted
+        self.size = path.stat().st_size
+
+    def chunks(self, on_bytes: Callable[[int], None] | None = None, *, fast: bool = True) -> Iterator[tuple[list[bytes], np.ndarray]]:
+        """(keys as bytes, [c, d] float32 rows) for successive chunks of the file, n_keys rows in all.
+
+        With `fast` and pyarrow installed, pyarrow's CSV reader parses the file (its number parser is
+        about three times NumPy's); anything it does not take as plain rows raises NotPlainRows, and the
+        caller reads again without `fast`: NumPy's reader, which names the line at fault.
+        """
+        if fast and self.arrow() is not None:
+            yield from self.arrow_chunks(on_bytes)
+        else:
+            yield from self.numpy_chunks(on_bytes)
+
+    def arrow(self):
+        try:
+            import pyarrow.csv
+        except ImportError:
+            return None
+        return pyarrow
+
+    def arrow_chunks(self, on_bytes: Callable[[int], None] | None) -> Iterator[tuple[list[bytes], np.ndarray]]:
+        import pyarrow as pa
+        from pyarrow import csv
+
+        d, done = self.dimension, 0
+        names = ["key", *(f"v{i}" for i in range(d))]
+        with open(self.path, "rb") as f:
+            f.seek(self.start)
+            first = f.readline(MAX_LINE).rstrip(b"\r\n")
+        if first.endswith(b" "):  # fastText .vec: a space ends every line, an empty last column
+            names.append("end")
+        # One thread and small blocks: as fast here, and the reader's read-ahead stays a few megabytes.
+        reading = csv.ReadOptions(column_names=names, block_size=ARROW_BLOCK, use_threads=False, skip_rows=1 if self.start else 0)
+        parsing = csv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False, ignore_empty_lines=False)
+        types = {"key": pa.binary(), **{name: pa.float64() for name in names[1 : d + 1]}}
+        converting = csv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
+                                        include_columns=names[: d + 1])
+        try:
+            reader = csv.open_csv(self.path, read_options=reading, parse_options=parsing, convert_options=converting,
+                                  memory_pool=pa.system_memory_pool())  # malloc's: gives freed blocks back
+            for batch in reader:
+                batch = batch.slice(0, self.n_keys - done)
+                if batch.num_rows == 0:
+                    break
+                block = np.empty((batch.num_rows, d), dtype=np.float32)  # [c, d]; float64 -> float32 as gensim rounds
+                for i in range(d):
+                    block[:, i] = batch.column(i + 1).to_numpy(zero_copy_only=False)
+                keys = batch.column(0).to_pylist()
+                done += len(keys)
+                if on_bytes and self.size:
+                    on_bytes(min(self.size, round(self.size * done / self.n_keys)))
+                yield keys, block
+        except (pa.ArrowException, ValueError) as e:
+            raise NotPlainRows(str(e)) from None
+        if done != self.n_keys:
+            raise NotPlainRows(f"{done} rows read, {self.n_keys} counted")
+
+    def numpy_chunks(self, on_bytes: Callable[[int], None] | None) -> Iterator[tuple[list[bytes], np.ndarray]]:
+        done, line = 0, (2 if self.start else 1)  # the file's line number of the next row
+        with open(self.path, "rb") as f:
+            f.seek(self.start)
+            tail = b""
+            while done < self.n_keys:
+                data = f.read(TEXT_CHUNK)
+                text = tail + data
+                end = text.rfind(b"\n") + 1 if data else len(text)  # the last line may lack its newline
+                if end == 0:
+                    tail = text
+                    continue
+                lines, tail = text[:end].split(b"\n"), text[end:]
+                if lines[-1] == b"":
+                    lines.pop()
+                lines = lines[: self.n_keys - done]
+                keys, block = self.parse(lines, line)
+                done += len(keys)
+                line += len(keys)
+                if on_bytes:
+                    on_bytes(f.tell() - len(tail))
+                yield keys, block
+                if not data:
+                    break
+
+    def parse(self, lines: list[bytes], first_line: int) -> tuple[list[bytes], np.ndarray]:
+        """Keys and [len(lines), d] float32 values of whole text lines (the first is line `first_line`)."""
+        d = self.dimension
+        keys, rests = [], []
+        for text in lines:
+            key, _, rest = text.partition(b" ")
+            keys.append(key)
+            rests.append(rest)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # older NumPy warns where it stopped at a non-number
+                values = np.fromstring(b" ".join(rests), dtype=np.float64, sep=" ")
+        except ValueError:  # NumPy 2.3+ raises there instead
+            values = np.zeros(0)
+        if values.size != len(lines) * d:
+            self.fail(rests, first_line)
+        return keys, values.reshape(len(lines), d).astype(np.float32)
+
+    def fail(self, rests: list[bytes], first_line: int) -> None:
+        """Name the first line that is not d numbers (DataError)."""
+        for number, rest in enumerate(rests, first_line):
+            fields = rest.split()
+            for field in fields:
+                try:
+                    float(field)
+                except ValueError:
+                    text = field[:40].decode("utf-8", "replace")
+                    raise DataError(f"{self.path}: line {number}: {text!r} is not a number") from None
+            if len(fields) != self.dimension:
+                raise DataError(f"{self.path}: line {number} has {len(fields)} values after its key, not {self.dimension}")
+        raise DataError(f"{self.path}: a line has the wrong number of values or a value that is not a number")
+
+
+def decode_keys(keys: list[bytes], path: Path, first_row: int = 0) -> list[str]:
+    try:
+        return [k.decode("utf-8") for k in keys]
+    except UnicodeDecodeError:
+        bad = next(i for i, k in enumerate(keys) if not _is_utf8(k))
+        raise DataError(f"{path}: the key on row {first_row + bad + 1:,} is not valid UTF-8") from None
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def first_rows(keys: list[str]) -> tuple[list[int] | None, list[str]]:
+    """(rows to keep, keys found more than once): the first row of each key; (None, []) when all differ."""
+    index: dict[str, int] = {}
+    for i, key in enumerate(keys):
+        index.setdefault(key, i)
+    if len(index) == len(keys):
+        return None, []
+    return sorted(index.values()), list(dict.fromkeys(k for i, k in enumerate(keys) if index[k] != i))
+
+
+def read_text(path: Path, fmt: str, limit: int | None, on_bytes: Callable[[int], None] | None = None) -> Vectors:
+    text = TextVectors(path, fmt, limit)
+    matrix = np.empty((text.n_keys, text.dimension), dtype=np.float32)  # [n_keys, d]
+    for fast in (True, False):
+        keys: list[str] = []
+        try:
+            for raw, block in text.chunks(on_bytes, fast=fast):
+                matrix[len(keys) : len(keys) + len(block)] = block
+                keys += decode_keys(raw, path, len(keys))
+            break
+        except NotPlainRows:
+            continue
+    rows, repeated = first_rows(keys)
+    if rows is not None:  # a key found twice keeps its first vector, as gensim does
+        keys, matrix = [keys[i] for i in rows], matrix[rows]
+    vectors = Vectors(keys, matrix, source=str(path), format=fmt)
+    if repeated:
+        vectors.notes.append(duplicates_note(path, repeated))
+    return vectors
+
+
 # --- reading (gensim) -----------------------------------------------------------------------
 
 
@@ -196,26 +407,6 @@ class _Feed:
         self.thread.join()
         if self.error is not None:
             raise DataError(f"{self.path}: cannot read the file ({self.error.strerror or self.error})")
-
-
-def _glove_header(path: Path, limit: int | None) -> bytes:
-    """The "N D" line gensim expects, for a GloVe file that has none (counting lines in bulk,
-    which is much faster than gensim's own first pass)."""
-    n_lines, last = 0, b"\n"
-    with open(path, "rb") as f:
-        d = _text_row(f.readline(MAX_LINE)) or 0
-        f.seek(0)
-        while limit is None or n_lines < limit:
-            chunk = f.read(CHUNK)
-            if not chunk:
-                break
-            n_lines += chunk.count(b"\n")
-            last = chunk[-1:]
-    if last != b"\n":
-        n_lines += 1  # a last line without its newline
-    if limit is not None:
-        n_lines = min(n_lines, limit)
-    return f"{n_lines} {d}\n".encode()
 
 
 def _reason(e: BaseException) -> str:
@@ -258,24 +449,18 @@ def _count_rows(path: Path) -> int:
     return lines - max(blank_lines, 0)
 
 
-def _check_header_count(path: Path, fmt: str, keys: list[str], d: int, duplicates: int) -> None:
-    """A word2vec header that announces fewer keys than the file holds would silently leave the rest
-    unread (gensim stops at the announced count): an error, unless --limit asked for that."""
+def _check_header_count(path: Path, keys: list[str], d: int, duplicates: int) -> None:
+    """A binary word2vec header that announces fewer keys than the file holds would silently leave the
+    rest unread (gensim stops at the announced count): an error, unless --limit asked for that."""
     with open(path, "rb") as f:
         header = f.readline(MAX_LINE)
     announced = (_header(header) or (0, 0))[0]
-    if fmt == WORD2VEC_BIN:
-        if duplicates:
-            return  # the dropped keys' bytes are unknown; gensim has already checked the announced count
-        records = sum(len(k.encode("utf-8")) + 1 for k in keys) + len(keys) * d * 4  # "key " + float32 values
-        extra = path.stat().st_size - len(header) - records - len(keys)  # a newline may end each record
-        if extra > 0:
-            raise DataError(f"{path}: the header announces {announced:,} keys but {extra:,} more bytes follow them; "
-                            f"fix the header, or pass --limit {announced} to read only those")
-        return
-    rows = _count_rows(path) - 1
-    if rows > announced:
-        raise DataError(f"{path}: the header announces {announced:,} keys but the file has {rows:,} rows of vectors; "
+    if duplicates:
+        return  # the dropped keys' bytes are unknown; gensim has already checked the announced count
+    records = sum(len(k.encode("utf-8")) + 1 for k in keys) + len(keys) * d * 4  # "key " + float32 values
+    extra = path.stat().st_size - len(header) - records - len(keys)  # a newline may end each record
+    if extra > 0:
+        raise DataError(f"{path}: the header announces {announced:,} keys but {extra:,} more bytes follow them; "
                         f"fix the header, or pass --limit {announced} to read only those")
 
 
@@ -295,8 +480,7 @@ def _read_gensim(path: Path, fmt: str, limit: int | None, on_bytes: Callable[[in
         return load_facebook_vectors(str(path))  # its reader seeks, so it cannot read from a pipe
     from gensim.models import KeyedVectors
 
-    header = _glove_header(path, limit) if fmt == GLOVE_TEXT else b""
-    with _Feed(path, header, on_bytes) as fd:
+    with _Feed(path, b"", on_bytes) as fd:  # binary word2vec: the text formats are read by TextVectors
         return KeyedVectors.load_word2vec_format(fd, binary=fmt == WORD2VEC_BIN, limit=limit)
 
 
@@ -315,6 +499,8 @@ def load_foreign(
     fmt = detect_format(path, trust=trust)
     if fmt == FAST_FORMAT:
         return load_fast(fast_folder(path), limit)
+    if fmt in TEXT_FORMATS:
+        return read_text(path, fmt, limit, on_bytes)
     duplicates = _DuplicateWords()
     gensim_log = logging.getLogger("gensim.models.keyedvectors")
     gensim_log.addHandler(duplicates)
@@ -333,8 +519,8 @@ def load_foreign(
         keys, matrix = keys[:limit], matrix[:limit]
     if not keys or 0 in matrix.shape:
         raise DataError(f"{path}: the file holds no vectors")
-    if limit is None and fmt in (WORD2VEC_TEXT, FASTTEXT_VEC, WORD2VEC_BIN):
-        _check_header_count(path, fmt, keys, matrix.shape[1], len(duplicates.words))
+    if limit is None and fmt == WORD2VEC_BIN:
+        _check_header_count(path, keys, matrix.shape[1], len(duplicates.words))
     oov_vector = kv.get_vector if fmt in (FASTTEXT_BIN, GENSIM_PICKLE) and getattr(kv, "bucket", 0) else None
     vectors = Vectors(keys, matrix, source=str(path), format=fmt, oov_vector=oov_vector)
     if duplicates.words:
@@ -411,9 +597,9 @@ def check_destination(dst: str | os.PathLike, force: bool) -> Path:
     return check_writable(dst, force, ours=is_attn_folder, what="a vectors folder attn wrote")
 
 
-def _write_manifest(path: Path, vectors: Vectors, dtype) -> None:
-    manifest = {"format": FAST_FORMAT, "written_by": f"attn {__version__}", "keys": len(vectors),
-                "dimension": vectors.vector_size, "dtype": str(dtype)}
+def _write_manifest(path: Path, n_keys: int, dimension: int, dtype) -> None:
+    manifest = {"format": FAST_FORMAT, "written_by": f"attn {__version__}", "keys": n_keys,
+                "dimension": dimension, "dtype": str(dtype)}
     path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
 
@@ -443,7 +629,7 @@ def write_fast(
         tmp.mkdir()
         _write_matrix(tmp / MATRIX_FILE, vectors.vectors, dtype, on_rows)
         _write_keys(tmp / KEYS_FILE, vectors.index_to_key)
-        _write_manifest(tmp / MANIFEST_FILE, vectors, dtype)
+        _write_manifest(tmp / MANIFEST_FILE, len(vectors), vectors.vector_size, dtype)
         move_into_place(tmp, dst, replace=force)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -452,3 +638,99 @@ def write_fast(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return dst
+
+
+# --- converting -----------------------------------------------------------------------------
+
+
+class Converted(NamedTuple):
+    format: str  # the source's format
+    keys: int  # written (a key found twice is written once)
+    dimension: int
+    dtype: str
+    notes: list  # things to tell a person (keys found more than once)
+
+
+def convert(
+    src: str | os.PathLike,
+    dst: str | os.PathLike,
+    *,
+    limit: int | None = None,
+    trust: bool = False,
+    force: bool = False,
+    on_bytes: Callable[[int], None] | None = None,
+    on_rows: Callable[[int, int], None] | None = None,
+) -> Converted:
+    """Write the vectors of `src` as a fast-format folder at `dst`.
+
+    Text files stream through: each chunk of lines is parsed and appended to vectors.npy and
+    keys.txt, so memory holds one chunk, not the matrix. Other formats are loaded, then written.
+    """
+    src, dst = Path(src), check_destination(dst, force)
+    fmt = detect_format(src, trust=trust)
+    if fmt not in TEXT_FORMATS:
+        vectors = load_foreign(src, limit=limit, trust=trust, on_bytes=on_bytes)
+        notes = list(vectors.notes)
+        if fmt == FAST_FORMAT and (repeated := vectors.duplicate_keys()):
+            notes.append(duplicates_note(vectors.source, repeated))
+        write_fast(vectors, dst, force=force, on_rows=on_rows)
+        return Converted(fmt, len(vectors.key_to_index), vectors.vector_size, str(fast_dtype(vectors.vectors)), notes)
+    text = TextVectors(src, fmt, limit)
+    clean_stale(dst)
+    tmp = temporary_name(dst)
+    try:
+        tmp.mkdir()
+        kept, repeated = _stream_text(text, tmp, on_bytes)
+        if repeated:  # rare: rewrite with each key's first row, as write_fast does
+            again = temporary_name(dst)
+            write_fast(load_fast(tmp), again)
+            shutil.rmtree(tmp)
+            tmp = again
+        move_into_place(tmp, dst, replace=force)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise DataError(f"{dst}: cannot write the vectors ({e.strerror or e})") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    notes = [duplicates_note(src, repeated)] if repeated else []
+    return Converted(fmt, kept, text.dimension, "float32", notes)
+
+
+def _append_rows(matrix, keys_file, keys: list[bytes], block: np.ndarray) -> None:
+    matrix.write(block.astype("<f4", copy=False).tobytes())
+    keys_file.write(b"\n".join(keys) + b"\n")
+
+
+def _stream_text(text: TextVectors, folder: Path, on_bytes: Callable[[int], None] | None) -> tuple[int, list[str]]:
+    """Parse `text` chunk by chunk into folder/vectors.npy and keys.txt: (distinct keys, keys found more than once)."""
+    hashes = np.empty(text.n_keys, dtype=np.int64)  # [n_keys]: duplicates are found by hash, then by key
+    with open(folder / MATRIX_FILE, "wb") as matrix, open(folder / KEYS_FILE, "wb") as keys_file:
+        for fast in (True, False):
+            for f in (matrix, keys_file):
+                f.seek(0)
+                f.truncate()
+            header = {"descr": "<f4", "fortran_order": False, "shape": (text.n_keys, text.dimension)}
+            np.lib.format.write_array_header_1_0(matrix, header)
+            done = 0
+            try:
+                for raw, block in text.chunks(on_bytes, fast=fast):
+                    keys = decode_keys(raw, text.path, done)
+                    if any("\r" in k for k in keys):
+                        bad = next(i for i, k in enumerate(keys) if "\r" in k)
+                        raise DataError(f"key {done + bad} ({keys[bad]!r}) contains a line break, which {KEYS_FILE} cannot hold")
+                    hashes[done : done + len(keys)] = [hash(k) for k in raw]
+                    _append_rows(matrix, keys_file, raw, block)
+                    done += len(raw)
+                break
+            except NotPlainRows:
+                continue
+        for f in (matrix, keys_file):
+            f.flush()
+            os.fsync(f.fileno())
+    _write_manifest(folder / MANIFEST_FILE, text.n_keys, text.dimension, np.dtype(np.float32))
+    if len(np.unique(hashes)) == text.n_keys:  # no two keys share a hash: no key repeats
+        return text.n_keys, []
+    keys = (folder / KEYS_FILE).read_text(encoding="utf-8").split("\n")[:-1]
+    rows, repeated = first_rows(keys)
+    return (text.n_keys if rows is None else len(rows)), repeated

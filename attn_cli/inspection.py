@@ -13,6 +13,7 @@ import numpy as np
 
 from attn_cli.attention import attention_weights, causal_mask, positional_encoding
 from attn_cli.errors import DataError, InputError
+from attn_cli.neighbors import MAX_NEIGHBORS  # noqa: F401  (--neighbors K, read here by cli/inspect.py)
 from attn_cli.results import HeadView, InspectResult
 from attn_cli.tokens import Embedded, Oov, embed, tokenize
 
@@ -21,7 +22,6 @@ if TYPE_CHECKING:  # heads and vectors are read only when a command needs them: 
     from attn_cli.vectors import Vectors
 
 MAX_TOKENS = 512
-MAX_NEIGHBORS = 100  # --neighbors K: nearest keys per token, for E and E'
 SCAN_TOKENS = 64  # up to this many tokens, find their rows by scanning the key list
 
 
@@ -85,12 +85,7 @@ def key_rows(tokens: list[str], vectors: "Vectors") -> list[int | None]:
     if "key_to_index" in vars(vectors) or len(tokens) > SCAN_TOKENS:
         index = vectors.key_to_index
         return [index.get(t) for t in tokens]
-    keys, rows = vectors.index_to_key, {}
-    for token in dict.fromkeys(tokens):
-        try:
-            rows[token] = keys.index(token)
-        except ValueError:
-            rows[token] = None
+    rows = {token: vectors.find(token) for token in dict.fromkeys(tokens)}
     return [rows[t] for t in tokens]
 
 
@@ -178,12 +173,12 @@ def find_query(tokens: list[str], focus: str) -> int:
 NEIGHBOR_CHUNK = 64  # rows scored against the whole vocabulary at a time: [64, n_keys] float32
 
 
-def nearest_keys(rows: np.ndarray, own: list[int], unit: np.ndarray, k: int) -> list[list[int]]:  # [n, d] -> n lists
-    """The k rows of `unit` nearest by cosine to each of `rows`, skipping `own[i]` (-1: skip none).
+def nearest_keys(rows: np.ndarray, own: list[int], vectors: "Vectors", k: int) -> list[list[int]]:  # [n, d] -> n lists
+    """The k keys nearest by cosine to each of `rows`, skipping `own[i]` (-1: skip none).
 
     A zero row has no direction and gets no neighbours.
     """
-    from attn_cli.neighbors import top_k  # only the terminal view shows neighbours
+    from attn_cli.neighbors import key_scores, top_k  # only the terminal view shows neighbours
 
     found: list[list[int]] = []
     for start in range(0, len(rows), NEIGHBOR_CHUNK):
@@ -192,7 +187,7 @@ def nearest_keys(rows: np.ndarray, own: list[int], unit: np.ndarray, k: int) -> 
         usable = (np.isfinite(top) & (top > 0))[:, 0]  # a zero or non-finite row has no direction
         # Scaled by its largest entry, a row keeps its direction (all cosine ranks) and fits in float32.
         scaled = np.divide(chunk, top, out=np.zeros_like(chunk), where=usable[:, None]).astype(np.float32)
-        sims = scaled @ unit.T  # [c, d] x [d, n_keys] -> [c, n_keys]; ranks as cosine: unit rows have norm 1
+        sims = key_scores(vectors, scaled)  # [c, n_keys]; ranks as cosine: the keys are scaled to norm 1
         for i, row_sims in enumerate(sims):
             skip = [own[start + i]] if own[start + i] >= 0 else []  # the token itself says nothing about where it moved
             found.append(top_k(row_sims, k, skip).tolist() if usable[i] else [])
@@ -205,5 +200,5 @@ def add_neighbors(result: InspectResult, vectors: "Vectors", k: int) -> None:
         return
     own = [i if i is not None else -1 for i in key_rows(result.tokens, vectors)]
     for name, rows in (("near_input", result.e), ("near_output", result.e_prime)):
-        near = nearest_keys(rows, own, vectors.unit, k)
-        setattr(result, name, [[vectors.index_to_key[j] for j in row] for row in near])
+        near = nearest_keys(rows, own, vectors, k)
+        setattr(result, name, [[vectors.key_at(j) for j in row] for row in near])

@@ -2,18 +2,23 @@
 
 Speaks gensim's vocabulary: `most_similar(positive, negative, topn)` is 3CosAdd and
 `most_similar_cosmul` is 3CosMul (Levy and Goldberg 2014), with gensim's exact formulas,
-so the answers match gensim's without importing it. Search is one matrix-vector product
-over `Vectors.unit` (n_keys x d, rows of norm 1) and `np.argpartition` for the top k.
+so the answers match gensim's without importing it. Search is a matrix product over the
+vectors scaled to norm 1, a block of rows at a time (`Vectors.blocks`, so no normalised copy of
+the vocabulary is kept), and `np.argpartition` for the top k.
 """
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from attn_cli.errors import InputError, UnknownWordsError
-from attn_cli.vectors import Vectors
+
+if TYPE_CHECKING:  # `attn softmax` reads MAX_NEIGHBORS from here and never loads vectors
+    from attn_cli.vectors import Vectors
 
 COSMUL_EPSILON = 1e-6  # gensim's guard against dividing by a zero similarity
+MAX_NEIGHBORS = 100  # the most nearest keys a command shows per query (analogy --top, inspect --neighbors)
 
 
 class UnknownInputWordsError(UnknownWordsError):
@@ -23,7 +28,7 @@ class UnknownInputWordsError(UnknownWordsError):
         return super().__str__().split("; use --oov")[0]
 
 
-def require_vectors(vectors: Vectors, words: Iterable[str]) -> None:
+def require_vectors(vectors: "Vectors", words: Iterable[str]) -> None:
     """Raise, naming every word that has no vector and a close known spelling where one exists."""
     from attn_cli.tokens import suggest
 
@@ -37,7 +42,7 @@ def unit_vector(v: np.ndarray) -> np.ndarray:  # [d] -> [d]
     return v / norm if norm > 0 else v
 
 
-def direction(vectors: Vectors, a: str, b: str) -> np.ndarray:  # -> [d] float64
+def direction(vectors: "Vectors", a: str, b: str) -> np.ndarray:  # -> [d] float64
     """d = E(a) - E(b): e.g. E(cats) - E(cat), a "plural" direction."""
     return vectors.get_vector(a) - vectors.get_vector(b)
 
@@ -61,29 +66,48 @@ def top_k(scores: np.ndarray, k: int, exclude: Iterable[int] = ()) -> np.ndarray
     return candidates[order][:k]
 
 
-def indices_of(vectors: Vectors, words: Iterable[str]) -> list[int]:
+def indices_of(vectors: "Vectors", words: Iterable[str]) -> list[int]:
     """Row numbers of the words that are keys (fastText subword-only words have none)."""
-    return [vectors.key_to_index[w] for w in words if w in vectors.key_to_index]
+    return [i for w in words if (i := vectors.row(w)) is not None]
 
 
-def cosines(vectors: Vectors, v: np.ndarray) -> np.ndarray:  # [d] -> [n_keys]
+def key_scores(vectors: "Vectors", queries: np.ndarray) -> np.ndarray:  # [t, d] -> [t, n_keys] float32
+    """Every key's unit vector dotted with each query row (the cosine, for unit queries; a key
+    without a direction scores NaN), computed a block of keys at a time."""
+    from attn_cli.vectors import unit_rows
+
+    queries = np.asarray(queries, dtype=np.float32)
+    out = np.empty((len(queries), len(vectors)), dtype=np.float32)
+    for start, block in vectors.blocks():
+        scores = out[:, start : start + len(block)]  # [t, c]
+        norms = np.sqrt(np.einsum("ij,ij->i", block, block, dtype=np.float64))  # [c]; float64: 1e38-sized values do not overflow
+        # [t, d] x [c, d] -> [t, c]. einsum, not BLAS: a matrix-vector product per block is all memory
+        # traffic, and BLAS threads waiting on each other for it cost more than the work on a busy machine.
+        if np.all((norms > 1e-15) & (norms < 1e15)):  # ordinary rows: their float32 dot products neither overflow nor vanish
+            np.divide(np.einsum("tj,ij->ti", queries, block), norms, out=scores, casting="unsafe")
+        else:  # zero, tiny, huge or non-finite rows: scale each row to norm 1 first (NaN: no direction)
+            np.einsum("tj,ij->ti", queries, unit_rows(block), out=scores)
+    return out
+
+
+def cosines(vectors: "Vectors", v: np.ndarray) -> np.ndarray:  # [d] -> [n_keys]
     """Cosine of every key's vector with v."""
-    return vectors.unit @ unit_vector(np.asarray(v, dtype=np.float64)).astype(np.float32)  # [n, d] x [d] -> [n]
+    return key_scores(vectors, unit_vector(np.asarray(v, dtype=np.float64))[None, :])[0]
 
 
-def nearest(vectors: Vectors, v: np.ndarray, k: int, exclude: Iterable[str] = ()) -> list[tuple[str, float]]:
+def nearest(vectors: "Vectors", v: np.ndarray, k: int, exclude: Iterable[str] = ()) -> list[tuple[str, float]]:
     """The k keys whose vectors have the highest cosine with v, best first."""
     scores = cosines(vectors, v)
     best = top_k(scores, k, indices_of(vectors, exclude))
-    return [(vectors.index_to_key[i], float(scores[i])) for i in best]
+    return [(vectors.key_at(i), float(scores[i])) for i in best]
 
 
-def _unit_inputs(vectors: Vectors, words: list[str]) -> list[np.ndarray]:
+def _unit_inputs(vectors: "Vectors", words: list[str]) -> list[np.ndarray]:
     require_vectors(vectors, words)
     return [unit_vector(vectors.get_vector(w)) for w in words]
 
 
-def most_similar(vectors: Vectors, positive: list[str], negative: list[str], topn: int = 10) -> list[tuple[str, float]]:
+def most_similar(vectors: "Vectors", positive: list[str], negative: list[str], topn: int = 10) -> list[tuple[str, float]]:
     """3CosAdd: keys nearest (by cosine) to the mean of the unit positive vectors minus the unit negative ones.
 
     "cat is to cats as dog is to ?" is most_similar(positive=["cats", "dog"], negative=["cat"]).
@@ -96,25 +120,25 @@ def most_similar(vectors: Vectors, positive: list[str], negative: list[str], top
     return nearest(vectors, mean, topn, exclude=positive + negative)
 
 
-def cosmul_scores(vectors: Vectors, positive: list[str], negative: list[str]) -> np.ndarray:  # -> [n_keys]
+def cosmul_scores(vectors: "Vectors", positive: list[str], negative: list[str]) -> np.ndarray:  # -> [n_keys]
     """3CosMul: prod over positive of (1 + cos) / 2, divided by prod over negative of (1 + cos) / 2 (+ epsilon)."""
     terms = np.array(_unit_inputs(vectors, positive + negative), dtype=np.float32)  # [t, d]
-    shifted = (1.0 + vectors.unit @ terms.T) / 2.0  # [n, d] x [d, t] -> [n, t], cosines moved into [0, 1]
-    pos = np.prod(shifted[:, : len(positive)], axis=1)  # [n]
-    neg = np.prod(shifted[:, len(positive) :], axis=1) if negative else 1.0
+    shifted = (1.0 + key_scores(vectors, terms)) / 2.0  # [t, n], cosines moved into [0, 1]
+    pos = np.prod(shifted[: len(positive)], axis=0)  # [n]
+    neg = np.prod(shifted[len(positive) :], axis=0) if negative else 1.0
     return pos / (neg + COSMUL_EPSILON)
 
 
-def most_similar_cosmul(vectors: Vectors, positive: list[str], negative: list[str], topn: int = 10) -> list[tuple[str, float]]:
+def most_similar_cosmul(vectors: "Vectors", positive: list[str], negative: list[str], topn: int = 10) -> list[tuple[str, float]]:
     """3CosMul (Levy and Goldberg 2014, eq. 4, as gensim's most_similar_cosmul); input words excluded."""
     if not positive:
         raise InputError("most_similar_cosmul needs at least one positive word")
     scores = cosmul_scores(vectors, positive, negative)
     best = top_k(scores, topn, indices_of(vectors, positive + negative))
-    return [(vectors.index_to_key[i], float(scores[i])) for i in best]
+    return [(vectors.key_at(i), float(scores[i])) for i in best]
 
 
-def dots(vectors: Vectors, v: np.ndarray, words: list[str]) -> np.ndarray:  # [d], k words -> [k]
+def dots(vectors: "Vectors", v: np.ndarray, words: list[str]) -> np.ndarray:  # [d], k words -> [k]
     """Dot product of v with each word's vector (a word without a vector counts as the zero vector)."""
     rows = [vectors.get_vector(w) if vectors.has_vector(w) else np.zeros(vectors.vector_size) for w in words]
     return np.array(rows, dtype=np.float64).reshape(len(words), vectors.vector_size) @ v  # [k, d] x [d] -> [k]

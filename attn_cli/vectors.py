@@ -8,8 +8,9 @@ Other formats (word2vec, GloVe text, fastText) go through `attn_cli.formats`, wh
 imports gensim only when such a file is actually loaded.
 """
 
+import mmap
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cached_property
 from pathlib import Path
 
@@ -24,6 +25,8 @@ FAST_FORMAT = "attn"
 MATRIX_FILE = "vectors.npy"
 KEYS_FILE = "keys.txt"
 MANIFEST_FILE = "attn.json"
+BLOCK_ROWS = 16384  # rows read at a time when every key is scored: [16384, d] float32, 3.2 MB at d = 50
+SCANS_BEFORE_INDEX = 64  # look-ups answered by scanning keys.txt before the key -> row dict is built
 
 
 class Vectors:
@@ -32,25 +35,42 @@ class Vectors:
     `oov_vector`, when given (fastText .bin), makes a vector for a word that is not a key.
     A key that occurs more than once names its first row. `notes` are things the reader
     noticed that a person should hear about (said once on stderr by the CLI).
+
+    A fast folder's keys stay as the bytes of keys.txt (`key_lines`) until something needs
+    them all: a few look-ups scan those bytes (a 400,000-key dict costs ~0.2 s to build),
+    `index_to_key` and `key_to_index` are built on first use. `matrix_file` (path, offset of
+    the data) lets `blocks` read the matrix without keeping it all resident in memory.
     """
 
     def __init__(
         self,
-        index_to_key: list[str],
+        index_to_key: list[str] | None,
         vectors: np.ndarray,  # [n_keys, d]
         *,
         source: str = "",
         format: str = FAST_FORMAT,
         oov_vector: Callable[[str], np.ndarray] | None = None,
+        key_lines: bytes | None = None,  # "\n" + one key per line, each ending in "\n", instead of index_to_key
+        matrix_file: tuple[Path, int] | None = None,
     ):
-        if vectors.ndim != 2 or vectors.shape[0] != len(index_to_key):
-            raise DataError(f"{source}: {len(index_to_key)} keys but a matrix of shape {vectors.shape}")
-        self.index_to_key = index_to_key
+        n_keys = key_lines.count(b"\n") - 1 if index_to_key is None else len(index_to_key)
+        if vectors.ndim != 2 or vectors.shape[0] != n_keys:
+            raise DataError(f"{source}: {n_keys} keys but a matrix of shape {vectors.shape}")
+        if index_to_key is not None:
+            self.index_to_key = index_to_key
+        self.key_lines = key_lines
+        self.n_keys = n_keys
         self.vectors = vectors
+        self.matrix_file = matrix_file
         self.source = source
         self.format = format
         self.oov_vector = oov_vector
         self.notes: list[str] = []
+        self.scanned: dict[str, int | None] = {}  # keys.txt look-ups so far
+
+    @cached_property
+    def index_to_key(self) -> list[str]:
+        return self.key_lines[1:-1].decode("utf-8").split("\n") if self.n_keys else []
 
     @cached_property
     def key_to_index(self) -> dict[str, int]:
@@ -60,6 +80,62 @@ class Vectors:
             for i, key in enumerate(self.index_to_key):
                 index.setdefault(key, i)
         return index
+
+    @cached_property
+    def line_ends(self) -> np.ndarray:  # [n_keys + 1] offsets of the newlines of key_lines
+        return np.flatnonzero(np.frombuffer(self.key_lines, dtype=np.uint8) == ord("\n"))
+
+    def find(self, key: str) -> int | None:
+        """The first row of `key` by a scan, building no index: of keys.txt's bytes, or of the key list."""
+        if self.key_lines is None:
+            try:
+                return self.index_to_key.index(key)
+            except ValueError:
+                return None
+        if "\n" in key:
+            return None
+        try:
+            at = self.key_lines.find(b"\n" + key.encode("utf-8") + b"\n")
+        except UnicodeEncodeError:  # a lone surrogate: never a key
+            return None
+        return None if at < 0 else self.key_lines.count(b"\n", 0, at)
+
+    def row(self, key: str) -> int | None:
+        """The row of `key` (None if it is not a key): scanned while look-ups are few, then from key_to_index."""
+        if "key_to_index" in vars(self) or self.key_lines is None or len(self.scanned) >= SCANS_BEFORE_INDEX:
+            return self.key_to_index.get(key)
+        if key not in self.scanned:
+            self.scanned[key] = self.find(key)
+        return self.scanned[key]
+
+    def key_at(self, i: int) -> str:
+        """The key of row i, without building the whole key list."""
+        if self.key_lines is None or "index_to_key" in vars(self):
+            return self.index_to_key[i]
+        ends = self.line_ends
+        return self.key_lines[ends[i] + 1 : ends[i + 1]].decode("utf-8")
+
+    def blocks(self, rows: int = BLOCK_ROWS) -> Iterator[tuple[int, np.ndarray]]:  # -> (start, [c, d] rows)
+        """The matrix, a block of rows at a time. A fast folder's file is mapped on its own and each
+        block's pages are let go once it is used, so a pass over the whole vocabulary does not leave
+        the whole matrix resident in this process (the kernel keeps it cached for the next one)."""
+        m = self.vectors
+        if self.matrix_file is None or not hasattr(mmap, "MADV_DONTNEED"):
+            for start in range(0, self.n_keys, rows):
+                yield start, np.asarray(m[start : start + rows])
+            return
+        path, offset = self.matrix_file
+        row_bytes = m.shape[1] * m.dtype.itemsize
+        try:
+            with open(path, "rb") as f:
+                pages = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            matrix = np.frombuffer(pages, dtype=m.dtype, count=m.size, offset=offset).reshape(m.shape)  # [n_keys, d]
+        except (OSError, ValueError) as e:
+            raise DataError(f"{path}: cannot read the vectors ({reason(e)})") from None
+        for start in range(0, self.n_keys, rows):
+            yield start, matrix[start : start + rows]
+            first = (offset + start * row_bytes) // mmap.PAGESIZE * mmap.PAGESIZE
+            pages.madvise(mmap.MADV_DONTNEED, first, offset + min(start + rows, self.n_keys) * row_bytes - first)
 
     def duplicate_keys(self) -> list[str]:
         """Keys that occur more than once, in order of first occurrence."""
@@ -73,17 +149,17 @@ class Vectors:
         return self.vectors.shape[1]
 
     def __len__(self) -> int:
-        return len(self.index_to_key)
+        return self.n_keys
 
     def __contains__(self, key: str) -> bool:
-        return key in self.key_to_index
+        return self.row(key) is not None
 
     def has_vector(self, word: str) -> bool:
         """A key, or a word the format can build a vector for (fastText subwords)."""
-        return word in self.key_to_index or self.oov_vector is not None
+        return self.oov_vector is not None or self.row(word) is not None
 
     def get_vector(self, word: str) -> np.ndarray:  # -> [d] float64
-        i = self.key_to_index.get(word)
+        i = self.row(word)
         if i is not None:
             return self.checked(np.asarray(self.vectors[i], dtype=np.float64), [word])
         if self.oov_vector is not None:
@@ -98,21 +174,26 @@ class Vectors:
             raise DataError(f"{self.source or 'the vectors'}: the vector of {bad!r} holds NaN or infinite values")
         return rows
 
-    @cached_property
+    @property
     def unit(self) -> np.ndarray:  # [n_keys, d] float32, every row of norm 1
-        """The vectors scaled to norm 1. A zero or non-finite row has no direction: its row is NaN,
-        so every cosine with it is NaN and it is never anyone's nearest key."""
-        m = np.asarray(self.vectors, dtype=np.float32)
-        with np.errstate(over="ignore", invalid="ignore"):
-            norms = np.sqrt(np.einsum("ij,ij->i", m, m, dtype=np.float64))[:, None]  # float64: 1e38-sized values do not overflow
-            good = np.isfinite(norms) & (norms > 0)
-            return np.divide(m, norms, out=np.full_like(m, np.nan), where=good).astype(np.float32, copy=False)
+        """All the vectors scaled to norm 1, as one new array (searches use `unit_rows` a block at a time)."""
+        return unit_rows(self.vectors)
 
     def close_spelling(self, word: str) -> str | None:
         """The known key most likely meant by `word` (attn_cli.spelling), or None."""
         from attn_cli.spelling import close_spelling
 
         return close_spelling(word, self.key_to_index, self.index_to_key)
+
+
+def unit_rows(m: np.ndarray) -> np.ndarray:  # [c, d] -> [c, d] float32, every row of norm 1
+    """Rows scaled to norm 1. A zero or non-finite row has no direction: its row is NaN,
+    so every cosine with it is NaN and it is never anyone's nearest key."""
+    m = np.asarray(m, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", m, m, dtype=np.float64))[:, None]  # float64: 1e38-sized values do not overflow
+        good = np.isfinite(norms) & (norms > 0)
+        return np.divide(m, norms, out=np.full_like(m, np.nan), where=good).astype(np.float32, copy=False)
 
 
 def resolve_path(path: str | os.PathLike | None) -> Path:
@@ -158,19 +239,24 @@ def read_matrix(path: Path) -> np.ndarray:  # -> [n_keys, d], memory-mapped
 def load_fast(folder: Path, limit: int | None = None) -> Vectors:
     matrix = read_matrix(folder / MATRIX_FILE)
     try:
-        text = (folder / KEYS_FILE).read_text(encoding="utf-8")
+        raw = (folder / KEYS_FILE).read_bytes()
+        raw.decode("utf-8")  # checked once here; keys are decoded again only as they are used
     except (OSError, UnicodeDecodeError) as e:
         raise DataError(f"{folder / KEYS_FILE}: cannot read the keys ({e})") from None
     if 0 in matrix.shape:
         raise DataError(f"{folder / MATRIX_FILE}: holds no vectors (shape {matrix.shape})")
-    keys = text.split("\n")
-    if keys and keys[-1] == "":
-        keys.pop()
-    if len(keys) != matrix.shape[0]:
-        raise DataError(f"{folder}: {KEYS_FILE} has {len(keys)} keys but {MATRIX_FILE} has {matrix.shape[0]} rows")
-    if limit is not None:
-        keys, matrix = keys[:limit], matrix[:limit]
-    return Vectors(keys, matrix, source=str(folder), format=FAST_FORMAT)
+    key_lines = b"\n" + raw + (b"\n" if raw and not raw.endswith(b"\n") else b"")  # every key between two newlines
+    n_keys = key_lines.count(b"\n") - 1
+    if n_keys != matrix.shape[0]:
+        raise DataError(f"{folder}: {KEYS_FILE} has {n_keys} keys but {MATRIX_FILE} has {matrix.shape[0]} rows")
+    # Rows in file order (C order, native bytes) can be read a block at a time; others go through the mapping.
+    readable = isinstance(matrix, np.memmap) and matrix.flags.c_contiguous and matrix.dtype.isnative
+    matrix_file = (folder / MATRIX_FILE, matrix.offset) if readable else None
+    if limit is not None and limit < n_keys:
+        ends = np.flatnonzero(np.frombuffer(key_lines, dtype=np.uint8) == ord("\n"))
+        key_lines, matrix = key_lines[: ends[limit] + 1], matrix[:limit]
+    return Vectors(None, matrix, source=str(folder), format=FAST_FORMAT, key_lines=key_lines,
+                   matrix_file=matrix_file)
 
 
 def load(path: str | os.PathLike | None = None, *, limit: int | None = None, trust: bool = False) -> Vectors:

@@ -432,7 +432,7 @@ def test_wide_characters_keep_the_grid_aligned():
 def test_nearest_keys_by_cosine_leave_the_token_out(glove):
     rows = np.array([glove.get_vector("forest"), np.zeros(50)])
     own = [glove.key_to_index["forest"], -1]
-    near = nearest_keys(rows, own, glove.unit, 3)
+    near = nearest_keys(rows, own, glove, 3)
     sims = glove.unit @ (rows[0] / np.linalg.norm(rows[0]))
     sims[own[0]] = -np.inf
     assert near[0] == list(np.argsort(-sims)[:3]) and near[1] == []

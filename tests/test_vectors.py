@@ -7,6 +7,7 @@ with what was written.
 import io
 import json
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -118,6 +119,22 @@ def test_limit_keeps_the_first_keys(vectors_file, run):
     np.testing.assert_allclose(vectors.vectors, MATRIX[:2], rtol=1e-6)
     info = parse_json(run("vectors", "info", path, "--limit", 2, "--json"))
     assert (info["keys"], info["dimension"], info["format"]) == (2, 5, fmt)
+
+
+def test_info_takes_vectors_as_every_command_does(tmp_path, run):
+    """`vectors info --vectors FILE` is `vectors info FILE`; the argument wins over $ATTN_VECTORS,
+    and two different files are a usage error."""
+    path = write_word2vec_text(tmp_path / "words.txt")
+    by_option = parse_json(run("vectors", "info", "--vectors", path, "--json"))
+    by_argument = parse_json(run("vectors", "info", path, "--json"))
+    by_both = parse_json(run("vectors", "info", path, "--vectors", path, "--json"))
+    for info in (by_option, by_argument, by_both):
+        assert (info["path"], info["format"], info["keys"]) == (str(path), formats.WORD2VEC_TEXT, len(KEYS))
+    from_env = parse_json(run("vectors", "info", path, "--json", env={"ATTN_VECTORS": str(tmp_path / "nowhere")}))
+    assert from_env["keys"] == len(KEYS)
+    clash = run("vectors", "info", path, "--vectors", tmp_path / "other.txt")
+    assert clash.exit_code == 2 and clash.stdout == ""
+    assert clash.stderr.splitlines()[-1].startswith("attn: ") and "--vectors" in clash.stderr
 
 
 def test_convert_round_trip(vectors_file, tmp_path, run):
@@ -339,23 +356,29 @@ def test_convert_into_a_missing_folder_is_bad_input(tmp_path, run):
 
 
 def fail_after(calls, exc):
-    """A stand-in for _write_keys that fails once the matrix is already written."""
+    """A stand-in for _write_keys (path, keys), once the matrix is written, or for _append_rows
+    (matrix file, keys file, keys, block), with the files open: it fails mid-way."""
 
-    def write_keys(path, keys):
+    def write_keys(path, *rest):
         calls.append(path)
-        assert (path.parent / "vectors.npy").stat().st_size > 0  # truly mid-way
+        if isinstance(path, Path):
+            assert (path.parent / "vectors.npy").stat().st_size > 0  # truly mid-way
         raise exc
 
     return write_keys
 
 
-def test_failed_conversion_leaves_nothing(tmp_path, run, monkeypatch):
-    src = write_word2vec_text(tmp_path / "words.txt")
+@pytest.mark.parametrize(
+    "writer, step",
+    [(write_word2vec_bin, "_write_keys"), (write_word2vec_text, "_append_rows")],  # loaded then written; streamed
+)
+def test_failed_conversion_leaves_nothing(tmp_path, run, monkeypatch, writer, step):
+    src = writer(tmp_path / "words")
     calls = []
-    monkeypatch.setattr(formats, "_write_keys", fail_after(calls, OSError(28, "No space left on device")))
+    monkeypatch.setattr(formats, step, fail_after(calls, OSError(28, "No space left on device")))
     assert_one_line_error(run("vectors", "convert", src, tmp_path / "out"), 1, "No space left on device")
     assert calls
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["words.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["words"]
 
 
 def test_interrupted_conversion_keeps_the_old_destination(tmp_path, monkeypatch):
@@ -519,3 +542,80 @@ def test_detection_and_the_default_vectors_do_not_import_gensim(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split("\n")[:2] == ["word2vec-bin 100000", "[]"]
+
+
+def test_a_fast_folder_answers_a_few_words_without_building_its_key_index(tmp_path):
+    """Look-ups scan keys.txt's bytes (first occurrence wins, as in the index), rows are named from
+    the line offsets, and searches read the matrix a block at a time: the same answers as in memory."""
+    from attn_cli import neighbors as nb
+    from attn_cli import vectors as vectors_module
+
+    keys = ["the", "cat", "naïve", "", "cat", "mat"]
+    matrix = np.arange(len(keys) * 3, dtype=np.float32).reshape(len(keys), 3) - 4.0  # [6, 3]
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    np.save(folder / "vectors.npy", matrix)
+    (folder / "keys.txt").write_text("\n".join(keys), encoding="utf-8")  # no newline after the last key
+    loaded = load(folder)
+    assert [loaded.row(k) for k in ("the", "cat", "naïve", "", "mat", "dog", "ca", "a\nb", "\ud800")] == [0, 1, 2, 3, 5, None, None, None, None]
+    assert [loaded.key_at(i) for i in range(len(keys))] == keys
+    assert "key_to_index" not in vars(loaded) and "index_to_key" not in vars(loaded)
+    assert loaded.index_to_key == keys and loaded.key_to_index["cat"] == 1
+    in_memory = Vectors(keys, matrix)
+    for size in (1, 4, 100):  # blocks that split the matrix, and one that holds it all
+        blocks = [(start, block.copy()) for start, block in load(folder).blocks(size)]
+        assert [start for start, _ in blocks] == list(range(0, len(keys), size))
+        np.testing.assert_array_equal(np.concatenate([b for _, b in blocks]), matrix)
+    query = dict(positive=["mat", "naïve"], negative=["the"], topn=3)
+    assert nb.most_similar(load(folder), **query) == nb.most_similar(in_memory, **query)
+    assert nb.most_similar_cosmul(load(folder), **query) == nb.most_similar_cosmul(in_memory, **query)
+    limited = load(folder, limit=2)
+    assert (len(limited), limited.row("naïve"), limited.key_at(1), limited.index_to_key) == (2, None, "cat", ["the", "cat"])
+    many = load(folder)
+    for i in range(vectors_module.SCANS_BEFORE_INDEX + 1):
+        many.row(f"word{i}")
+    assert "key_to_index" in vars(many) and many.row("mat") == 5  # many look-ups: the index pays for itself
+
+
+@pytest.fixture(params=["pyarrow", "numpy"])
+def text_reader(request, monkeypatch):
+    """Text files read by pyarrow's CSV reader when it is installed, and by NumPy's (always there)."""
+    if request.param == "pyarrow":
+        pytest.importorskip("pyarrow.csv")
+    else:
+        monkeypatch.setattr(formats.TextVectors, "arrow", lambda self: None)
+    return request.param
+
+
+def test_text_reader_reads_numbers_as_gensim_does(tmp_path, run, text_reader):
+    """Any spelling of a number gensim's reader takes gives the same float32 here; CRLF and trailing
+    spaces are fine; a file streamed by `convert` holds exactly what `load` reads, key order kept."""
+    from gensim.models import KeyedVectors
+
+    spellings = ["0.418", "-0.00066023", "1e-05", "-1.2345E+03", "+3", ".5", "5.", "-0", "4.0071", "123456789.123456789",
+                 "1.00000000000000000001", "3.4028235e38", "nan", "-inf", "7"]  # fmt: skip
+    rows = [spellings[i : i + 5] for i in range(0, len(spellings), 5)]
+    lines = [f"w{i} {' '.join(r)}{' ' if i == 1 else ''}\r\n" for i, r in enumerate(rows)]
+    path = tmp_path / "odd.txt"
+    path.write_bytes(f"{len(rows)} 5\n{''.join(lines)}".encode())
+    ours = load(path)
+    theirs = KeyedVectors.load_word2vec_format(str(path))
+    assert ours.index_to_key == theirs.index_to_key == ["w0", "w1", "w2"]
+    np.testing.assert_array_equal(ours.vectors, theirs.vectors)
+    assert run("vectors", "convert", path, tmp_path / "out").exit_code == 0
+    np.testing.assert_array_equal(load(tmp_path / "out").vectors, theirs.vectors)
+
+
+@pytest.mark.parametrize("name, writer", [("words.txt", write_word2vec_text), ("glove.txt", write_glove_text)])
+def test_both_text_readers_agree_and_name_a_bad_line(tmp_path, run, text_reader, name, writer):
+    """Plain rows: the same keys and float32 values as gensim wrote; a line with a key and no values
+    is named by its line number, whichever reader met it first."""
+    path = writer(tmp_path / name)
+    loaded = load(path)
+    assert loaded.index_to_key == KEYS
+    np.testing.assert_array_equal(loaded.vectors, keyed_vectors().vectors)
+    lines = path.read_bytes().split(b"\n")
+    lines[3] = lines[3].split(b" ")[0]
+    path.write_bytes(b"\n".join(lines))
+    assert_one_line_error(run("vectors", "convert", path, tmp_path / "out"), 1, "line 4 has 0 values")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]

@@ -1,12 +1,37 @@
-"""Typer wiring: each module below adds its commands to `app`; the work is done elsewhere."""
+"""Typer wiring: each module below adds its commands to the app; the work is done elsewhere.
+
+`attn COMMAND` imports only the module of COMMAND (the others cost start-up time for nothing);
+`from attn_cli.cli import app` gives the app with every command.
+"""
 
 import errno
+import importlib
 import io
 import os
 import sys
 
-from attn_cli.cli import heads, inspect, lesson, model, vectors  # noqa: F401  (each registers its commands)
-from attn_cli.cli.app import app
+from attn_cli.cli.app import app as typer_app
+
+COMMAND_MODULES = {
+    "heads": "heads", "inspect": "inspect", "softmax": "lesson", "analogy": "lesson", "similarity": "lesson",
+    "model": "model", "vectors": "vectors",
+}  # fmt: skip
+ALL_MODULES = ("heads", "inspect", "lesson", "model", "vectors")  # the order `attn --help` lists them in
+globals().pop("app")  # the submodule, bound here by its import: `app` is the Typer app, from __getattr__ below
+
+
+def import_commands(argv: list[str]) -> None:
+    """Register the command argv names (its module alone), or every command (help, a misspelt command)."""
+    name = argv[0] if argv else ""
+    for module in [COMMAND_MODULES[name]] if name in COMMAND_MODULES else ALL_MODULES:
+        importlib.import_module(f"attn_cli.cli.{module}")
+
+
+def __getattr__(name: str):
+    if name == "app":
+        import_commands([])
+        return typer_app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 QUIET = (errno.EPIPE, errno.EBADF)  # the reader went away, or there never was one (`attn ... >&-`)
 
@@ -28,9 +53,10 @@ def main() -> None:
         sys.stdout.reconfigure(encoding="utf-8")  # JSON is UTF-8, and so is every view, whatever the locale
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w")
+    import_commands(sys.argv[1:2])
     try:
         try:
-            app(prog_name="attn")
+            typer_app(prog_name="attn")
         finally:
             sys.stdout.flush()  # so a closed pipe shows up here, not at interpreter exit
     except OSError as e:

@@ -11,7 +11,7 @@ import typer
 
 from attn_cli.cli.app import examples, JsonOpt, LimitOpt, OovOpt, TrustOpt, VectorsOpt, app, load_vectors
 from attn_cli.errors import MAX_NAMED, AttnError, DataError, InputError, short
-from attn_cli.inspection import MAX_NEIGHBORS
+from attn_cli.neighbors import MAX_NEIGHBORS
 from attn_cli.output import write_json
 from attn_cli.results import (
     AnalogyResult,

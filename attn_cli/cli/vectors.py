@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer._click.core import ParameterSource
 
-from attn_cli.cli.app import ForceOpt, JsonOpt, LimitOpt, TrustOpt, app, examples, load_vectors, say
+from attn_cli.cli.app import ForceOpt, JsonOpt, LimitOpt, TrustOpt, VectorsOpt, app, examples, load_vectors, say
 from attn_cli.output import console, write_json
 from attn_cli.results import VectorsConverted, VectorsInfo
 
@@ -33,10 +34,12 @@ def note_duplicates(vectors) -> None:
 
 @vectors_app.command("info", epilog=examples("attn vectors info", "attn vectors info glove.6B.50d.txt --limit 20000", "attn vectors info words.kv --trust-pickle --json"))
 def info(
+    ctx: typer.Context,
     path: Annotated[
         str | None,
-        typer.Argument(envvar="ATTN_VECTORS", help="Vectors file or folder (default: $ATTN_VECTORS, else the shipped GloVe).", show_default=False),
+        typer.Argument(help="Vectors file or folder (or give it as --vectors; default: $ATTN_VECTORS, else the shipped GloVe).", show_default=False),
     ] = None,
+    vectors: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
     json: JsonOpt = False,
@@ -45,6 +48,10 @@ def info(
     from attn_cli.files import display_path
     from attn_cli.vectors import resolve_path
 
+    typed = ctx.get_parameter_source("vectors") == ParameterSource.COMMANDLINE  # not from $ATTN_VECTORS
+    if path is not None and typed and path != vectors:
+        raise typer.BadParameter(f"two files given, {path!r} and --vectors {vectors!r}; give one", param_hint="PATH")
+    path = path if path is not None else vectors  # --vectors (or $ATTN_VECTORS) as every other command takes it
     start = time.perf_counter()
     vectors = load_vectors(path, limit, trust_pickle)
     seconds = time.perf_counter() - start
@@ -95,9 +102,9 @@ def progress(source: Path) -> Iterator[ConversionProgress | None]:
     if not sys.stderr.isatty():
         yield None
         return
-    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TransferSpeedColumn
 
-    columns = (TextColumn("{task.description}", markup=False), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), TaskProgressColumn(), TransferSpeedColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console(stderr=True), transient=True) as bars:
         yield ConversionProgress(bars, source)
 
@@ -119,20 +126,19 @@ def convert(
     formats.check_destination(destination, force)  # before a long read, not after it
     start = time.perf_counter()
     with progress(source) as bars:
-        vectors = formats.load_foreign(
-            source, limit=limit, trust=trust_pickle, on_bytes=bars.on_bytes if bars else None
-        )
-        for note in vectors.notes:
-            say(note)
-        note_duplicates(vectors)
-        formats.write_fast(vectors, destination, force=force, on_rows=bars.on_rows if bars else None)
+        done = formats.convert(
+            source, destination, limit=limit, trust=trust_pickle, force=force,
+            on_bytes=bars.on_bytes if bars else None, on_rows=bars.on_rows if bars else None,
+        )  # fmt: skip
+    for note in done.notes:
+        say(note)
     result = VectorsConverted(
         source=display_path(source),
-        source_format=vectors.format,
+        source_format=done.format,
         destination=display_path(destination),
-        keys=len(vectors.key_to_index),  # a key found twice is written once
-        dimension=vectors.vector_size,
-        dtype=str(formats.fast_dtype(vectors.vectors)),
+        keys=done.keys,  # a key found twice is written once
+        dimension=done.dimension,
+        dtype=done.dtype,
         file_bytes=file_bytes(destination),
         seconds=time.perf_counter() - start,
     )

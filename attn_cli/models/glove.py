@@ -82,8 +82,8 @@ class GloveModel:
     def nearest(self, rows: np.ndarray, k: int) -> list[list[str]]:
         from attn_cli.inspection import nearest_keys
 
-        found = nearest_keys(rows, [-1] * len(rows), self.vectors.unit, k)
-        return [[self.vectors.index_to_key[j] for j in row] for row in found]
+        found = nearest_keys(rows, [-1] * len(rows), self.vectors, k)
+        return [[self.vectors.key_at(j) for j in row] for row in found]
 
     def summary(self) -> dict:
         d_k = sorted({h.d_k for h in self.heads})

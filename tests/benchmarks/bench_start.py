@@ -1,69 +1,42 @@
-"""Cold start of `python -m attn_cli softmax 1 2 3` against `python -c "import numpy"`, in one run.
+"""Cold start of `attn`, against `python -c "import numpy"` measured in the same run.
 
-Run by hand (not a test):  python tests/benchmarks/bench_start.py [--runs 30] [--before REV]
+Run by hand:  PYTHONPATH=. python tests/benchmarks/bench_start.py [--runs 21]
 
-With --before REV (a commit, branch or tag), that revision's attn_cli is unpacked (git archive) into a
-temporary folder and timed too, so a change to the start-up path (shell completion, say) is compared
-with what came before it on the same machine in the same minute. The commands take turns, run by
-run, so a machine that slows down mid-run slows them all alike. All figures are medians.
+Targets (issue #11): `softmax 1 2 3 --json` <= 1.25x the floor; the terminal view of
+`inspect "<the lesson's sentence>"` (COLUMNS=100) <= 1.8x, its peak RSS <= 60 MiB.
+Runs are interleaved (floor, softmax, inspect, floor, ...) so a busy machine slows all alike;
+figures are medians. Python runs with the environment's PYTHONDONTWRITEBYTECODE as it is.
 """
 
 import argparse
-import os
-import statistics
-import subprocess
 import sys
-import tarfile
-import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-COMMAND = ["-m", "attn_cli", "softmax", "1", "2", "3"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from runs import medians  # noqa: E402
 
-
-def unpack(rev: str, into: Path) -> Path:
-    """attn_cli as it was at `rev`, in a folder of its own."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev, "attn_cli"], check=True, capture_output=True).stdout
-    with tempfile.TemporaryFile() as f:
-        f.write(archive)
-        f.seek(0)
-        with tarfile.open(fileobj=f) as tar:
-            tar.extractall(into, filter="data")
-    return into
-
-
-def timed(argv: list[str], env: dict) -> float:
-    start = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
-    return time.perf_counter() - start
+LESSON = "A fluffy blue creature roamed the verdant forest."
+INSPECT = f'attn inspect "{LESSON}"'
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=30, help="new processes per command")
-    parser.add_argument("--before", metavar="REV", help="also time attn_cli as it was at this git revision")
+    parser.add_argument("--runs", type=int, default=21)
     args = parser.parse_args()
-
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "COLUMNS")}
-    commands = {'python -c "import numpy" (floor)': ([sys.executable, "-c", "import numpy"], env),
-                "attn softmax 1 2 3 (this tree)": ([sys.executable, *COMMAND], env | {"PYTHONPATH": str(ROOT)})}
-    with tempfile.TemporaryDirectory() as tmp:
-        if args.before:
-            old = unpack(args.before, Path(tmp))
-            commands[f"attn softmax 1 2 3 ({args.before})"] = ([sys.executable, *COMMAND], env | {"PYTHONPATH": str(old)})
-        for argv, run_env in commands.values():  # warm the page cache
-            timed(argv, run_env)
-        times = {name: [] for name in commands}
-        for _ in range(args.runs):
-            for name, (argv, run_env) in commands.items():
-                times[name].append(timed(argv, run_env))
-    medians = {name: statistics.median(t) for name, t in times.items()}
-    floor = next(iter(medians.values()))
-    print(f"cold start, median of {args.runs} new processes each (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')})")
-    for name, seconds in medians.items():
-        spread = statistics.quantiles(times[name], n=4)
-        print(f"  {name:<44} {seconds * 1000:7.1f} ms  (quartiles {spread[0] * 1000:.1f}-{spread[2] * 1000:.1f})  {seconds / floor:5.2f} x floor")
+    py = sys.executable
+    commands = {
+        'python -c "import numpy"': [py, "-c", "import numpy"],
+        "attn softmax 1 2 3 --json": [py, "-m", "attn_cli", "softmax", "1", "2", "3", "--json"],
+        INSPECT: [py, "-m", "attn_cli", "inspect", LESSON],
+    }
+    found = medians(commands, args.runs, env={"COLUMNS": "100"})
+    floor, floor_mib, _ = found['python -c "import numpy"']
+    print(f"cold start, medians of {args.runs} interleaved runs (COLUMNS=100, stdout to a pipe)")
+    targets = {"attn softmax 1 2 3 --json": 1.25, INSPECT: 1.8}
+    for name, (seconds, mib, _) in found.items():
+        ratio = f"{seconds / floor:5.2f}x floor" + (f" (target <= {targets[name]}x)" if name in targets else "")
+        print(f"  {name:58} {seconds * 1000:6.0f} ms  {ratio:32}  peak RSS {mib:5.1f} MiB")
+    print(f"  inspect's peak RSS: {found[INSPECT][1]:.1f} MiB (target <= 60 MiB; numpy alone {floor_mib:.1f} MiB)")
 
 
 if __name__ == "__main__":
