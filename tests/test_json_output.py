@@ -88,8 +88,9 @@ def old_document(result) -> dict:
     for head, out in zip(result.heads, doc["heads"]):
         out["weights"] = significant(head.weights, WEIGHT_DIGITS).tolist()
         if result.stage:
-            matrix = head.stage_matrix("scores" if result.stage == "scores" else "masked")
-            out["scores"] = old_with_nulls(significant(matrix, NUMBER_DIGITS), None if head.allowed is None else ~head.allowed)
+            key = "scores" if result.stage == "scores" else "masked"
+            matrix = head.stage_matrix(key)
+            out[key] = old_with_nulls(significant(matrix, NUMBER_DIGITS), None if head.allowed is None else ~head.allowed)
     return doc
 
 

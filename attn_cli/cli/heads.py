@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import ForceOpt, HeadsOpt, JsonOpt, LimitOpt, ModelOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors
+from attn_cli.cli.app import AttnCommand, Format, FormatOpt, ForceOpt, HeadsOpt, LimitOpt, ModelOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors
+from attn_cli.writers import write
 from attn_cli.errors import InputError
-from attn_cli.output import write_json
 
 heads_app = typer.Typer(help="List the attention heads, train your own from labelled links, score heads on a file, or find a real model's head that does X.", no_args_is_help=True)
 app.add_typer(heads_app, name="heads")
@@ -20,12 +20,12 @@ class TrainMask(str, Enum):
     none = "none"
 
 
-@heads_app.command("list")
+@heads_app.command("list", cls=AttnCommand)
 def list_heads(
     vectors: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
-    json: JsonOpt = False,
+    output: FormatOpt = Format.table,
 ) -> None:
     """Every head `inspect --head` accepts: built-in ones and the shipped learned ones, with d_k and metrics."""
     from attn_cli import heads
@@ -50,13 +50,7 @@ def list_heads(
             str(summary) if summary is not None else None, metrics if isinstance(metrics, dict) else {},
         ))
     result = HeadsList(dimension=d, default=list(heads.DEFAULT_HEADS), heads=rows)
-    if json:
-        write_json(result.to_dict())
-    else:
-        from attn_cli import render
-        from attn_cli.cli.terminal import view_console
-
-        view_console().print(render.heads_list(result))
+    write(result, output, "heads_list")
 
 
 class TrainProgress:
@@ -86,7 +80,7 @@ class TrainProgress:
             self.bars.__exit__(*exc)
 
 
-@heads_app.command("train")
+@heads_app.command("train", cls=AttnCommand)
 def train(
     links: Annotated[Path, typer.Argument(help="Labelled links: sentence<TAB>query word<TAB>key word per line; '#' comments.", show_default=False)],
     out: Annotated[Path, typer.Argument(help="The .npz head file to write.", show_default=False)],
@@ -99,7 +93,7 @@ def train(
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
     force: ForceOpt = False,
-    json: JsonOpt = False,
+    output: FormatOpt = Format.table,
 ) -> None:
     """Train a head whose queries attend to the keys your links name; print its held-out metric.
 
@@ -140,16 +134,10 @@ def train(
         path=display_path(out), d_k=d_k, steps=steps, seed=seed, mask=mask.value, links=len(all_links),
         train_sentences=len(train_ex), heldout_sentences=len(held_ex), final_loss=final_loss, heldout=metrics,
     )
-    if json:
-        write_json(result.to_dict())
-    else:
-        from attn_cli import render
-        from attn_cli.cli.terminal import view_console
-
-        view_console().print(render.head_trained(result))
+    write(result, output, "head_trained")
 
 
-@heads_app.command("eval")
+@heads_app.command("eval", cls=AttnCommand)
 def evaluate(
     file: Annotated[
         Path,
@@ -165,7 +153,7 @@ def evaluate(
     vectors: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
-    json: JsonOpt = False,
+    output: FormatOpt = Format.table,
 ) -> None:
     """Score heads on a file, beside reference baselines.
 
@@ -180,13 +168,7 @@ def evaluate(
     words = load_vectors(vectors, limit, trust_pickle)
     chosen = heads.resolve_heads(head, words.vector_size, seed)
     result = evaluation.evaluate_file(file, chosen, words, mask.value, table, table_name)
-    if json:
-        write_json(result.to_dict())
-    else:
-        from attn_cli import render
-        from attn_cli.cli.terminal import view_console
-
-        view_console().print(render.heads_eval(result))
+    write(result, output, "heads_eval")
 
 
 class FindSort(str, Enum):
@@ -196,7 +178,7 @@ class FindSort(str, Enum):
     beyond = "beyond"
 
 
-@heads_app.command("find")
+@heads_app.command("find", cls=AttnCommand)
 def find(
     links: Annotated[
         str,
@@ -205,7 +187,7 @@ def find(
     model: ModelOpt = None,
     top: Annotated[int, typer.Option("--top", metavar="N", min=1, help="Heads to list in the terminal (JSON has all).")] = 10,
     sort: Annotated[FindSort, typer.Option("--sort", help="Rank by top on key, exact top, key weight, or top on key beyond the previous word.")] = FindSort.top,
-    json: JsonOpt = False,
+    output: FormatOpt = Format.table,
 ) -> None:
     """Rank every (layer, head) of a real model by how often a query's largest non-self weight lands on its labelled key.
 
@@ -219,10 +201,4 @@ def find(
         raise InputError("heads find needs --model PATH|NAME (a BERT or GPT-2 checkpoint)")
     path = inspection.link_set(links)
     found = inspection.find_heads(transformer.load(model), training.read_links(path), display_path(path), sort.value)
-    if json:
-        write_json(found.to_dict())
-    else:
-        from attn_cli import render
-        from attn_cli.cli.terminal import view_console
-
-        view_console().print(render.heads_found(found, top))
+    write(found, output, "heads_found", top)

@@ -9,8 +9,9 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import ForceOpt, JsonOpt, LimitOpt, TrustOpt, app, load_vectors, say
-from attn_cli.output import console, write_json
+from attn_cli.cli.app import AttnCommand, Format, FormatOpt, ForceOpt, LimitOpt, TrustOpt, app, load_vectors, say
+from attn_cli.writers import write
+from attn_cli.output import console
 from attn_cli.results import VectorsConverted, VectorsInfo
 
 vectors_app = typer.Typer(help="Inspect and convert word-vector files.", no_args_is_help=True)
@@ -31,7 +32,7 @@ def note_duplicates(vectors) -> None:
         say(duplicates_note(vectors.source, repeated))
 
 
-@vectors_app.command("info")
+@vectors_app.command("info", cls=AttnCommand)
 def info(
     path: Annotated[
         str | None,
@@ -39,7 +40,7 @@ def info(
     ] = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
-    json: JsonOpt = False,
+    output: FormatOpt = Format.table,
 ) -> None:
     """Format, number of keys, dimension, dtype, file size and load time of a vectors file."""
     from attn_cli.files import display_path
@@ -59,13 +60,7 @@ def info(
         file_bytes=file_bytes(where),
         load_seconds=seconds,
     )
-    if json:
-        write_json(result.to_dict())
-    else:
-        from attn_cli import render
-        from attn_cli.cli.terminal import view_console
-
-        view_console().print(render.vectors_info(result))
+    write(result, output, "vectors_info")
 
 
 class ConversionProgress:
@@ -102,14 +97,14 @@ def progress(source: Path) -> Iterator[ConversionProgress | None]:
         yield ConversionProgress(bars, source)
 
 
-@vectors_app.command("convert")
+@vectors_app.command("convert", cls=AttnCommand)
 def convert(
     src: Annotated[str, typer.Argument(help="Vectors in any supported format (see `attn vectors info`).", show_default=False)],
     dst: Annotated[Path, typer.Argument(help="The attn folder to write (vectors.npy + keys.txt).", show_default=False)],
     limit: LimitOpt = None,
     force: ForceOpt = False,
     trust_pickle: TrustOpt = False,
-    json: JsonOpt = False,
+    output: FormatOpt = Format.table,
 ) -> None:
     """Write vectors as an attn folder, which later loads in milliseconds (memory-mapped)."""
     from attn_cli import formats
@@ -136,9 +131,9 @@ def convert(
         file_bytes=file_bytes(destination),
         seconds=time.perf_counter() - start,
     )
-    if json:
-        write_json(result.to_dict())
-    else:
+    if output is not Format.table:
+        write(result, output, None)
+    else:  # the folder is the output; the table is one line on stderr
         sys.stderr.write(
             f"converted {result.keys:,} keys x {result.dimension} ({result.source_format} -> {result.dtype}) "
             f"in {result.seconds:.2f} s: {printable(result.destination)}\n"
