@@ -29,7 +29,6 @@ class TrainConfig:
     steps: int = 400  # Adam steps on the attention loss
     lr: float = 0.03  # Adam step size
     seed: int = 0  # initial W_Q, W_K
-    mask: str = "causal"  # "causal", "none", or "both" (every sentence seen under each mask)
     self_weight: float = 0.3  # loss weight of rows without links (target: attend to yourself)
     l2: float = 1e-4  # weight decay on W_Q, W_K
     set_weight: float = 0.0  # weight of -log(mass on a linked row's keys): keep attention off unlinked tokens
@@ -294,3 +293,35 @@ def split_sentences(links: list[Link], holdout: float, seed: int) -> tuple[list[
         n_held = min(max(n_held, 1), len(sentences) - 1)
     held = {sentences[i] for i in order[:n_held]}
     return [l for l in links if l.sentence not in held], [l for l in links if l.sentence in held]
+
+
+def train_from_links(links_path: Path, out: Path, vectors, *, d_k: int, steps: int, seed: int, holdout: float, mask: str,
+                     replace: bool = False, progress=None):
+    """`attn heads train`: read the links, hold out a share of the sentences, train a head on the
+    rest, measure it on the held-out ones, and save it (with its metrics) at `out`."""
+    from attn_cli import evaluation, heads
+    from attn_cli.files import display_path
+    from attn_cli.results import HeadTrained
+
+    all_links = read_links(links_path)
+    evaluation.check_lengths(all_links, str(links_path))
+    train_links, held_links = split_sentences(all_links, holdout, seed)
+    config = TrainConfig(d_k=d_k, steps=steps, seed=seed)
+    train_ex = links_to_examples(train_links, vectors, mask, str(links_path))
+    held_ex = links_to_examples(held_links, vectors, mask, str(links_path)) if held_links else []
+    head = train_link_head(out.stem, train_ex, config, progress)
+    final_loss = attention_loss(head.w_q, head.w_k, make_batches(train_ex, config.self_weight), config.l2)[0]
+    metrics = evaluation.link_metrics(head, held_ex, mask) if held_ex else {}
+    summary = (
+        f"held-out: top weight on a linked key {metrics['top_on_key']:.2f}, weight on linked keys {metrics['key_weight']:.2f}"
+        if held_ex else "no held-out sentences"
+    )
+    meta = {
+        "description": f"trained by `attn heads train` from {links_path.name} ({len(train_ex)} sentences, mask {mask})",
+        "summary": summary, "metrics": metrics, "mask": mask, "seed": seed, "steps": steps, "trained": True,
+    }
+    heads.save_head(head, out, meta, replace=replace)
+    return HeadTrained(
+        path=display_path(out), d_k=d_k, steps=steps, seed=seed, mask=mask, links=len(all_links),
+        train_sentences=len(train_ex), heldout_sentences=len(held_ex), final_loss=final_loss, heldout=metrics,
+    )

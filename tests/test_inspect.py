@@ -31,7 +31,6 @@ WIDE = {"COLUMNS": "100"}
 def no_shipped_heads(tmp_path, monkeypatch):
     """Pretend no learned heads are installed, whatever data/heads holds."""
     monkeypatch.setattr(heads_module, "SHIPPED_DIR", tmp_path / "no-heads")
-    monkeypatch.setattr(heads_module, "_fallback_said", False)
 
 
 def rng_head(name: str, d: int = 50, d_k: int = 4, d_v: int | None = None, seed: int = 0) -> Head:

@@ -392,7 +392,7 @@ def test_the_glove_heads_are_a_model_too(glove):
     from attn_cli.inspection import Settings, inspect_text
     from attn_cli.models.glove import GloveModel
 
-    heads = resolve_heads(None, glove.vector_size, 0)
+    heads, _ = resolve_heads(None, glove.vector_size, 0)
     model = GloveModel(glove, heads, Settings())
     sentence = "A fluffy blue creature roamed the verdant forest."
     result = inspection.inspect_model(model, sentence, inspection.ModelSettings(focus="creature"))

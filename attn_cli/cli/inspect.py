@@ -66,7 +66,7 @@ def inspect(
     svg: Annotated[Path | None, typer.Option("--svg", metavar="FILE", help="Also save the view as an SVG picture.", show_default=False)] = None,
     html: Annotated[Path | None, typer.Option("--html", metavar="FILE", help="Also save the view as an HTML page.", show_default=False)] = None,
     force: ForceOpt = False,
-    vectors: VectorsOpt = None,
+    vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
     oov: OovOpt = Oov.error,
@@ -93,7 +93,7 @@ def inspect(
     focus = check_text(focus, "--focus") if focus is not None else None
     sense = [check_text(spec, "--sense") for spec in sense] if sense else sense
     if model is not None:
-        glove_only = {"--vectors": vectors, "--sense": sense, "--sense-set": sense_set, "--mask": mask, "--per-head": per_head or None,
+        glove_only = {"--vectors": vectors_path, "--sense": sense, "--sense-set": sense_set, "--mask": mask, "--per-head": per_head or None,
                       "--embeddings": embeddings or None, "--no-position": None if position else True, "--no-scale": None if scale else True,
                       "--limit": limit, "--oov": None if oov == Oov.error else oov, "--neighbors": neighbors if neighbors and focus is None else None}
         given = [name for name, value in glove_only.items() if value is not None]
@@ -114,17 +114,19 @@ def inspect(
     from attn_cli import senses
 
     adhoc = senses.parse_sense_options(sense) if sense else None
-    word_vectors = load_vectors(vectors, limit, trust_pickle)
+    vectors = load_vectors(vectors_path, limit, trust_pickle)
     if adhoc:
-        senses.check_probes(adhoc, word_vectors, "--sense")
+        senses.check_probes(adhoc, vectors, "--sense")
     table, table_name = senses.resolve_sense_set(sense_set) if sense_set else (None, "")
     if table is not None:
-        senses.check_sense_set(table, word_vectors, table_name)
+        senses.check_sense_set(table, vectors, table_name)
     from attn_cli.heads import resolve_heads
     from attn_cli.inspection import stored_matrices
     from attn_cli.memory import check_max_tokens
 
-    heads = resolve_heads(head, word_vectors.vector_size, seed)
+    heads, note = resolve_heads(head, vectors.vector_size, seed)
+    if note:
+        say(note)
     noise = [h.name for h in heads if h.noise]
     if output is not Format.table and noise:
         say(f"untrained random weights in {', '.join(noise)}: their pattern is noise")
@@ -134,22 +136,22 @@ def inspect(
 
     def compute(line: str | bytes):
         sentence = line_text(line)
-        result = inspect_text(sentence, word_vectors, heads, settings)
+        result = inspect_text(sentence, vectors, heads, settings)
         query = find_query(result.tokens, focus) if focus is not None else None
         if adhoc or table is not None:
-            senses.measure_senses(result, word_vectors, adhoc=adhoc, sense_set=table, set_name=table_name, focus=query)
+            senses.measure_senses(result, vectors, adhoc=adhoc, sense_set=table, set_name=table_name, focus=query)
         if machine and neighbors:
-            add_neighbors(result, word_vectors, neighbors)
+            add_neighbors(result, vectors, neighbors)
         return result
 
     if text == "-":
-        word_vectors.key_to_index  # many sentences: build the key index once, not a scan per sentence
+        vectors.key_to_index  # many sentences: build the key index once, not a scan per sentence
     k = DEFAULT_NEIGHBORS if neighbors is None else neighbors
 
     def view(result, line: int) -> list:
         from attn_cli import render
 
-        add_neighbors(result, word_vectors, k)
+        add_neighbors(result, vectors, k)
         if result.senses_note:
             say(result.senses_note if text != "-" else f"line {line}: {result.senses_note}")
         query = find_query(result.tokens, focus) if focus is not None else None

@@ -165,7 +165,7 @@ def analogy(
     ] = None,
     top: Annotated[int, typer.Option("--top", "-k", min=0, max=MAX_NEIGHBORS, metavar="K", help="How many nearest keys to the direction (two words) or answers (three words); 0 for none.")] = 5,
     method: Annotated[Method, typer.Option("--method", help="With three words: 3CosAdd (gensim most_similar) or 3CosMul (most_similar_cosmul).")] = Method.cosadd,
-    vectors: VectorsOpt = None,
+    vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
     oov: OovOpt = Oov.error,
@@ -185,7 +185,7 @@ def analogy(
         probes = [check_text(p, "--probe") for p in probe or []] + (read_probes(probes_file) if probes_file else [])
     from attn_cli import lesson
 
-    result = lesson.analogy(load_vectors(vectors, limit, trust_pickle), words, probes, top, method.value, oov)
+    result = lesson.analogy(load_vectors(vectors_path, limit, trust_pickle), words, probes, top, method.value, oov)
     write(result, output, "analogy_view")
 
 
@@ -197,7 +197,7 @@ MAX_SIMILARITY_WORDS = 200  # 19,900 pairs: every pair is a line of the table an
 @app.command(cls=AttnCommand)
 def similarity(
     words: Annotated[list[str], typer.Argument(help="Two or more words.", show_default=False)],
-    vectors: VectorsOpt = None,
+    vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
     output: FormatOpt = Format.table,
@@ -216,5 +216,5 @@ def similarity(
         pairs = len(words) * (len(words) - 1) // 2
         raise InputError(f"{len(words):,} words make {pairs:,} pairs; similarity compares at most {MAX_SIMILARITY_WORDS} words at a time")
     words = [check_text(w, f"word {i}") for i, w in enumerate(words, 1)]
-    result = lesson.similarity(load_vectors(vectors, limit, trust_pickle), words)
+    result = lesson.similarity(load_vectors(vectors_path, limit, trust_pickle), words)
     write(result, output, "similarity_view")
