@@ -137,3 +137,54 @@ def test_csv_loads_as_one_row_per_head_query_and_key(run):
         for q in range(4):
             weights = [float(r["weight"]) for r in rows if r["head"] == head and r["query"] == str(q)]
             assert sum(weights) == pytest.approx(1, abs=1e-6)
+
+
+# --- every number the view shows is in the JSON ------------------------------------------------------
+
+SCREEN_FIELDS = {  # what the inspect view shows -> where the JSON has it
+    "token list, 'without a vector'": ("tokens", "unknown"),
+    "head heading": ("heads[].name", "heads[].d_k", "heads[].description"),
+    "--no-scale line": ("heads[].mean_top_weight", "heads[].mean_top_weight_scaled"),
+    "heatmap cells": ("heads[].weights",),
+    "--per-head table": ("heads[].delta_norms", "heads[].delta_context_norms", "heads[].delta_self_norms", "heads[].cosines", "heads[].context_cosines"),
+    "shift table": ("input_norms", "delta_norms", "delta_context_norms", "cosines", "context_cosines", "neighbors.input", "neighbors.output"),
+    "sense meter": ("senses[].senses[].before", "senses[].senses[].after", "senses[].senses[].change", "senses[].nearest_before", "senses[].nearest_after"),
+}
+
+
+def flat(text: str) -> list[str]:
+    return [" ".join(line.split()) for line in text.splitlines()]
+
+
+def test_inspect_json_holds_every_number_the_view_shows(run):
+    options = ["the mole xqzvw sat", "--head", "identity", "--head", "random", "--oov", "skip", "--per-head", "--neighbors", "2",
+               "--no-scale", "--sense-set", "lesson"]
+    screen = flat(run("inspect", *options, env={"COLUMNS": "200", "NO_COLOR": "1"}).stdout)
+    out = json.loads(run("inspect", *options, "--json").stdout)
+    assert {path for fields in SCREEN_FIELDS.values() for path in fields} <= set(dict(paths(out)))
+    tokens = out["tokens"]
+    assert f"without a vector: {', '.join(out['unknown'])}" in screen
+    for head in out["heads"]:
+        assert any(line.startswith(f"head {head['name']} d_k={head['d_k']}") for line in screen)
+        assert " ".join(head["description"].split()) in screen
+        assert f"without /√d_k: mean top weight {head['mean_top_weight']:.2f} (with: {head['mean_top_weight_scaled']:.2f})" in screen
+        rows = zip(tokens, head["delta_norms"], head["delta_context_norms"], head["delta_self_norms"], head["cosines"], head["context_cosines"])
+        for token, d, c, s, cos, ccos in rows:
+            assert f"{token} {d:.2f} {c:.2f} {s:.2f} {cos:.3f} {ccos:.3f}" in screen
+    rows = zip(tokens, out["input_norms"], out["delta_norms"], out["delta_context_norms"], out["cosines"], out["context_cosines"],
+               out["neighbors"]["input"], out["neighbors"]["output"])
+    for token, norm, d, c, cos, ccos, before, after in rows:
+        assert f"{token} {norm:.2f} {d:.2f} {c:.2f} {cos:.3f} {ccos:.3f} {', '.join(before)} {', '.join(after)}" in screen
+    assert out["senses"] and out["unknown"] == ["xqzvw"]
+    for row in out["senses"]:
+        assert f"{row['index']}:{row['token']} nearer to {row['nearest_before']} before / {row['nearest_after']} after" in screen
+        for sense in row["senses"]:
+            assert any(f"{sense['name']} {sense['before']:.3f} {sense['after']:.3f}" in line for line in screen)
+
+
+def test_softmax_json_holds_every_number_the_table_shows(run):
+    screen = flat(run("softmax", "1000", "1001", "1002", "--log", env={"NO_COLOR": "1"}).stdout)
+    out = json.loads(run("softmax", "1000", "1001", "1002", "--log", "--json").stdout)
+    for value, e, p, lp in zip(out["values"], out["exps"], out["probabilities"], out["log_probabilities"]):
+        assert any(line.startswith(f"{value:.6g} {e:.4f} {p:.4f}") and line.endswith(f"{lp:.4f}") for line in screen)
+    assert f"sum of exp = {out['sum_of_exps']:.6g}; probabilities sum to {out['probability_sum']:.6f}" in screen
