@@ -131,7 +131,7 @@ def links_to_examples(
 @dataclass
 class Batch:
     e: np.ndarray  # [b, n, d] input embeddings, zero-padded
-    visible: np.ndarray  # [b, n, n] True where query i may see key j (mask and padding)
+    allowed: np.ndarray  # [b, n, n] True where query i may see key j (mask and padding)
     targets: np.ndarray  # [b, n, n] target attention rows (sum to 1 on real rows)
     row_weight: np.ndarray  # [b, n] how much each row counts in the loss (0 on padding)
     linked: np.ndarray  # [b, n] True on rows with links
@@ -155,10 +155,10 @@ def make_batch(examples: list[Example], self_weight: float) -> Batch:
     for i, ex in enumerate(examples):
         m = len(ex.tokens)
         batch.e[i, :m] = ex.e
-        batch.visible[i, :m, :m] = causal_mask(m) if ex.mask == "causal" else True
+        batch.allowed[i, :m, :m] = causal_mask(m) if ex.mask == "causal" else True
         batch.targets[i, :m, :m], batch.row_weight[i, :m] = example_targets(ex, self_weight)
         batch.linked[i, list(ex.links)] = True
-    batch.visible[:, np.arange(n), np.arange(n)] = True  # padded rows see themselves: no empty row
+    batch.allowed[:, np.arange(n), np.arange(n)] = True  # padded rows see themselves: no empty row
     return batch
 
 
@@ -189,10 +189,10 @@ def attention_loss(w_q: np.ndarray, w_k: np.ndarray, batches: list[Batch], l2: f
         q = (flat_e @ w_q).reshape(b, n, d_k)  # [b*n, d] x [d, d_k] -> [b, n, d_k]
         k = (flat_e @ w_k).reshape(b, n, d_k)
         scaled = q @ k.transpose(0, 2, 1) / math.sqrt(d_k)  # [b, n, d_k] x [b, d_k, n] -> [b, n, n]
-        scaled = np.where(batch.visible, scaled, -np.inf)
+        scaled = np.where(batch.allowed, scaled, -np.inf)
         top = scaled.max(axis=-1, keepdims=True)  # every row sees at least itself: finite
         log_a = scaled - top - np.log(np.exp(scaled - top).sum(axis=-1, keepdims=True))  # [b, n, n]
-        cross = -np.sum(batch.targets * np.where(batch.visible, log_a, 0.0), axis=-1)  # [b, n]; targets are 0 where masked
+        cross = -np.sum(batch.targets * np.where(batch.allowed, log_a, 0.0), axis=-1)  # [b, n]; targets are 0 where masked
         loss += np.sum(batch.row_weight * cross) / total
         d_scaled = batch.row_weight[..., None] * (np.exp(log_a) - batch.targets) / total  # [b, n, n]; 0 where masked
         if set_weight:

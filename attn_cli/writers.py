@@ -6,16 +6,28 @@
   module, so they load straight into pandas, R, DuckDB or a spreadsheet.
 
 A result without `rows()` has no CSV: asking for it is a usage error naming what it has.
-Adding a format means a member of cli.app.Format and a branch in `write`.
+Adding a format means a member of `Format` and a branch in `write` (and in `write_lines`, for
+`-`); every command then takes it as `--format NAME` and `--NAME` (cli.app reads `Format`).
 """
 
 import csv
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from enum import Enum
 
-from attn_cli.cli.app import Format
 from attn_cli.errors import InputError
 from attn_cli.output import json_line, write_json
+
+
+class Format(str, Enum):
+    """What a command prints: its terminal view, or its result as data (each written below)."""
+
+    table = "table"  # the Rich view, for a person
+    json = "json"  # one document
+    jsonl = "jsonl"  # one object a line (with -: one per input line, as each is done)
+    csv = "csv"  # tidy rows with a header, for pandas, R, DuckDB or a spreadsheet
+    tsv = "tsv"
+
 
 DELIMITERS = {Format.csv: ",", Format.tsv: "\t"}
 

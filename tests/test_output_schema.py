@@ -83,14 +83,19 @@ def paths(obj, prefix: str = ""):
                 yield from paths(item, path + "[].")
 
 
-@pytest.mark.parametrize("command", list(JSON_RUNS))
-def test_json_keys_and_types_are_those_readme_documents(run, command):
-    types = documented("json-schema", command)
-    seen = set()
-    for args, stdin in JSON_RUNS[command]:
+def outputs(run, runs):
+    """(arguments, stdout) of each run, which must succeed."""
+    for args, stdin in runs:
         result = run(*args, input=stdin)
         assert result.exit_code == 0, result.stderr
-        for line in result.stdout.splitlines() if "--jsonl" in args else [result.stdout]:
+        yield args, result.stdout
+
+
+@pytest.mark.parametrize("command", list(JSON_RUNS))
+def test_json_keys_and_types_are_those_readme_documents(run, command):
+    types, seen = documented("json-schema", command), set()
+    for args, stdout in outputs(run, JSON_RUNS[command]):
+        for line in stdout.splitlines() if "--jsonl" in args else [stdout]:
             for path, value in paths(json.loads(line)):
                 assert path in types, f"{command}: {path} is written but not documented in README"
                 assert fits(value, types[path]), f"{command}: {path} = {str(value)[:80]} is not {types[path]}"
@@ -114,12 +119,9 @@ def cell_fits(text: str, spec: str) -> bool:
 
 @pytest.mark.parametrize("command", list(CSV_RUNS))
 def test_csv_columns_and_types_are_those_readme_documents(run, command):
-    types = documented("csv-columns", command)
-    seen = set()
-    for args, stdin in CSV_RUNS[command]:
-        result = run(*args, input=stdin)
-        assert result.exit_code == 0, result.stderr
-        rows = list(csv.DictReader(io.StringIO(result.stdout), delimiter="\t" if "--tsv" in args else ","))
+    types, seen = documented("csv-columns", command), set()
+    for args, stdout in outputs(run, CSV_RUNS[command]):
+        rows = list(csv.DictReader(io.StringIO(stdout), delimiter="\t" if "--tsv" in args else ","))
         assert rows, args
         for column in rows[0]:
             assert column in types, f"{command}: column {column} is written but not documented in README"
@@ -188,3 +190,22 @@ def test_softmax_json_holds_every_number_the_table_shows(run):
     for value, e, p, lp in zip(out["values"], out["exps"], out["probabilities"], out["log_probabilities"]):
         assert any(line.startswith(f"{value:.6g} {e:.4f} {p:.4f}") and line.endswith(f"{lp:.4f}") for line in screen)
     assert f"sum of exp = {out['sum_of_exps']:.6g}; probabilities sum to {out['probability_sum']:.6f}" in screen
+
+
+# --- one format option -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "csv", "tsv"])
+@pytest.mark.parametrize("args", [["softmax", "-1", "2"], ["similarity", "cat", "dog"], ["inspect", "the cat", "--head", "identity"]])
+def test_each_flag_is_the_format_option(run, args, fmt):
+    short, long = run(*args, f"--{fmt}"), run(*args, "--format", fmt)
+    assert short.exit_code == long.exit_code == 0 and short.stdout == long.stdout and short.stdout.strip()
+
+
+def test_two_formats_or_a_format_a_command_lacks_are_usage_errors(run):
+    both = run("softmax", "1", "2", "--json", "--csv")
+    assert both.exit_code == 2 and both.stdout == "" and "--json and --csv exclude each other" in both.stderr
+    lacking = run("heads", "list", "--csv")
+    assert lacking.exit_code == 2 and lacking.stdout == "" and lacking.stderr.startswith("attn: --csv: ")
+    value = run("inspect", "the cat", "--head", "identity", "--focus", "--json")  # an option's value is not a format flag
+    assert value.exit_code == 2 and "--focus '--json' is not one of the tokens" in value.stderr

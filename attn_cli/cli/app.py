@@ -2,7 +2,6 @@
 
 import os
 import sys
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +12,7 @@ from attn_cli import __version__
 from attn_cli.errors import AttnError
 from attn_cli.output import warn
 from attn_cli.tokens import Oov
+from attn_cli.writers import Format
 
 DEBUG_VAR = "ATTN_DEBUG"  # set it to see the traceback behind an "internal error"
 
@@ -120,20 +120,11 @@ TrustOpt = Annotated[
 OovOpt = Annotated[Oov, typer.Option("--oov", help="Unknown words: error, skip them, or give them a zero vector.")]
 
 
-class Format(str, Enum):
-    """What a command prints: its terminal view, or its result as data (attn_cli.writers writes each)."""
-
-    table = "table"  # the Rich view, for a person
-    json = "json"  # one document
-    jsonl = "jsonl"  # one object a line (with -: one per input line, as each is done)
-    csv = "csv"  # tidy rows with a header, for pandas, R, DuckDB or a spreadsheet
-    tsv = "tsv"
-
-
 FORMAT_FLAGS = {f"--{f.value}": f for f in Format if f is not Format.table}  # --json is short for --format json
 FormatOpt = Annotated[
     Format,
-    typer.Option("--format", metavar="FORMAT", help="table (the view), json, jsonl, csv or tsv; --json, --jsonl, --csv and --tsv are short for it."),
+    typer.Option("--format", metavar="FORMAT", help=f"table (the view), {', '.join(f.value for f in Format if f is not Format.table)}; "
+                 f"{', '.join(FORMAT_FLAGS)} are short for it."),
 ]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
 HeadsOpt = Annotated[

@@ -122,7 +122,9 @@ def evaluate(
     identity head and even attention with an update of the same size.
     """
     from attn_cli import evaluation, heads, senses
+    from attn_cli.results import HeadsEval
 
+    check_format(output, HeadsEval)  # before the work, not after it
     table, table_name = senses.resolve_sense_set(sense_set) if sense_set else (None, "")
     vectors = load_vectors(vectors_path, limit, trust_pickle)
     chosen, note = heads.resolve_heads(head, vectors.vector_size, seed)
@@ -158,8 +160,11 @@ def find(
     from attn_cli.files import display_path
     from attn_cli.models import inspection, transformer
 
+    from attn_cli.models.results import HeadsFound
+
     if model is None:
         raise InputError("heads find needs --model PATH|NAME (a BERT or GPT-2 checkpoint)")
+    check_format(output, HeadsFound)
     path = inspection.link_set(links)
     found = inspection.find_heads(transformer.load(model), training.read_links(path), display_path(path), sort.value)
     write(found, output, "heads_found", top)

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import AttnCommand, Format, FormatOpt, ForceOpt, LimitOpt, TrustOpt, app, load_vectors, say
-from attn_cli.writers import write
+from attn_cli.writers import check_format, write
 from attn_cli.output import console
 from attn_cli.results import VectorsConverted, VectorsInfo
 
@@ -110,6 +110,7 @@ def convert(
     from attn_cli import formats
     from attn_cli.files import display_path, printable
 
+    check_format(output, VectorsConverted)
     source, destination = Path(src).expanduser(), dst.expanduser()
     formats.check_destination(destination, force)  # before a long read, not after it
     start = time.perf_counter()
