@@ -12,7 +12,7 @@ from attn_cli.inspection import MAX_NEIGHBORS, MAX_TOKENS, Mask, Settings, Stage
 from attn_cli.tokens import Oov
 
 
-DEFAULT_NEIGHBORS = 3  # in the terminal view; JSON has neighbours only when --neighbors is given
+DEFAULT_NEIGHBORS = 3  # in the terminal view; data formats have neighbours only when --neighbors is given
 
 
 def stdin_lines():
@@ -132,7 +132,8 @@ def inspect(
         say(f"untrained random weights in {', '.join(noise)}: their pattern is noise")
     settings = Settings(mask=mask, position=position, oov=oov, max_tokens=max_tokens, stage=stage, embeddings=embeddings, scale=scale)
     check_max_tokens(max_tokens, stored_matrices(len(heads), settings), f"{len(heads)} head{'s' if len(heads) != 1 else ''}")
-    machine = output is not Format.table
+    # Nearest keys: 3 in the view by default; in data only when --neighbors asks (a search over every key).
+    k = neighbors if neighbors is not None else DEFAULT_NEIGHBORS if output is Format.table else 0
 
     def compute(line: str | bytes):
         sentence = line_text(line)
@@ -140,18 +141,15 @@ def inspect(
         query = find_query(result.tokens, focus) if focus is not None else None
         if adhoc or table is not None:
             senses.measure_senses(result, vectors, adhoc=adhoc, sense_set=table, set_name=table_name, focus=query)
-        if machine and neighbors:
-            add_neighbors(result, vectors, neighbors)
+        add_neighbors(result, vectors, k)
         return result
 
     if text == "-":
         vectors.key_to_index  # many sentences: build the key index once, not a scan per sentence
-    k = DEFAULT_NEIGHBORS if neighbors is None else neighbors
 
     def view(result, line: int) -> list:
         from attn_cli import render
 
-        add_neighbors(result, vectors, k)
         if result.senses_note:
             say(result.senses_note if text != "-" else f"line {line}: {result.senses_note}")
         query = find_query(result.tokens, focus) if focus is not None else None
