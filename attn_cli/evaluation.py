@@ -31,7 +31,7 @@ from attn_cli.words import is_content
 SENSE_HEADER = ["sentence", "word", "sense", "context"]
 CONTEXTS = ("before", "after")
 
-WeightFn = Callable[[np.ndarray, np.ndarray | None], np.ndarray]  # (E [n, d], visible [n, n] bool or None) -> weights [n, n]
+WeightFn = Callable[[np.ndarray, np.ndarray | None], np.ndarray]  # (E [n, d], allowed [n, n] bool or None) -> weights [n, n]
 
 
 # --- reading ------------------------------------------------------------------------------------
@@ -90,7 +90,7 @@ def read_eval_file(path: str | Path) -> tuple[str, list]:
 # --- links ----------------------------------------------------------------------------------------
 
 
-def previous_token(e: np.ndarray, visible: np.ndarray | None) -> np.ndarray:  # [n, d] -> [n, n]
+def previous_token(e: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:  # [n, d] -> [n, n]
     """All weight on token i-1 (token 0 on itself)."""
     n = len(e)
     weights = np.zeros((n, n))
@@ -98,14 +98,14 @@ def previous_token(e: np.ndarray, visible: np.ndarray | None) -> np.ndarray:  # 
     return weights
 
 
-def even_visible(e: np.ndarray, visible: np.ndarray | None) -> np.ndarray:  # [n, d] -> [n, n]
+def even_visible(e: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:  # [n, d] -> [n, n]
     """Weight spread evenly over every key the query may see (itself included)."""
     n = len(e)
-    seen = np.ones((n, n)) if visible is None else visible.astype(np.float64)  # [n, n]
+    seen = np.ones((n, n)) if allowed is None else allowed.astype(np.float64)  # [n, n]
     return seen / seen.sum(axis=1, keepdims=True)
 
 
-def _visible(n: int, mask: str) -> np.ndarray | None:
+def _allowed(n: int, mask: str) -> np.ndarray | None:
     return causal_mask(n) if mask == "causal" else None
 
 
@@ -117,7 +117,7 @@ def _check_mask(mask: str) -> None:
 def link_metrics(attention: Head | WeightFn, examples: list[training.Example], mask: str = "causal") -> dict:
     """How one attention pattern serves the linked queries of `examples` (training.Example).
 
-    `attention` is a head (its weights under `mask`), or a function (E [n, d], visible
+    `attention` is a head (its weights under `mask`), or a function (E [n, d], allowed
     [n, n] bool or None) -> weights [n, n]. Under mask "causal" a link whose key comes after
     its query cannot be served: it is dropped and counted (`dropped`); a query left without
     keys is not counted. A link from a word to itself is ignored. Over the `queries` counted:
@@ -135,8 +135,8 @@ def link_metrics(attention: Head | WeightFn, examples: list[training.Example], m
     top, exact, weight, on_self, dropped = [], [], [], [], 0
     for ex in examples:
         n = len(ex.tokens)
-        visible = _visible(n, mask)
-        w = run_head(ex.e, attention, visible).weights if isinstance(attention, Head) else attention(ex.e, visible)  # [n, n]
+        allowed = _allowed(n, mask)
+        w = run_head(ex.e, attention, allowed).weights if isinstance(attention, Head) else attention(ex.e, allowed)  # [n, n]
         on_self += [w[i, i] for i in range(n) if i not in ex.links]
         for q, keys in ex.links.items():
             keys = [k for k in keys if k != q]

@@ -35,7 +35,6 @@ GLOVE_TEXT = "glove-text"
 FASTTEXT_VEC = "fasttext-vec"
 FASTTEXT_BIN = "fasttext-bin"
 GENSIM_PICKLE = "gensim-kv"
-FORMATS = (FAST_FORMAT, WORD2VEC_TEXT, WORD2VEC_BIN, GLOVE_TEXT, FASTTEXT_VEC, FASTTEXT_BIN, GENSIM_PICKLE)
 DESCRIPTIONS = {
     WORD2VEC_TEXT: "word2vec text",
     WORD2VEC_BIN: "word2vec binary",
@@ -116,7 +115,7 @@ def _is_pickle(head: bytes) -> bool:
 
 
 def detect_format(path: str | os.PathLike, *, trust: bool = False) -> str:
-    """The format of a vectors file or folder, from its first bytes: one of FORMATS.
+    """The format of a vectors file or folder, from its first bytes: FAST_FORMAT, WORD2VEC_TEXT, ... (the names above).
 
     Raises InputError for a pickle without `trust` and for files that are not word vectors,
     DataError for files that cannot be read or are empty or damaged.

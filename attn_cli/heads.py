@@ -16,7 +16,6 @@ import numpy as np
 
 from attn_cli.attention import Head
 from attn_cli.errors import DataError, InputError, reason
-from attn_cli.output import warn
 from attn_cli.vectors import DATA_DIR
 
 SHIPPED_DIR = DATA_DIR / "heads"
@@ -42,9 +41,6 @@ class NamedHead(Head):
     @property
     def description(self) -> str:
         return str(self.meta.get("description", ""))
-
-
-_fallback_said = False
 
 
 def identity_head(d: int) -> NamedHead:
@@ -270,24 +266,46 @@ def save_head(head: Head, path: str | os.PathLike, meta: dict | None = None, *, 
     write_atomic(path, lambda f: np.savez(f, **arrays), force=replace)
 
 
-def resolve_heads(specs: list[str] | None, d: int, seed: int = 0) -> list[NamedHead]:
-    """The heads named by `--head`, in order; without any, the shipped defaults."""
-    return [resolve_head(spec, d, seed) for spec in specs] if specs else default_heads(d, seed)
+def resolve_heads(specs: list[str] | None, d: int, seed: int = 0) -> tuple[list[NamedHead], str | None]:
+    """The heads named by `--head`, in order; without any, the shipped defaults. The note says
+    why the defaults fell back to the identity head (None when they did not)."""
+    return ([resolve_head(spec, d, seed) for spec in specs], None) if specs else default_heads(d, seed)
 
 
-def default_heads(d: int, seed: int = 0) -> list[NamedHead]:
-    """The shipped learned heads when they exist and fit d; otherwise the identity head (said once)."""
-    global _fallback_said
+def default_heads(d: int, seed: int = 0) -> tuple[list[NamedHead], str | None]:
+    """The shipped learned heads when they exist and fit d; otherwise the identity head, with the
+    note saying why (for the command to print)."""
     files = [SHIPPED_DIR / f"{name}.npz" for name in DEFAULT_HEADS]
     reason = ""
     if all(f.is_file() for f in files):
         try:
-            return [load_head(f, d, name=f.stem) for f in files]
+            return [load_head(f, d, name=f.stem) for f in files], None
         except InputError as e:
             reason = f"the shipped heads do not fit these vectors ({e})"
     else:
         reason = "the learned heads are not installed"
-    if not _fallback_said:
-        warn(f"{reason}; using the identity head (plain similarity)")
-        _fallback_said = True
-    return [identity_head(d)]
+    return [identity_head(d)], f"{reason}; using the identity head (plain similarity)"
+
+
+def list_heads(d: int):
+    """`attn heads list`: the built-in heads and the shipped ones, checked against vectors of size d."""
+    from attn_cli.results import HeadInfo, HeadsList
+
+    rows = []
+    for name in BUILT_IN:
+        head = resolve_head(name, d)
+        rows.append(HeadInfo(name, "built-in", head.d_k, False, head.description, None, {}))
+    for path in shipped_heads():
+        meta = read_meta(path)
+        try:
+            head = load_head(path, d, name=path.stem)
+            d_k, description = head.d_k, head.description
+        except InputError:  # shipped for other vectors: list it, and say why inspect cannot use it
+            d_k = meta.get("d_k") if isinstance(meta.get("d_k"), int) else 0
+            description = f"{meta.get('description', '')} (does not fit vectors with d = {d})"
+        summary, metrics = meta.get("summary"), meta.get("metrics")
+        rows.append(HeadInfo(
+            path.stem, str(path), d_k, meta.get("trained", True), description,
+            str(summary) if summary is not None else None, metrics if isinstance(metrics, dict) else {},
+        ))
+    return HeadsList(dimension=d, default=list(DEFAULT_HEADS), heads=rows)

@@ -65,7 +65,7 @@ def _positions(n_max: int, d: int) -> np.ndarray:  # [n_max, d]; row p depends o
     return pe
 
 
-def visible_keys(kind: Mask, n: int) -> np.ndarray | None:  # -> [n, n] bool, or None for "all"
+def allowed_keys(kind: Mask, n: int) -> np.ndarray | None:  # -> [n, n] bool, or None for "all"
     return _causal(n) if kind == Mask.causal else None
 
 
@@ -124,7 +124,7 @@ def inspect_text(text: str, vectors: "Vectors", heads: "list[NamedHead]", settin
         raise DataError("the heads' scores or updates overflow float64 on this sentence: the vectors or the head weights are too large")
     e, e_prime = trace.hidden  # [n, d], [n, d]
     n = len(e)
-    allowed = visible_keys(settings.mask, n)
+    allowed = allowed_keys(settings.mask, n)
     outs = layer.heads
     own = np.sum([o.delta_self for o in outs], axis=0) if outs else np.zeros_like(e)  # [n, d]
     context = np.sum([o.delta_context for o in outs], axis=0) if outs else np.zeros_like(e)  # [n, d]

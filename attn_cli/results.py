@@ -53,11 +53,25 @@ class SoftmaxResult:
     def total(self) -> float:
         return float(sum(self.exps))
 
+    @property
+    def probability_sum(self) -> float:
+        from math import fsum
+
+        return fsum(self.probabilities)
+
     def to_dict(self) -> dict:
-        out = {"values": self.values, "temperature": self.temperature, "probabilities": self.probabilities}
+        out = {"values": self.values, "temperature": self.temperature, "exps": self.exps, "sum_of_exps": self.total,
+               "probabilities": self.probabilities, "probability_sum": self.probability_sum}
         if self.log_probabilities is not None:
             out["log_probabilities"] = self.log_probabilities
         return out
+
+    def rows(self):
+        """One row per value, in input order."""
+        logs = self.log_probabilities
+        for i, (value, e, p) in enumerate(zip(self.values, self.exps, self.probabilities)):
+            row = {"index": i, "value": value, "temperature": self.temperature, "exp": e, "probability": p}
+            yield row | {"log_probability": logs[i]} if logs is not None else row
 
 
 @dataclass
@@ -110,6 +124,16 @@ class AnalogyResult:
         if self.c is not None:
             out |= {"c": self.c, "method": self.method, "answers": [asdict(x) for x in self.answers or []]}
         return out
+
+    def rows(self):
+        """One row per number shown: each probe's dot with d, each nearest key's cosine, each answer's score."""
+        base = {"a": self.a, "b": self.b, "c": self.c}
+        for rank, p in enumerate(self.probes, 1):
+            yield base | {"kind": "probe", "rank": rank, "key": p.key, "measure": "dot", "value": p.dot}
+        for rank, n in enumerate(self.neighbors, 1):
+            yield base | {"kind": "neighbor", "rank": rank, "key": n.key, "measure": "cosine", "value": n.cosine}
+        for rank, x in enumerate(self.answers or [], 1):
+            yield base | {"kind": "answer", "rank": rank, "key": x.key, "measure": self.method, "value": x.similarity}
 
 
 # PairSimilarity and SimilarityResult: attn_cli.similarity
@@ -326,13 +350,40 @@ class InspectResult:
         per_head = [dict(zip(HEAD_NUMBERS, rest[3 * h : 3 * h + 3])) for h in range(n_heads)]
         return weights, per_token, per_head
 
-    def head_dict(self, head: HeadView, weights, norms: dict, stream: bool = False) -> dict:
-        out = {"name": head.name, "d_k": head.d_k, "weights": _streamed(head.weights, WEIGHT_DIGITS) if stream else weights, **norms}
-        if self.stage:
-            matrix = head.scores if self.stage == "scores" else head.scaled  # hidden entries become null
-            hidden = None if head.allowed is None else ~head.allowed
-            out["scores"] = _streamed(matrix, NUMBER_DIGITS, hidden) if stream else _with_nulls(significant(matrix, NUMBER_DIGITS), hidden)
+    def head_dict(self, h: int, weights, norms: dict, stream: bool = False) -> dict:
+        head = self.heads[h]
+        cosines, context_cosines = (significant(c, NUMBER_DIGITS).tolist() for c in self.head_cosines(h))
+        out = {"name": head.name, "d_k": head.d_k, "description": head.description, "noise": head.noise,
+               "weights": _streamed(head.weights, WEIGHT_DIGITS) if stream else weights, **norms,
+               "cosines": cosines, "context_cosines": context_cosines}
+        if head.top_weight is not None:  # --no-scale: how peaked the rows are, as run and had they been scaled
+            out["mean_top_weight"] = float(significant(head.top_weight, NUMBER_DIGITS))
+            out["mean_top_weight_scaled"] = float(significant(head.top_weight_scaled, NUMBER_DIGITS))
+        if self.stage:  # named by what it holds: Q K^T as computed (scores), or scaled and masked (masked)
+            key, matrix = ("scores", head.scores) if self.stage == "scores" else ("masked", head.scaled)
+            hidden = None if head.allowed is None else ~head.allowed  # hidden entries become null
+            out[key] = _streamed(matrix, NUMBER_DIGITS, hidden) if stream else _with_nulls(significant(matrix, NUMBER_DIGITS), hidden)
         return out
+
+    def document(self) -> dict:
+        """to_dict(stream=True): the JSON document with its [n, n] matrices written block by block."""
+        return self.to_dict(stream=True)
+
+    def rows(self):
+        """Tidy rows, one per (layer, head, query, key): indices, tokens, the score Q.K, the scaled
+        score (Q.K itself with --no-scale), both empty where the mask hides the key, and the weight."""
+        import numpy as np
+
+        n = len(self.tokens)
+        queries, keys = np.divmod(np.arange(n * n), n)
+        for head in self.heads:
+            hidden = None if head.allowed is None else ~head.allowed
+            scores = _with_nulls(significant(head.scores, NUMBER_DIGITS), hidden)
+            scaled = _with_nulls(significant(head.scaled, NUMBER_DIGITS), hidden)
+            weights = significant(head.weights, WEIGHT_DIGITS).ravel().tolist()
+            for c, (i, j) in enumerate(zip(queries.tolist(), keys.tolist())):
+                yield {"layer": 0, "head": head.name, "query": i, "key": j, "query_token": self.tokens[i], "key_token": self.tokens[j],
+                       "score": scores[i][j], "scaled": scaled[i][j], "weight": weights[c]}
 
     def to_dict(self, stream: bool = False) -> dict:
         """The JSON document. With `stream`, each head's [n, n] matrices are output.Rows, rounded
@@ -343,7 +394,8 @@ class InspectResult:
             "mask": self.mask,
             "position": self.position,
             "scaled": self.scale,
-            "heads": [self.head_dict(h, w, norms, stream) for h, w, norms in zip(self.heads, weights or [None] * len(self.heads), per_head)],
+            "unknown": self.unknown,
+            "heads": [self.head_dict(h, w, norms, stream) for h, (w, norms) in enumerate(zip(weights or [None] * len(self.heads), per_head))],
             **per_token,
         }
         if self.senses is not None:

@@ -64,6 +64,13 @@ class SimilarityResult:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def rows(self):
+        """One row per pair, with both words' norms (the component products are in the JSON)."""
+        norm = dict(zip(self.words, self.norms))
+        for p in self.pairs:
+            yield {"a": p.a, "b": p.b, "dot": p.dot, "cosine": p.cosine, "alignment": p.alignment, "percentile": p.percentile,
+                   "reading": p.reading, "norm_a": norm[p.a], "norm_b": norm[p.b]}
+
 
 def random_pair_cosines(unit: np.ndarray, n_pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:  # [k, d] -> [p] cosines, [p, 2] indices
     """Cosines of `n_pairs` random pairs of distinct rows of `unit` (rows of norm 1; NaN rows, zero vectors, dropped)."""

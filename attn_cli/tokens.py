@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attn_cli.errors import InputError, UnknownWordsError
+from attn_cli.errors import UnknownWordsError
 
 if TYPE_CHECKING:  # the vectors module is read only when vectors are loaded: not on every start
     from attn_cli.vectors import Vectors
@@ -75,13 +75,3 @@ def suggest(unknown: list[str], vectors: "Vectors") -> tuple[list[str], dict[str
     """The distinct unknown words, and a close known spelling for the first few that have one."""
     distinct = list(dict.fromkeys(unknown))
     return distinct, {w: s for w in distinct[:MAX_SUGGESTED_WORDS] if (s := vectors.close_spelling(w))}
-
-
-def embed_text(text: str, vectors: "Vectors", oov: Oov = Oov.error) -> Embedded:
-    tokens = tokenize(text)
-    if not tokens:
-        raise InputError("no words in the input")
-    embedded = embed(tokens, vectors, oov)
-    if not embedded.tokens:
-        raise InputError(f"none of the words has a vector: {', '.join(embedded.unknown)}")
-    return embedded

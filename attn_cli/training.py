@@ -29,7 +29,6 @@ class TrainConfig:
     steps: int = 400  # Adam steps on the attention loss
     lr: float = 0.03  # Adam step size
     seed: int = 0  # initial W_Q, W_K
-    mask: str = "causal"  # "causal", "none", or "both" (every sentence seen under each mask)
     self_weight: float = 0.3  # loss weight of rows without links (target: attend to yourself)
     l2: float = 1e-4  # weight decay on W_Q, W_K
     set_weight: float = 0.0  # weight of -log(mass on a linked row's keys): keep attention off unlinked tokens
@@ -132,7 +131,7 @@ def links_to_examples(
 @dataclass
 class Batch:
     e: np.ndarray  # [b, n, d] input embeddings, zero-padded
-    visible: np.ndarray  # [b, n, n] True where query i may see key j (mask and padding)
+    allowed: np.ndarray  # [b, n, n] True where query i may see key j (mask and padding)
     targets: np.ndarray  # [b, n, n] target attention rows (sum to 1 on real rows)
     row_weight: np.ndarray  # [b, n] how much each row counts in the loss (0 on padding)
     linked: np.ndarray  # [b, n] True on rows with links
@@ -156,10 +155,10 @@ def make_batch(examples: list[Example], self_weight: float) -> Batch:
     for i, ex in enumerate(examples):
         m = len(ex.tokens)
         batch.e[i, :m] = ex.e
-        batch.visible[i, :m, :m] = causal_mask(m) if ex.mask == "causal" else True
+        batch.allowed[i, :m, :m] = causal_mask(m) if ex.mask == "causal" else True
         batch.targets[i, :m, :m], batch.row_weight[i, :m] = example_targets(ex, self_weight)
         batch.linked[i, list(ex.links)] = True
-    batch.visible[:, np.arange(n), np.arange(n)] = True  # padded rows see themselves: no empty row
+    batch.allowed[:, np.arange(n), np.arange(n)] = True  # padded rows see themselves: no empty row
     return batch
 
 
@@ -190,10 +189,10 @@ def attention_loss(w_q: np.ndarray, w_k: np.ndarray, batches: list[Batch], l2: f
         q = (flat_e @ w_q).reshape(b, n, d_k)  # [b*n, d] x [d, d_k] -> [b, n, d_k]
         k = (flat_e @ w_k).reshape(b, n, d_k)
         scaled = q @ k.transpose(0, 2, 1) / math.sqrt(d_k)  # [b, n, d_k] x [b, d_k, n] -> [b, n, n]
-        scaled = np.where(batch.visible, scaled, -np.inf)
+        scaled = np.where(batch.allowed, scaled, -np.inf)
         top = scaled.max(axis=-1, keepdims=True)  # every row sees at least itself: finite
         log_a = scaled - top - np.log(np.exp(scaled - top).sum(axis=-1, keepdims=True))  # [b, n, n]
-        cross = -np.sum(batch.targets * np.where(batch.visible, log_a, 0.0), axis=-1)  # [b, n]; targets are 0 where masked
+        cross = -np.sum(batch.targets * np.where(batch.allowed, log_a, 0.0), axis=-1)  # [b, n]; targets are 0 where masked
         loss += np.sum(batch.row_weight * cross) / total
         d_scaled = batch.row_weight[..., None] * (np.exp(log_a) - batch.targets) / total  # [b, n, n]; 0 where masked
         if set_weight:
@@ -294,3 +293,35 @@ def split_sentences(links: list[Link], holdout: float, seed: int) -> tuple[list[
         n_held = min(max(n_held, 1), len(sentences) - 1)
     held = {sentences[i] for i in order[:n_held]}
     return [l for l in links if l.sentence not in held], [l for l in links if l.sentence in held]
+
+
+def train_from_links(links_path: Path, out: Path, vectors, *, d_k: int, steps: int, seed: int, holdout: float, mask: str,
+                     replace: bool = False, progress=None):
+    """`attn heads train`: read the links, hold out a share of the sentences, train a head on the
+    rest, measure it on the held-out ones, and save it (with its metrics) at `out`."""
+    from attn_cli import evaluation, heads
+    from attn_cli.files import display_path
+    from attn_cli.results import HeadTrained
+
+    all_links = read_links(links_path)
+    evaluation.check_lengths(all_links, str(links_path))
+    train_links, held_links = split_sentences(all_links, holdout, seed)
+    config = TrainConfig(d_k=d_k, steps=steps, seed=seed)
+    train_ex = links_to_examples(train_links, vectors, mask, str(links_path))
+    held_ex = links_to_examples(held_links, vectors, mask, str(links_path)) if held_links else []
+    head = train_link_head(out.stem, train_ex, config, progress)
+    final_loss = attention_loss(head.w_q, head.w_k, make_batches(train_ex, config.self_weight), config.l2)[0]
+    metrics = evaluation.link_metrics(head, held_ex, mask) if held_ex else {}
+    summary = (
+        f"held-out: top weight on a linked key {metrics['top_on_key']:.2f}, weight on linked keys {metrics['key_weight']:.2f}"
+        if held_ex else "no held-out sentences"
+    )
+    meta = {
+        "description": f"trained by `attn heads train` from {links_path.name} ({len(train_ex)} sentences, mask {mask})",
+        "summary": summary, "metrics": metrics, "mask": mask, "seed": seed, "steps": steps, "trained": True,
+    }
+    heads.save_head(head, out, meta, replace=replace)
+    return HeadTrained(
+        path=display_path(out), d_k=d_k, steps=steps, seed=seed, mask=mask, links=len(all_links),
+        train_sentences=len(train_ex), heldout_sentences=len(held_ex), final_loss=final_loss, heldout=metrics,
+    )

@@ -31,7 +31,6 @@ WIDE = {"COLUMNS": "100"}
 def no_shipped_heads(tmp_path, monkeypatch):
     """Pretend no learned heads are installed, whatever data/heads holds."""
     monkeypatch.setattr(heads_module, "SHIPPED_DIR", tmp_path / "no-heads")
-    monkeypatch.setattr(heads_module, "_fallback_said", False)
 
 
 def rng_head(name: str, d: int = 50, d_k: int = 4, d_v: int | None = None, seed: int = 0) -> Head:
@@ -52,14 +51,15 @@ def write_npz(path, **arrays):
 def test_json_has_exactly_the_documented_keys_and_true_weights(run, glove):
     out = parse_json(run("inspect", LESSON, "--head", "identity", "--json"))
     assert set(out) == {
-        "tokens", "mask", "position", "scaled", "heads", "delta_norms", "delta_context_norms", "delta_self_norms",
+        "tokens", "unknown", "mask", "position", "scaled", "heads", "delta_norms", "delta_context_norms", "delta_self_norms",
         "input_norms", "cosines", "context_cosines",
     }
     assert out["tokens"] == LESSON_TOKENS
     assert out["mask"] == "causal" and out["position"] is True and out["scaled"] is True
     [head] = out["heads"]
-    assert set(head) == {"name", "d_k", "weights", "delta_norms", "delta_context_norms", "delta_self_norms"}
-    assert head["name"] == "identity" and head["d_k"] == 50
+    assert set(head) == {"name", "d_k", "description", "noise", "weights", "delta_norms", "delta_context_norms", "delta_self_norms",
+                         "cosines", "context_cosines"}
+    assert head["name"] == "identity" and head["d_k"] == 50 and head["noise"] is False and "W_Q = W_K = W_V = I" in head["description"]
     weights = np.array(head["weights"])
     n = len(LESSON_TOKENS)
     assert weights.shape == (n, n)
@@ -72,6 +72,8 @@ def test_json_has_exactly_the_documented_keys_and_true_weights(run, glove):
     expected /= expected.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(weights, expected, atol=1e-6)
     np.testing.assert_allclose(out["delta_norms"], np.linalg.norm(expected @ e, axis=1), rtol=1e-5)
+    # one head: its own cosines are the sentence's
+    assert head["cosines"] == out["cosines"] and head["context_cosines"] == out["context_cosines"]
 
 
 def test_mask_none_and_no_position(run):
@@ -111,7 +113,8 @@ def test_stage_scores_carries_raw_scores_with_null_where_masked(run, glove):
 def test_stage_masked_carries_scaled_scores(run, glove):
     out = parse_json(run("inspect", "one mole of carbon", "--head", "identity", "--stage", "masked", "--mask", "none", "--json"))
     e = input_embeddings(np.array([glove.get_vector(t) for t in out["tokens"]]))
-    np.testing.assert_allclose(np.array(out["heads"][0]["scores"], dtype=float), e @ e.T / np.sqrt(50), rtol=1e-5)
+    np.testing.assert_allclose(np.array(out["heads"][0]["masked"], dtype=float), e @ e.T / np.sqrt(50), rtol=1e-5)
+    assert "scores" not in out["heads"][0]  # "scores" always means Q K^T before scaling (--stage scores)
 
 
 def test_embeddings_are_input_and_output(run, glove):
@@ -355,13 +358,12 @@ def test_jsonl_batch_keeps_going_past_bad_lines(run):
     result = run("inspect", "-", "--head", "identity", "--jsonl", "--max-tokens", "10", input=BATCH)
     assert result.exit_code == 2
     rows = [json.loads(line) for line in result.stdout.splitlines()]
-    assert len(rows) == 5
+    assert [row["line"] for row in rows] == [1, 3, 4, 5]  # the blank line 2 is skipped, its number kept
     assert rows[0]["tokens"] == ["the", "cat", "sat"]
-    assert rows[1] == {"line": 2, "error": "no words in the input"}
-    assert rows[2]["line"] == 3 and "xqzvw" in rows[2]["error"]
-    assert rows[3]["line"] == 4 and "--max-tokens" in rows[3]["error"]
-    assert rows[4]["tokens"][1] == "mole"
-    assert "3 of 5 lines failed" in result.stderr
+    assert rows[1]["line"] == 3 and "xqzvw" in rows[1]["error"]
+    assert rows[2]["line"] == 4 and "--max-tokens" in rows[2]["error"]
+    assert rows[3]["tokens"][1] == "mole"
+    assert "skipped 1 blank line (2)" in result.stderr and "2 of 4 lines failed" in result.stderr
 
 
 def test_jsonl_all_good_is_exit_0(run):
@@ -371,17 +373,19 @@ def test_jsonl_all_good_is_exit_0(run):
 
 
 def test_json_batch_is_an_array(run):
-    result = run("inspect", "-", "--head", "identity", "--json", input="the cat sat\n\n")
+    result = run("inspect", "-", "--head", "identity", "--json", input="the cat sat\n \t\nxqzvw\n")
     assert result.exit_code == 2
     items = json.loads(result.stdout)
-    assert items[0]["tokens"] == ["the", "cat", "sat"] and items[1] == {"line": 2, "error": "no words in the input"}
+    assert items[0]["line"] == 1 and items[0]["tokens"] == ["the", "cat", "sat"]
+    assert items[1]["line"] == 3 and "xqzvw" in items[1]["error"] and len(items) == 2
+    assert result.stderr.count("blank line") == 1
 
 
 def test_human_batch_shows_each_sentence(run):
-    result = run("inspect", "-", "--head", "identity", "--neighbors", "0", input="the cat sat\n\na dog ran\n", env=WIDE)
+    result = run("inspect", "-", "--head", "identity", "--neighbors", "0", input="the cat sat\n\nxqzvw\na dog ran\n", env=WIDE)
     assert result.exit_code == 2
-    assert "line 1" in result.stdout and "line 3" in result.stdout
-    assert "line 2: no words" in result.stderr
+    assert "line 1" in result.stdout and "line 4" in result.stdout and "line 2" not in result.stdout
+    assert "line 3: unknown word" in result.stderr and "skipped 1 blank line (2)" in result.stderr
 
 
 # --- exports -----------------------------------------------------------------------------------
@@ -534,12 +538,14 @@ def test_no_scale_in_json_and_in_the_view(run, glove):
     raw = np.where(causal_mask(4), e @ e.T, -np.inf)
     expected = softmax(raw)
     np.testing.assert_allclose(out["heads"][0]["weights"], expected, atol=1e-6)
-    assert out["heads"][0]["scores"][3][0] == pytest.approx(raw[3, 0], rel=1e-5)  # not divided by sqrt(d_k)
+    assert out["heads"][0]["masked"][3][0] == pytest.approx(raw[3, 0], rel=1e-5)  # not divided by sqrt(d_k)
     view = run("inspect", "one mole of carbon", "--head", "identity", "--no-scale", env=WIDE).stdout
     assert "not divided by √d_k" in view
     with_scaling = softmax(np.where(causal_mask(4), e @ e.T / np.sqrt(50), -np.inf))
     line = f"without /√d_k: mean top weight {expected.max(axis=1).mean():.2f} (with: {with_scaling.max(axis=1).mean():.2f})"
     assert line in view
+    head = out["heads"][0]  # the same two numbers in the JSON
+    assert (head["mean_top_weight"], head["mean_top_weight_scaled"]) == pytest.approx((expected.max(axis=1).mean(), with_scaling.max(axis=1).mean()), rel=1e-5)
     assert "without /√d_k" not in run("inspect", "one mole of carbon", "--head", "identity", env=WIDE).stdout
 
 

@@ -88,8 +88,9 @@ def old_document(result) -> dict:
     for head, out in zip(result.heads, doc["heads"]):
         out["weights"] = significant(head.weights, WEIGHT_DIGITS).tolist()
         if result.stage:
-            matrix = head.stage_matrix("scores" if result.stage == "scores" else "masked")
-            out["scores"] = old_with_nulls(significant(matrix, NUMBER_DIGITS), None if head.allowed is None else ~head.allowed)
+            key = "scores" if result.stage == "scores" else "masked"
+            matrix = head.stage_matrix(key)
+            out[key] = old_with_nulls(significant(matrix, NUMBER_DIGITS), None if head.allowed is None else ~head.allowed)
     return doc
 
 
@@ -103,7 +104,7 @@ def test_the_streamed_document_is_the_whole_document_byte_for_byte(glove, monkey
     from attn_cli.inspection import Mask
 
     settings.mask = Mask(settings.mask)
-    result = inspect_text(sentence, glove, resolve_heads(None, 50, 0) + resolve_heads(["random"], 50, 3), settings)
+    result = inspect_text(sentence, glove, resolve_heads(None, 50, 0)[0] + resolve_heads(["random"], 50, 3)[0], settings)
     monkeypatch.setattr(results, "MATRIX_BLOCK", 20)  # a few rows per block: many blocks even for a short sentence
     streamed = result.to_dict(stream=True)
     assert any(isinstance(h["weights"], Rows) for h in streamed["heads"])

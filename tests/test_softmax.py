@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attn_cli.attention import log_softmax, softmax, softmax_with_temperature
-from attn_cli.cli.lesson import compute_softmax
+from attn_cli.lesson import softmax as compute_softmax
 
 EXTREME = [
     [1000.0, 1001.0, 1002.0],
@@ -124,7 +124,9 @@ def test_overflow_free_example(run):
 
 def test_json_keys_and_values(run):
     data = parse_json(run("softmax", "1", "2", "3", "--json"))
-    assert set(data) == {"values", "temperature", "probabilities"}
+    assert set(data) == {"values", "temperature", "exps", "sum_of_exps", "probabilities", "probability_sum"}
+    np.testing.assert_allclose(data["exps"], np.exp(np.array([1, 2, 3]) - 3), rtol=1e-12)
+    assert data["sum_of_exps"] == pytest.approx(sum(data["exps"])) and data["probability_sum"] == pytest.approx(1)
     assert data["values"] == [1.0, 2.0, 3.0] and data["temperature"] == 1.0
     np.testing.assert_allclose(data["probabilities"], scipy.special.softmax([1, 2, 3]), rtol=1e-12)
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from attn_cli.errors import InputError, UnknownWordsError
-from attn_cli.tokens import Oov, embed, embed_text, tokenize
+from attn_cli.tokens import Oov, embed, tokenize
 from attn_cli.vectors import Vectors
 
 LESSON_SENTENCES = [
@@ -91,14 +91,6 @@ def test_oov_zero_keeps_their_place(glove):
     assert embedded.vectors.shape == (3, 50) and embedded.vectors.dtype == np.float64
     np.testing.assert_array_equal(embedded.vectors[1], np.zeros(50))
     np.testing.assert_array_equal(embedded.vectors[2], glove.get_vector("forest"))
-
-
-def test_embed_text_needs_some_known_words(glove):
-    with pytest.raises(InputError, match="no words"):
-        embed_text("   ", glove)
-    with pytest.raises(InputError, match="none of the words"):
-        embed_text("qzxqzx zqxzqx", glove, Oov.skip)
-    assert embed_text("The mole.", glove).tokens == ["the", "mole", "."]
 
 
 def test_subword_vectors_are_not_unknown():

@@ -12,6 +12,7 @@ from attn_cli import __version__
 from attn_cli.errors import AttnError
 from attn_cli.output import warn
 from attn_cli.tokens import Oov
+from attn_cli.writers import Format
 
 DEBUG_VAR = "ATTN_DEBUG"  # set it to see the traceback behind an "internal error"
 
@@ -173,8 +174,14 @@ TrustOpt = Annotated[
     bool, typer.Option("--trust-pickle", help="Allow gensim's .kv/.model files, which are pickles: only for files you trust.")
 ]
 OovOpt = Annotated[Oov, typer.Option("--oov", help="Unknown words: error, skip them, or give them a zero vector.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
-JsonlOpt = Annotated[bool, typer.Option("--jsonl", help="Print one JSON object per line, as each input is done.")]
+
+
+FORMAT_FLAGS = {f"--{f.value}": f for f in Format if f is not Format.table}  # --json is short for --format json
+FormatOpt = Annotated[
+    Format,
+    typer.Option("--format", metavar="FORMAT", help=f"table (the view), {', '.join(f.value for f in Format if f is not Format.table)}; "
+                 f"{', '.join(FORMAT_FLAGS)} are short for it."),
+]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
 HeadsOpt = Annotated[
     list[str] | None,
@@ -185,6 +192,31 @@ ModelOpt = Annotated[
     typer.Option("--model", metavar="PATH|NAME", help="A BERT or GPT-2 checkpoint: a Hugging Face model folder, or a name in the local Hugging Face cache (never downloaded).", show_default=False),
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", metavar="N", min=0, help="Seed of the random head's weights.")]
+
+
+class AttnCommand(typer.core.TyperCommand):
+    """A command whose output format is one option: `--json` (and `--jsonl`, `--csv`, `--tsv`) is
+    read as `--format json` before Click parses."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        takes_value = {name for p in self.params if p.param_type_name == "option" and not getattr(p, "is_flag", False)
+                       for name in p.opts + p.secondary_opts}
+        out, picked, rest = [], [], iter(args)
+        for arg in rest:
+            if arg == "--":
+                out += [arg, *rest]
+            elif arg in FORMAT_FLAGS:
+                picked.append(arg)
+                out += ["--format", FORMAT_FLAGS[arg].value]
+            else:
+                out.append(arg)
+                if arg in takes_value and (value := next(rest, None)) is not None:
+                    out.append(value)
+                if arg == "--format" or arg.startswith("--format="):
+                    picked.append("--format")
+        if len(set(picked)) > 1:
+            raise UsageError(f"{' and '.join(dict.fromkeys(picked))} exclude each other: pick one output format", ctx)
+        return super().parse_args(ctx, out)
 
 
 def load_vectors(path: str | None, limit: int | None = None, trust: bool = False):

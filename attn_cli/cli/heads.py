@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import ForceOpt, examples, HeadsOpt, JsonOpt, LimitOpt, ModelOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, load_vectors
+from attn_cli.cli.app import AttnCommand, ForceOpt, Format, FormatOpt, HeadsOpt, LimitOpt, ModelOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, examples, load_vectors, say
+from attn_cli.writers import check_format, write
 from attn_cli.errors import InputError
-from attn_cli.output import write_json
 
 heads_app = typer.Typer(help="List the attention heads, train your own from labelled links, score heads on a file, or find a real model's head that does X.", no_args_is_help=True)
 app.add_typer(heads_app, name="heads")
@@ -20,43 +20,18 @@ class TrainMask(str, Enum):
     none = "none"
 
 
-@heads_app.command("list", epilog=examples("attn heads list", "attn heads list --json"))
+@heads_app.command("list", cls=AttnCommand, epilog=examples("attn heads list", "attn heads list --json"))
 def list_heads(
-    vectors: VectorsOpt = None,
+    vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
-    json: JsonOpt = False,
+    output: FormatOpt = Format.table,
 ) -> None:
     """Every head `inspect --head` accepts: built-in ones and the shipped learned ones, with d_k and metrics."""
     from attn_cli import heads
-    from attn_cli.results import HeadInfo, HeadsList
 
-    d = load_vectors(vectors, limit, trust_pickle).vector_size
-    rows = []
-    for name in heads.BUILT_IN:
-        head = heads.resolve_head(name, d)
-        rows.append(HeadInfo(name, "built-in", head.d_k, False, head.description, None, {}))
-    for path in heads.shipped_heads():
-        meta = heads.read_meta(path)
-        try:
-            head = heads.load_head(path, d, name=path.stem)
-            d_k, description = head.d_k, head.description
-        except InputError:  # shipped for other vectors: list it, and say why inspect cannot use it
-            d_k = meta.get("d_k") if isinstance(meta.get("d_k"), int) else 0
-            description = f"{meta.get('description', '')} (does not fit vectors with d = {d})"
-        summary, metrics = meta.get("summary"), meta.get("metrics")
-        rows.append(HeadInfo(
-            path.stem, str(path), d_k, meta.get("trained", True), description,
-            str(summary) if summary is not None else None, metrics if isinstance(metrics, dict) else {},
-        ))
-    result = HeadsList(dimension=d, default=list(heads.DEFAULT_HEADS), heads=rows)
-    if json:
-        write_json(result.to_dict())
-    else:
-        from attn_cli import render
-        from attn_cli.cli.terminal import view_console
-
-        view_console().print(render.heads_list(result))
+    result = heads.list_heads(load_vectors(vectors_path, limit, trust_pickle).vector_size)
+    write(result, output, "heads_list")
 
 
 class TrainProgress:
@@ -86,7 +61,7 @@ class TrainProgress:
             self.bars.__exit__(*exc)
 
 
-@heads_app.command("train", epilog=examples(
+@heads_app.command("train", cls=AttnCommand, epilog=examples(
     "attn heads train data/heads/adjective_train.tsv mine.npz --steps 200",
     'attn inspect "the big red dog barked" --head mine.npz',
 ))
@@ -98,11 +73,11 @@ def train(
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the initial weights and of the held-out split.")] = 0,
     holdout: Annotated[float, typer.Option("--holdout", min=0.0, max=0.9, help="Share of sentences held out to measure the head.")] = 0.2,
     mask: Annotated[TrainMask, typer.Option("--mask", help="Train under the causal mask (keys must precede their query) or none.")] = TrainMask.causal,
-    vectors: VectorsOpt = None,
+    vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
     force: ForceOpt = False,
-    json: JsonOpt = False,
+    output: FormatOpt = Format.table,
 ) -> None:
     """Train a head whose queries attend to the keys your links name; print its held-out metric.
 
@@ -110,49 +85,21 @@ def train(
     several keys); every other token is trained to attend to itself. The value map is then
     fitted so a linked query moves toward its keys' vectors.
     """
-    from attn_cli import evaluation, heads, training
+    from attn_cli import training
     from attn_cli.results import HeadTrained
 
-    from attn_cli.files import display_path
-
+    check_format(output, HeadTrained)  # before training, not after it
     out = out.expanduser()
     if out.suffix != ".npz":
         raise InputError(f"{out}: the head file must end in .npz")
     check_new_file(out, force)  # before training, not after it
-    all_links = training.read_links(links)
-    evaluation.check_lengths(all_links, str(links))
-    word_vectors = load_vectors(vectors, limit, trust_pickle)
-    train_links, held_links = training.split_sentences(all_links, holdout, seed)
-    config = training.TrainConfig(d_k=d_k, steps=steps, seed=seed, mask=mask.value)
-    train_ex = training.links_to_examples(train_links, word_vectors, mask.value, str(links))
-    held_ex = training.links_to_examples(held_links, word_vectors, mask.value, str(links)) if held_links else []
     with TrainProgress(steps) as progress:
-        head = training.train_link_head(out.stem, train_ex, config, progress)
-    final_loss = training.attention_loss(head.w_q, head.w_k, training.make_batches(train_ex, config.self_weight), config.l2)[0]
-    metrics = evaluation.link_metrics(head, held_ex, mask.value) if held_ex else {}
-    summary = (
-        f"held-out: top weight on a linked key {metrics['top_on_key']:.2f}, weight on linked keys {metrics['key_weight']:.2f}"
-        if held_ex else "no held-out sentences"
-    )
-    meta = {
-        "description": f"trained by `attn heads train` from {links.name} ({len(train_ex)} sentences, mask {mask.value})",
-        "summary": summary, "metrics": metrics, "mask": mask.value, "seed": seed, "steps": steps, "trained": True,
-    }
-    heads.save_head(head, out, meta, replace=force)
-    result = HeadTrained(
-        path=display_path(out), d_k=d_k, steps=steps, seed=seed, mask=mask.value, links=len(all_links),
-        train_sentences=len(train_ex), heldout_sentences=len(held_ex), final_loss=final_loss, heldout=metrics,
-    )
-    if json:
-        write_json(result.to_dict())
-    else:
-        from attn_cli import render
-        from attn_cli.cli.terminal import view_console
-
-        view_console().print(render.head_trained(result))
+        result = training.train_from_links(links, out, load_vectors(vectors_path, limit, trust_pickle), d_k=d_k, steps=steps, seed=seed,
+                                           holdout=holdout, mask=mask.value, replace=force, progress=progress)
+    write(result, output, "head_trained")
 
 
-@heads_app.command("eval", epilog=examples(
+@heads_app.command("eval", cls=AttnCommand, epilog=examples(
     "attn heads eval data/heads/eval/adjectives_natural.tsv --head adjective",
     "attn heads eval data/heads/eval/adjectives_long.tsv --json",
 ))
@@ -168,10 +115,10 @@ def evaluate(
         typer.Option("--sense-set", metavar="NAME|FILE", help="Senses and probe words for sense cases: a shipped set (lesson) or a TSV word<TAB>sense<TAB>probe words.", show_default=False),
     ] = None,
     seed: SeedOpt = 0,
-    vectors: VectorsOpt = None,
+    vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
-    json: JsonOpt = False,
+    output: FormatOpt = Format.table,
 ) -> None:
     """Score heads on a file, beside reference baselines.
 
@@ -181,18 +128,16 @@ def evaluate(
     identity head and even attention with an update of the same size.
     """
     from attn_cli import evaluation, heads, senses
+    from attn_cli.results import HeadsEval
 
+    check_format(output, HeadsEval)  # before the work, not after it
     table, table_name = senses.resolve_sense_set(sense_set) if sense_set else (None, "")
-    words = load_vectors(vectors, limit, trust_pickle)
-    chosen = heads.resolve_heads(head, words.vector_size, seed)
-    result = evaluation.evaluate_file(file, chosen, words, mask.value, table, table_name)
-    if json:
-        write_json(result.to_dict())
-    else:
-        from attn_cli import render
-        from attn_cli.cli.terminal import view_console
-
-        view_console().print(render.heads_eval(result))
+    vectors = load_vectors(vectors_path, limit, trust_pickle)
+    chosen, note = heads.resolve_heads(head, vectors.vector_size, seed)
+    if note:
+        say(note)
+    result = evaluation.evaluate_file(file, chosen, vectors, mask.value, table, table_name)
+    write(result, output, "heads_eval")
 
 
 class FindSort(str, Enum):
@@ -202,7 +147,7 @@ class FindSort(str, Enum):
     beyond = "beyond"
 
 
-@heads_app.command("find", epilog=examples(
+@heads_app.command("find", cls=AttnCommand, epilog=examples(
     "attn heads find adjective --model bert-base-uncased",
     "attn heads find my-links.tsv --model ./gpt2 --sort beyond --top 5",
 ))
@@ -214,7 +159,7 @@ def find(
     model: ModelOpt = None,
     top: Annotated[int, typer.Option("--top", metavar="N", min=1, help="Heads to list in the terminal (JSON has all).")] = 10,
     sort: Annotated[FindSort, typer.Option("--sort", help="Rank by top on key, exact top, key weight, or top on key beyond the previous word.")] = FindSort.top,
-    json: JsonOpt = False,
+    output: FormatOpt = Format.table,
 ) -> None:
     """Rank every (layer, head) of a real model by how often a query's largest non-self weight lands on its labelled key.
 
@@ -224,14 +169,11 @@ def find(
     from attn_cli.files import display_path
     from attn_cli.models import inspection, transformer
 
+    from attn_cli.models.results import HeadsFound
+
     if model is None:
         raise InputError("heads find needs --model PATH|NAME (a BERT or GPT-2 checkpoint)")
+    check_format(output, HeadsFound)
     path = inspection.link_set(links)
     found = inspection.find_heads(transformer.load(model), training.read_links(path), display_path(path), sort.value)
-    if json:
-        write_json(found.to_dict())
-    else:
-        from attn_cli import render
-        from attn_cli.cli.terminal import view_console
-
-        view_console().print(render.heads_found(found, top))
+    write(found, output, "heads_found", top)

@@ -1,21 +1,18 @@
 """`attn inspect`: attention heads over a sentence, as heatmaps or as JSON."""
 
 import os
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import examples, ForceOpt, HeadsOpt, JsonlOpt, JsonOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, app, load_vectors, say
+from attn_cli.cli.app import AttnCommand, ForceOpt, Format, FormatOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, app, examples, load_vectors, say
 from attn_cli.errors import InputError
 from attn_cli.inspection import MAX_NEIGHBORS, MAX_TOKENS, Mask, Settings, Stage, add_neighbors, find_query, inspect_text
-from attn_cli.output import json_line, write_json
-from attn_cli.results import InspectResult
 from attn_cli.tokens import Oov
 
 
-DEFAULT_NEIGHBORS = 3  # in the terminal view; JSON has neighbours only when --neighbors is given
+DEFAULT_NEIGHBORS = 3  # in the terminal view; data formats have neighbours only when --neighbors is given
 
 
 def stdin_lines():
@@ -32,22 +29,7 @@ def line_text(line: str | bytes) -> str:
     return decode_utf8(line, "") if isinstance(line, bytes) else line
 
 
-def stream_jsonl(lines, compute) -> tuple[int, int]:
-    """One JSON object per input line, written as each is done; a bad line becomes {"line", "error"}."""
-    write, flush = sys.stdout.write, sys.stdout.flush
-    failed = total = 0
-    for total, text in lines:
-        try:
-            obj = compute(text).to_dict()
-        except InputError as e:
-            failed += 1
-            obj = {"line": total, "error": str(e)}
-        write(json_line(obj) + "\n")
-        flush()
-    return failed, total
-
-
-@app.command("inspect", epilog=examples(
+@app.command("inspect", cls=AttnCommand, epilog=examples(
     'attn inspect "A fluffy blue creature roamed the verdant forest."',
     'attn inspect "the cat sat on the mat" --focus cat --stage masked',
     'attn inspect "the big red dog" --head adjective --svg dog.svg --width 100',
@@ -89,12 +71,11 @@ def inspect(
     html: Annotated[Path | None, typer.Option("--html", metavar="FILE", help="Also save the view as an HTML page (FILE ends in .html), dark like the SVG.", show_default=False)] = None,
     width: Annotated[int | None, typer.Option("--width", metavar="N", min=40, max=4096, help="Columns of the --svg/--html picture, whatever the terminal. Default: 100.", show_default=False)] = None,
     force: ForceOpt = False,
-    vectors: VectorsOpt = None,
+    vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
     oov: OovOpt = Oov.error,
-    json: JsonOpt = False,
-    jsonl: JsonlOpt = False,
+    output: FormatOpt = Format.table,
 ) -> None:
     """Run attention heads over a sentence: Q/K/V, scaling, the causal mask, softmax and E' = E + Delta E.
 
@@ -106,11 +87,9 @@ def inspect(
     """
     from attn_cli.files import check_text
 
-    if json and jsonl:
-        raise InputError("--json and --jsonl exclude each other")
     exports = [p for p in (svg, html) if p is not None]
-    if exports and (json or jsonl):
-        raise InputError("--svg and --html save the terminal view; they do not combine with --json or --jsonl")
+    if exports and output is not Format.table:
+        raise InputError(f"--svg and --html save the terminal view; they do not combine with --{output.value}")
     if svg is not None and html is not None and os.path.abspath(svg) == os.path.abspath(html):
         raise InputError("--svg and --html name the same file")
     from attn_cli.export import check_export
@@ -123,7 +102,7 @@ def inspect(
     focus = check_text(focus, "--focus") if focus is not None else None
     sense = [check_text(spec, "--sense") for spec in sense] if sense else sense
     if model is not None:
-        glove_only = {"--vectors": vectors, "--sense": sense, "--sense-set": sense_set, "--mask": mask, "--per-head": per_head or None,
+        glove_only = {"--vectors": vectors_path, "--sense": sense, "--sense-set": sense_set, "--mask": mask, "--per-head": per_head or None,
                       "--embeddings": embeddings or None, "--no-position": None if position else True, "--no-scale": None if scale else True,
                       "--limit": limit, "--oov": None if oov == Oov.error else oov, "--neighbors": neighbors if neighbors and focus is None else None}
         given = [name for name, value in glove_only.items() if value is not None]
@@ -132,7 +111,7 @@ def inspect(
         if picture and focus is None:
             raise InputError("--picture with --model draws the --focus token through the layers; name it with --focus")
         inspect_checkpoint(model, lines, single=text != "-", picture=picture, heads=head, layer=layer, words=words, hide_special=hide_special, stage=stage,
-                           focus=focus, neighbors=neighbors, transpose=transpose, json=json, jsonl=jsonl, exports=(svg, html, width, text), force=force)
+                           focus=focus, neighbors=neighbors, transpose=transpose, output=output, exports=(svg, html, width, text), force=force)
         return
     model_only = [name for name, value in {"--layer": layer, "--words": words or None, "--hide-special": hide_special or None}.items() if value is not None]
     if model_only:
@@ -144,51 +123,51 @@ def inspect(
     from attn_cli import senses
 
     adhoc = senses.parse_sense_options(sense) if sense else None
-    word_vectors = load_vectors(vectors, limit, trust_pickle)
+    vectors = load_vectors(vectors_path, limit, trust_pickle)
     if adhoc:
-        senses.check_probes(adhoc, word_vectors, "--sense")
+        senses.check_probes(adhoc, vectors, "--sense")
     table, table_name = senses.resolve_sense_set(sense_set) if sense_set else (None, "")
     if table is not None:
-        senses.check_sense_set(table, word_vectors, table_name)
+        senses.check_sense_set(table, vectors, table_name)
     from attn_cli.heads import resolve_heads
     from attn_cli.inspection import stored_matrices
     from attn_cli.memory import check_max_tokens
 
-    heads = resolve_heads(head, word_vectors.vector_size, seed)
+    heads, note = resolve_heads(head, vectors.vector_size, seed)
+    if note:
+        say(note)
     noise = [h.name for h in heads if h.noise]
-    if (json or jsonl) and noise:
+    if output is not Format.table and noise:
         say(f"untrained random weights in {', '.join(noise)}: their pattern is noise")
     settings = Settings(mask=mask, position=position, oov=oov, max_tokens=max_tokens, stage=stage, embeddings=embeddings, scale=scale)
     check_max_tokens(max_tokens, stored_matrices(len(heads), settings), f"{len(heads)} head{'s' if len(heads) != 1 else ''}")
-    machine = json or jsonl
+    # Nearest keys: 3 in the view by default; in data only when --neighbors asks (a search over every key).
+    k = neighbors if neighbors is not None else DEFAULT_NEIGHBORS if output is Format.table else 0
 
     def compute(line: str | bytes):
         sentence = line_text(line)
-        result = inspect_text(sentence, word_vectors, heads, settings)
+        result = inspect_text(sentence, vectors, heads, settings)
         query = find_query(result.tokens, focus) if focus is not None else None
         if adhoc or table is not None:
-            senses.measure_senses(result, word_vectors, adhoc=adhoc, sense_set=table, set_name=table_name, focus=query)
-        if machine and neighbors:
-            add_neighbors(result, word_vectors, neighbors)
+            senses.measure_senses(result, vectors, adhoc=adhoc, sense_set=table, set_name=table_name, focus=query)
+        add_neighbors(result, vectors, k)
         return result
 
     if text == "-":
-        word_vectors.key_to_index  # many sentences: build the key index once, not a scan per sentence
-    k = DEFAULT_NEIGHBORS if neighbors is None else neighbors
+        vectors.key_to_index  # many sentences: build the key index once, not a scan per sentence
 
     def view(result, line: int) -> list:
         from attn_cli import render
 
-        add_neighbors(result, word_vectors, k)
         if result.senses_note:
             say(result.senses_note if text != "-" else f"line {line}: {result.senses_note}")
         query = find_query(result.tokens, focus) if focus is not None else None
         return render.inspect_view(result, stage=(stage or Stage.weights).value, transpose=transpose, focus=query, per_head=per_head, picture=picture)
 
-    emit(lines, compute, view, single=text != "-", json=json, jsonl=jsonl, exports=(svg, html, width, text), force=force)
+    emit(lines, compute, view, single=text != "-", output=output, exports=(svg, html, width, text), force=force)
 
 
-def inspect_checkpoint(spec: str, lines, *, single: bool, heads, layer, words, hide_special, stage, focus, neighbors, transpose, json, jsonl, exports, force, picture=False) -> None:
+def inspect_checkpoint(spec: str, lines, *, single: bool, heads, layer, words, hide_special, stage, focus, neighbors, transpose, output, exports, force, picture=False) -> None:
     """`inspect --model`: a real checkpoint's layers and heads over each sentence."""
     from attn_cli.memory import BYTES_PER_CELL, check_memory
     from attn_cli.models import inspection, transformer
@@ -201,7 +180,7 @@ def inspect_checkpoint(spec: str, lines, *, single: bool, heads, layer, words, h
     every = model.n_layers * model.n_heads
     # The forward pass keeps every head's scores and weights (float32); the heads shown in full, or all
     # of them in JSON, also become tables or JSON numbers.
-    matrices = every * 8 / BYTES_PER_CELL + (len(selected) if chosen or not (json or jsonl) else every)
+    matrices = every * 8 / BYTES_PER_CELL + (len(selected) if chosen or output is Format.table else every)
     settings = inspection.ModelSettings(
         heads=chosen or None, words=words, hide_special=hide_special, focus=focus,
         neighbors=DEFAULT_NEIGHBORS if neighbors is None else neighbors, stage=stage.value if stage else None,
@@ -217,51 +196,44 @@ def inspect_checkpoint(spec: str, lines, *, single: bool, heads, layer, words, h
         check_memory(len(model.tokenize(sentence).ids), matrices, f"{model.n_layers} layers x {model.n_heads} heads")
         return inspection.inspect_model(model, sentence, settings)
 
-    emit(lines, compute, view, single=single, json=json, jsonl=jsonl, exports=exports, force=force)
+    emit(lines, compute, view, single=single, output=output, exports=exports, force=force)
 
 
-def emit(lines, compute, view, *, single: bool, json: bool, jsonl: bool, exports, force: bool) -> None:
-    """Each input line's result as JSON Lines, one JSON document, or the terminal view (also saved as SVG/HTML).
+def emit(lines, compute, view, *, single: bool, output: Format, exports, force: bool) -> None:
+    """Each input line's result in the chosen format (the terminal view also saved as SVG/HTML).
 
     With several lines, a failed line is reported and the others go on; exit 2 at the end if any failed.
     One sentence given as an argument fails as any command does: one `attn: ...` line, nothing on stdout.
     """
-    if single and (json or jsonl):
+    from attn_cli import writers
+    from attn_cli.lines import Lines
+
+    if single:
         _, text = next(lines)
         result = compute(text)
-        if json:  # indented and streamed: inspect's [n, n] matrices are written block by block
-            write_json(result.to_dict(stream=True) if isinstance(result, InspectResult) else result.to_dict())
+        if output is Format.table:
+            show([result], view, single=True, exports=exports, force=force)
+        elif output is Format.json:  # indented and streamed: inspect's [n, n] matrices are written block by block
+            writers.write_json(writers.document(result))
         else:
-            sys.stdout.write(json_line(result.to_dict()) + "\n")
+            writers.write(result, output)
         return
-    if jsonl:
-        failed, total = stream_jsonl(lines, compute)
-    elif json:
-        failed, total = batch_json(lines, compute)
-    else:
-        failed, total = show(lines, compute, view, single=single, exports=exports, force=force)
+    source = Lines(lines)
+    failed = writers.write_lines(
+        source.results(compute), output, on_error=lambda n, e: say(f"line {n}: {e}"),
+        show=lambda items: show(items, view, single=False, exports=exports, force=force),
+    )
+    if note := source.blank_note():
+        say(note)
     if failed:
-        if not single:
-            say(f"{failed} of {total} lines failed")
+        say(f"{failed} of {source.read} lines failed")
         raise typer.Exit(2)
 
 
-def batch_json(lines, compute) -> tuple[int, int]:
-    """`-` with --json: one array, a bad line's entry being {"line": n, "error": ...}."""
-    items, failed, total = [], 0, 0
-    for total, text in lines:
-        try:
-            items.append(compute(text).to_dict())
-        except InputError as e:
-            failed += 1
-            items.append({"line": total, "error": str(e)})
-    write_json(items)
-    return failed, total
-
-
-def show(lines, compute, view, *, single: bool, exports, force: bool) -> tuple[int, int]:
-    """The terminal view of each sentence; recorded and saved as SVG/HTML when asked (each written
-    whole under a temporary name and then renamed, so a failed write leaves the old file as it was)."""
+def show(items, view, *, single: bool, exports, force: bool) -> int:
+    """The terminal view of each sentence (a Line, or the one result); recorded and saved as SVG/HTML
+    when asked (each written whole under a temporary name and then renamed, so a failed write leaves
+    the old file as it was). Returns how many lines failed."""
     from rich.rule import Rule
 
     from attn_cli.cli.terminal import view_console
@@ -273,19 +245,21 @@ def show(lines, compute, view, *, single: bool, exports, force: bool) -> tuple[i
         from attn_cli import export
 
         picture = export.export_console(width, out.color_system)
-    failed = total = 0
-    for total, text in lines:
+    failed = 0
+    for item in items:
+        number, result = (1, item) if single else (item.number, item.result)
         try:
-            result = compute(text)
-            parts = view(result, total)
+            if not single and item.error is not None:
+                raise InputError(item.error)
+            parts = view(result, number)
         except InputError as e:
             if single:
                 raise
             failed += 1
-            say(f"line {total}: {e}")
+            say(f"line {number}: {e}")
             continue
         if not single:
-            parts = [Rule(f"line {total}", style="bold"), *parts]
+            parts = [Rule(f"line {number}", style="bold"), *parts]
         for part in parts:
             out.print(part)
             if picture is not None:
@@ -293,4 +267,4 @@ def show(lines, compute, view, *, single: bool, exports, force: bool) -> tuple[i
     if picture is not None:
         title = f"attn inspect: {sentence}" if single else "attn inspect"
         export.save(picture, svg, html, title=title, force=force)
-    return failed, total
+    return failed

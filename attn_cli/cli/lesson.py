@@ -6,20 +6,12 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import typer
 
-from attn_cli.cli.app import examples, JsonOpt, LimitOpt, OovOpt, TrustOpt, VectorsOpt, app, load_vectors
+from attn_cli.cli.app import AttnCommand, Format, FormatOpt, LimitOpt, OovOpt, TrustOpt, VectorsOpt, app, examples, load_vectors
 from attn_cli.errors import MAX_NAMED, AttnError, DataError, InputError, short
 from attn_cli.neighbors import MAX_NEIGHBORS
-from attn_cli.output import write_json
-from attn_cli.results import (
-    AnalogyResult,
-    Answer,
-    Neighbor,
-    ProbeScore,
-    SoftmaxResult,
-)
+from attn_cli.writers import write
 from attn_cli.tokens import Oov
 
 # --- softmax -------------------------------------------------------------------------------
@@ -43,11 +35,12 @@ def is_numbers(text: str) -> bool:
     return bool(parts)
 
 
-class NumbersCommand(typer.core.TyperCommand):
+class NumbersCommand(AttnCommand):
     """Lets negative numbers stand as arguments (`attn softmax -1 2`) while options such as -t still work.
 
     Before Click parses, every argument that reads as a number (and is not the value of an
     option) is moved after a `--`, in order, so Click never takes "-1" or "-inf" for an option.
+    (`--json` and the other format flags are then read as --format, as in every command.)
     """
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:
@@ -115,54 +108,6 @@ def text_of(arg: str, where: str) -> str:
     return stdin_text(where) if arg == "-" else check_text(arg, where)
 
 
-def scaled_logits(x: np.ndarray, temperature: float) -> np.ndarray:  # [n] finite -> [n], max 0
-    """(x - max) / T, exact to a rounding or two, and never a wrong overflow.
-
-    Shifting first keeps the precision (x / T - max / T would lose the difference of two
-    large, close values). x - max overflows only for values more than 1.8e308 below the max:
-    with T <= 1 their true value is below -1.8e308 too and -inf (exp = 0) is right; with T > 1
-    it may be small (1e308 - -1e308, over T = 1e308, is -2), so there each term is divided first.
-    """
-    top = x.max()
-    with np.errstate(over="ignore"):
-        shifted = x - top
-        scaled = shifted / temperature
-        wide = np.isinf(shifted)
-        if temperature > 1 and wide.any():
-            scaled[wide] = x[wide] / temperature - top / temperature
-    return scaled
-
-
-def compute_softmax(values: list[float], temperature: float, log: bool) -> SoftmaxResult:
-    """Probabilities of softmax(values / T), with the exponentials behind them.
-
-    +inf values share all the mass equally whatever T is (x / T stays +inf); -inf values get 0;
-    T = 0 is the limit, argmax (ties share).
-    """
-    from attn_cli.attention import log_softmax, softmax, softmax_with_temperature
-
-    x = np.array(values, dtype=np.float64)  # [n]
-    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        if temperature == 0 or np.isposinf(x).any():
-            probabilities = np.isposinf(x) / np.isposinf(x).sum() if np.isposinf(x).any() else softmax_with_temperature(x, 0)
-            exps = (probabilities > 0).astype(np.float64)  # the limit: 1 at the winners, 0 elsewhere
-            log_probabilities = np.log(probabilities)
-        else:
-            finite = np.isfinite(x)
-            scaled = np.full_like(x, -np.inf)  # [n]; -inf stays -inf
-            scaled[finite] = scaled_logits(x[finite], temperature)
-            probabilities = softmax(scaled)
-            exps = np.exp(scaled)
-            log_probabilities = log_softmax(scaled)
-    return SoftmaxResult(
-        values=values,
-        temperature=temperature,
-        exps=exps.tolist(),
-        probabilities=probabilities.tolist(),
-        log_probabilities=log_probabilities.tolist() if log else None,
-    )
-
-
 @app.command(cls=NumbersCommand, epilog=examples("attn softmax 2 1 0.1", "attn softmax 2 1 0.1 -t 0.5 --log", "echo 3,1,-inf | attn softmax -"))
 def softmax(
     numbers: Annotated[
@@ -176,19 +121,15 @@ def softmax(
         ),
     ] = 1.0,
     log: Annotated[bool, typer.Option("--log", help="Also show log-softmax, computed stably (not log of a rounded probability).")] = False,
-    json: JsonOpt = False,
+    output: FormatOpt = Format.table,
 ) -> None:
     """Softmax: exponentiate each value (after subtracting the max), divide by the sum."""
     if not math.isfinite(temperature) or temperature < 0:
         raise InputError(f"--temperature must be a finite number >= 0, not {temperature:g}")
-    result = compute_softmax(read_numbers(numbers or []), temperature, log)
-    if json:
-        write_json(result.to_dict())
-    else:
-        from attn_cli import render
-        from attn_cli.cli.terminal import view_console
+    from attn_cli import lesson
 
-        view_console().print(render.softmax_view(result))
+    result = lesson.softmax(read_numbers(numbers or []), temperature, log)
+    write(result, output, "softmax_view")
 
 
 # --- analogy -------------------------------------------------------------------------------
@@ -213,48 +154,7 @@ def read_probes(path: Path) -> list[str]:
     return words
 
 
-def probe_scores(vectors, d: np.ndarray, probes: list[str], oov: Oov) -> list[ProbeScore]:
-    from attn_cli.neighbors import dots
-    from attn_cli.tokens import embed
-
-    kept = embed(probes, vectors, oov).tokens  # raises for unknown probes unless --oov skip|zero
-    return [ProbeScore(w, float(s)) for w, s in zip(kept, dots(vectors, d, kept))]
-
-
-def build_analogy(vectors, words: list[str], probes: list[str] | None, top: int, method: Method, oov: Oov) -> AnalogyResult:
-    from attn_cli import neighbors as nb
-
-    if len(words) not in (2, 3):
-        raise InputError(f"analogy takes two words (a direction, e.g. cats cat) or three (cats cat dog), not {len(words)}")
-    nb.require_vectors(vectors, words)
-    a, b, *rest = words
-    d = nb.direction(vectors, a, b)  # [d]
-    if not np.any(d):
-        raise InputError(f"{a!r} and {b!r} have the same vector: d = 0 has no direction")
-    c = rest[0] if rest else None
-    if probes is None and c is None:
-        probes = nb.default_probes()
-    scores = probe_scores(vectors, d, probes, oov) if probes else []
-    dot = {p.key: p.dot for p in scores}
-    pairs = nb.plural_pairs(list(dot))
-    numbers = nb.number_words(list(dot))
-    plural_ok, exceptions = nb.plural_verdict(pairs, dot)
-    numbers_ok, breaks = nb.increasing_verdict(numbers, dot)
-    result = AnalogyResult(
-        a=a, b=b, norm=float(np.linalg.norm(d)), probes=scores, neighbors=[], pairs=pairs, numbers=numbers,
-        plural_above_singular=plural_ok, plural_exceptions=exceptions, numbers_increasing=numbers_ok, numbers_breaks=breaks,
-    )  # fmt: skip
-    if c is None:
-        result.neighbors = [Neighbor(k, s) for k, s in nb.nearest(vectors, d, top, exclude=[a, b])]
-    else:
-        # "b is to a as c is to ?": c + (a - b), so a and c are positive, b negative.
-        search = nb.most_similar_cosmul if method == Method.cosmul else nb.most_similar
-        result.c, result.method = c, method.value
-        result.answers = [Answer(k, s) for k, s in search(vectors, positive=[a, c], negative=[b], topn=top)]
-    return result
-
-
-@app.command(epilog=examples("attn analogy cats cat", "attn analogy cats cat dog", "attn analogy king man -p queen -p woman"))
+@app.command(cls=AttnCommand, epilog=examples("attn analogy cats cat", "attn analogy cats cat dog", "attn analogy king man -p queen -p woman"))
 def analogy(
     words: Annotated[list[str], typer.Argument(metavar="WORD", help="A B: the direction E(A) - E(B). A B C: B is to A as C is to ?", show_default=False)],
     probe: Annotated[
@@ -265,11 +165,11 @@ def analogy(
     ] = None,
     top: Annotated[int, typer.Option("--top", "-k", min=0, max=MAX_NEIGHBORS, metavar="K", help="How many nearest keys to the direction (two words) or answers (three words); 0 for none.")] = 5,
     method: Annotated[Method, typer.Option("--method", help="With three words: 3CosAdd (gensim most_similar) or 3CosMul (most_similar_cosmul).")] = Method.cosadd,
-    vectors: VectorsOpt = None,
+    vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
     oov: OovOpt = Oov.error,
-    json: JsonOpt = False,
+    output: FormatOpt = Format.table,
 ) -> None:
     """Directions carry meaning: d = E(A) - E(B), its dot product with probe words, and analogies.
 
@@ -283,15 +183,10 @@ def analogy(
     probes = None
     if probe or probes_file:
         probes = [check_text(p, "--probe") for p in probe or []] + (read_probes(probes_file) if probes_file else [])
-    kv = load_vectors(vectors, limit, trust_pickle)
-    result = build_analogy(kv, words, probes, top, method, oov)
-    if json:
-        write_json(result.to_dict())
-    else:
-        from attn_cli import render
-        from attn_cli.cli.terminal import view_console
+    from attn_cli import lesson
 
-        view_console().print(render.analogy_view(result))
+    result = lesson.analogy(load_vectors(vectors_path, limit, trust_pickle), words, probes, top, method.value, oov)
+    write(result, output, "analogy_view")
 
 
 # --- similarity ----------------------------------------------------------------------------
@@ -299,13 +194,13 @@ def analogy(
 MAX_SIMILARITY_WORDS = 200  # 19,900 pairs: every pair is a line of the table and an object of the JSON
 
 
-@app.command(epilog=examples("attn similarity cat dog", "attn similarity good bad king apple", "attn similarity cat dog --json"))
+@app.command(cls=AttnCommand, epilog=examples("attn similarity cat dog", "attn similarity good bad king apple", "attn similarity cat dog --json"))
 def similarity(
     words: Annotated[list[str], typer.Argument(metavar="WORD", help="Two or more words.", show_default=False)],
-    vectors: VectorsOpt = None,
+    vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
-    json: JsonOpt = False,
+    output: FormatOpt = Format.table,
 ) -> None:
     """Dot product = alignment: dot and cosine of every pair of words, against random pairs.
 
@@ -323,12 +218,5 @@ def similarity(
         pairs = len(words) * (len(words) - 1) // 2
         raise InputError(f"{len(words):,} words make {pairs:,} pairs; similarity compares at most {MAX_SIMILARITY_WORDS} words at a time")
     words = [check_text(w, f"word {i}") for i, w in enumerate(words, 1)]
-    kv = load_vectors(vectors, limit, trust_pickle)
-    result = compare(kv, words)
-    if json:
-        write_json(result.to_dict())
-    else:
-        from attn_cli import render
-        from attn_cli.cli.terminal import view_console
-
-        view_console().print(render.similarity_view(result))
+    result = compare(load_vectors(vectors_path, limit, trust_pickle), words)
+    write(result, output, "similarity_view")

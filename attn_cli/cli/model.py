@@ -4,26 +4,20 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import JsonOpt, app, examples
-from attn_cli.output import write_json
+from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples
+from attn_cli.writers import write
 
 model_app = typer.Typer(help="Real checkpoints (BERT, GPT-2): sizes and parameter counts.", no_args_is_help=True)
 app.add_typer(model_app, name="model")
 
 
-@model_app.command("info", epilog=examples("attn model info bert-base-uncased", "attn model info ./my-gpt2-folder --json"))
+@model_app.command("info", cls=AttnCommand, epilog=examples("attn model info bert-base-uncased", "attn model info ./my-gpt2-folder --json"))
 def info(
     model: Annotated[str, typer.Argument(metavar="PATH|NAME", help="A Hugging Face model folder, or a name in the local Hugging Face cache.", show_default=False)],
-    json: JsonOpt = False,
+    output: FormatOpt = Format.table,
 ) -> None:
     """Architecture, layers, heads, d_model, d_k, vocabulary and parameters: the lesson's arithmetic on a real model."""
     from attn_cli.models import inspection, transformer
 
     result = inspection.model_info(transformer.load(model))
-    if json:
-        write_json(result.to_dict())
-    else:
-        from attn_cli import render
-        from attn_cli.cli.terminal import view_console
-
-        view_console().print(render.model_info(result))
+    write(result, output, "model_info")

@@ -10,8 +10,9 @@ from typing import Annotated
 import typer
 from typer._click.core import ParameterSource
 
-from attn_cli.cli.app import ForceOpt, JsonOpt, LimitOpt, TrustOpt, VectorsOpt, app, examples, load_vectors, say
-from attn_cli.output import console, write_json
+from attn_cli.cli.app import AttnCommand, ForceOpt, Format, FormatOpt, LimitOpt, TrustOpt, VectorsOpt, app, examples, load_vectors, say
+from attn_cli.output import console
+from attn_cli.writers import check_format, write
 from attn_cli.results import VectorsConverted, VectorsInfo
 
 vectors_app = typer.Typer(help="Inspect and convert word-vector files.", no_args_is_help=True)
@@ -32,26 +33,26 @@ def note_duplicates(vectors) -> None:
         say(duplicates_note(vectors.source, repeated))
 
 
-@vectors_app.command("info", epilog=examples("attn vectors info", "attn vectors info glove.6B.50d.txt --limit 20000", "attn vectors info words.kv --trust-pickle --json"))
+@vectors_app.command("info", cls=AttnCommand, epilog=examples("attn vectors info", "attn vectors info glove.6B.50d.txt --limit 20000", "attn vectors info words.kv --trust-pickle --json"))
 def info(
     ctx: typer.Context,
     path: Annotated[
         str | None,
         typer.Argument(help="Vectors file or folder (or give it as --vectors; default: $ATTN_VECTORS, else the shipped GloVe).", show_default=False),
     ] = None,
-    vectors: VectorsOpt = None,
+    vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
-    json: JsonOpt = False,
+    output: FormatOpt = Format.table,
 ) -> None:
     """Format, number of keys, dimension, dtype, file size and load time of a vectors file."""
     from attn_cli.files import display_path
     from attn_cli.vectors import resolve_path
 
-    typed = ctx.get_parameter_source("vectors") == ParameterSource.COMMANDLINE  # not from $ATTN_VECTORS
-    if path is not None and typed and path != vectors:
-        raise typer.BadParameter(f"two files given, {path!r} and --vectors {vectors!r}; give one", param_hint="PATH")
-    path = path if path is not None else vectors  # --vectors (or $ATTN_VECTORS) as every other command takes it
+    typed = ctx.get_parameter_source("vectors_path") == ParameterSource.COMMANDLINE  # not from $ATTN_VECTORS
+    if path is not None and typed and path != vectors_path:
+        raise typer.BadParameter(f"two files given, {path!r} and --vectors {vectors_path!r}; give one", param_hint="PATH")
+    path = path if path is not None else vectors_path  # --vectors (or $ATTN_VECTORS) as every other command takes it
     start = time.perf_counter()
     vectors = load_vectors(path, limit, trust_pickle)
     seconds = time.perf_counter() - start
@@ -66,13 +67,7 @@ def info(
         file_bytes=file_bytes(where),
         load_seconds=seconds,
     )
-    if json:
-        write_json(result.to_dict())
-    else:
-        from attn_cli import render
-        from attn_cli.cli.terminal import view_console
-
-        view_console().print(render.vectors_info(result))
+    write(result, output, "vectors_info")
 
 
 class ConversionProgress:
@@ -109,19 +104,20 @@ def progress(source: Path) -> Iterator[ConversionProgress | None]:
         yield ConversionProgress(bars, source)
 
 
-@vectors_app.command("convert", epilog=examples("attn vectors convert glove.6B.50d.txt glove50", "attn vectors convert glove.6B.50d.txt glove50-20k --limit 20000 --json"))
+@vectors_app.command("convert", cls=AttnCommand, epilog=examples("attn vectors convert glove.6B.50d.txt glove50", "attn vectors convert glove.6B.50d.txt glove50-20k --limit 20000 --json"))
 def convert(
     src: Annotated[str, typer.Argument(metavar="PATH", help="Vectors in any supported format (see `attn vectors info`).", show_default=False)],
     dst: Annotated[Path, typer.Argument(metavar="FOLDER", help="The attn folder to write (vectors.npy + keys.txt).", show_default=False)],
     limit: LimitOpt = None,
     force: ForceOpt = False,
     trust_pickle: TrustOpt = False,
-    json: JsonOpt = False,
+    output: FormatOpt = Format.table,
 ) -> None:
     """Write vectors as an attn folder, which later loads in milliseconds (memory-mapped)."""
     from attn_cli import formats
     from attn_cli.files import display_path, printable
 
+    check_format(output, VectorsConverted)
     source, destination = Path(src).expanduser(), dst.expanduser()
     formats.check_destination(destination, force)  # before a long read, not after it
     start = time.perf_counter()
@@ -142,9 +138,9 @@ def convert(
         file_bytes=file_bytes(destination),
         seconds=time.perf_counter() - start,
     )
-    if json:
-        write_json(result.to_dict())
-    else:
+    if output is not Format.table:
+        write(result, output, None)
+    else:  # the folder is the output; the table is one line on stderr
         sys.stderr.write(
             f"converted {result.keys:,} keys x {result.dimension} ({result.source_format} -> {result.dtype}) "
             f"in {result.seconds:.2f} s: {printable(result.destination)}\n"

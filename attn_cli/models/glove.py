@@ -64,10 +64,10 @@ class GloveModel:
         return embeddings(tokens.vectors, self.settings.position)
 
     def forward(self, tokens: WordTokens) -> Trace:
-        from attn_cli.inspection import visible_keys
+        from attn_cli.inspection import allowed_keys
 
         e = self.embeddings(tokens)  # [n, d]
-        allowed = visible_keys(self.settings.mask, len(e))
+        allowed = allowed_keys(self.settings.mask, len(e))
         outs, delta, e_prime = multi_head(e, self.heads, allowed, self.settings.scale, parts=True)[:3]  # list, [n, d], [n, d]
         layer = LayerTrace(
             scores=np.stack([o.masked for o in outs]) if outs else np.zeros((0, len(e), len(e))),  # [H, n, n]

@@ -79,6 +79,24 @@ class ModelResult:
             allowed=self.allowed,
         )
 
+    def rows(self):
+        """Tidy rows, one per (layer, head, query, key) of the heads shown: as GloVe inspect's, the scores
+        filled with --stage (empty where masked)."""
+        import numpy as np
+
+        n = len(self.tokens)
+        for l, h in self.selected:
+            view = self.head_view(l, h)
+            weights = significant(view.weights, WEIGHT_DIGITS).tolist()
+            if view.scaled is not None:
+                hidden = ~np.isfinite(view.scaled)
+                scores, scaled = (_with_nulls(significant(np.where(hidden, 0.0, m), NUMBER_DIGITS), hidden) for m in (view.scores, view.scaled))
+            for i in range(n):
+                for j in range(n):
+                    yield {"layer": l, "head": h, "query": i, "key": j, "query_token": self.tokens[i], "key_token": self.tokens[j],
+                           "score": None if view.scaled is None else scores[i][j], "scaled": None if view.scaled is None else scaled[i][j],
+                           "weight": weights[i][j]}
+
     def to_dict(self) -> dict:
         import numpy as np
 
@@ -87,9 +105,10 @@ class ModelResult:
             head = {"name": f"{l}.{h}", "layer": l, "head": h, "weights": significant(self.weights[l, h], WEIGHT_DIGITS).tolist()}
             if self.special_weight is not None:
                 head["special_weight"] = significant(self.special_weight[l, h], WEIGHT_DIGITS).tolist()
-            if self.scores is not None:
+            if self.scores is not None:  # named as in GloVe inspect: scores = Q K^T, masked = Q K^T / sqrt(d_k) with the mask
                 hidden = ~np.isfinite(self.scores[l, h])
-                head["scores"] = _with_nulls(significant(np.where(hidden, 0.0, self.scores[l, h]), NUMBER_DIGITS), hidden)
+                matrix = np.where(hidden, 0.0, self.scores[l, h]) * (self.model["d_k"] ** 0.5 if self.stage == "scores" else 1.0)
+                head["scores" if self.stage == "scores" else "masked"] = _with_nulls(significant(matrix, NUMBER_DIGITS), hidden)
             heads.append(head)
         layers = [
             {

@@ -149,7 +149,7 @@ from attn_cli.inspection import Settings, inspect_text
 from attn_cli.vectors import load
 vectors = load()
 text = open(sys.argv[1], encoding="utf-8").read()
-result = inspect_text(text, vectors, default_heads(vectors.vector_size), Settings(max_tokens=int(sys.argv[2])))
+result = inspect_text(text, vectors, default_heads(vectors.vector_size)[0], Settings(max_tokens=int(sys.argv[2])))
 """
 
 

@@ -137,7 +137,7 @@ def main() -> None:
     parser.add_argument("--cold-runs", type=int, default=10)
     parser.add_argument("--head", action="append", help="heads to use (default: the shipped default heads, else identity)")
     args = parser.parse_args()
-    specs = args.head or [h.name for h in heads_module.default_heads(load().vector_size)]
+    specs = args.head or [h.name for h in heads_module.default_heads(load().vector_size)[0]]
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
