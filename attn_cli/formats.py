@@ -90,13 +90,13 @@ def _looks_like_text(line: bytes) -> bool:
 def _binary_records(path: Path, start: int, n_keys: int, d: int) -> bool:
     """Whether the bytes after a word2vec header are binary records ("word " + d float32 values),
     judged on the first few: a small file must end right after its records, a larger one must
-    hold bytes that no text row has."""
+    hold bytes that no text row has, or records with no line break in them (text rows end in one)."""
     first = min(n_keys, 3)
     with open(path, "rb") as f:
         f.seek(start)
         data = f.read(first * (4 * d + MAX_WORD + 1) + 2)
         size = os.fstat(f.fileno()).st_size - start
-    at = 0
+    at, unbroken = 0, True
     for _ in range(first):
         space = data.find(b" ", at, at + MAX_WORD + 1)
         word = data[at:space].lstrip(b"\n") if space >= 0 else b""
@@ -105,9 +105,10 @@ def _binary_records(path: Path, start: int, n_keys: int, d: int) -> bool:
         at = space + 1 + 4 * d
         if at > len(data):
             return False
+        unbroken = unbroken and b"\n" not in data[space + 1 : at]
     if n_keys == first:
         return size - at in (0, 1) and data[at:].strip() == b""
-    return not _looks_like_text(data[:at])
+    return unbroken or not _looks_like_text(data[:at])
 
 
 def _is_pickle(head: bytes) -> bool:

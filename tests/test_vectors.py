@@ -530,6 +530,15 @@ def test_foreign_formats_round_trip_any_words(data, n_keys, d, fmt):
         np.testing.assert_allclose(loaded.vectors, matrix, rtol=1e-6)
 
 
+def test_binary_records_whose_floats_read_as_text_are_binary(tmp_path):
+    """217453.0 is the bytes b"@[TH": four records of such floats, with no line break, are still binary word2vec."""
+    path = tmp_path / "words.bin"
+    matrix = np.full((4, 2), 217453.0, dtype=np.float32)
+    keyed_vectors(["0", "1", "2", "3"], matrix).save_word2vec_format(str(path), binary=True)
+    assert formats.detect_format(path) == "word2vec-bin"
+    np.testing.assert_array_equal(load(str(path)).vectors, matrix)
+
+
 def test_detection_and_the_default_vectors_do_not_import_gensim(tmp_path):
     import subprocess
     import sys
