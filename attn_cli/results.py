@@ -211,7 +211,7 @@ class HeadView:
     noise: bool  # untrained random weights: the pattern means nothing
     description: str
     scores: object  # [n, n] Q K^T before scaling
-    scaled: object  # [n, n] Q K^T / sqrt(d_k) (Q K^T itself with --no-scale), -inf where masked
+    scaled: object  # [n, n] Q K^T / sqrt(d_k) (Q K^T itself with --no-scale) - distance penalty (heads with one), -inf where masked
     weights: object  # [n, n] softmax over keys; rows sum to 1
     allowed: object  # [n, n] bool, True where the query may see the key; None = every key
     delta: object = None  # [n, d] this head's Delta E
@@ -219,6 +219,7 @@ class HeadView:
     delta_context: object = None  # [n, d] its context part, sum_{j != i} w_ij v_j (then W_O)
     top_weight: float | None = None  # with --no-scale: mean over rows of the largest weight, as run
     top_weight_scaled: float | None = None  # with --no-scale: the same had the scores been divided by sqrt(d_k)
+    distance: list | None = None  # [before, after, self]: the score a key loses per token before / after the query (ALiBi), and the query itself; None = none
 
     def stage_matrix(self, stage: str):
         """The matrix at `stage` with NaN where masked (for the raw scores: where the mask will hide them)."""
@@ -344,6 +345,8 @@ class InspectResult:
 
     def head_dict(self, head: HeadView, weights, norms: dict, stream: bool = False) -> dict:
         out = {"name": head.name, "d_k": head.d_k, "weights": _streamed(head.weights, WEIGHT_DIGITS) if stream else weights, **norms}
+        if head.distance is not None:
+            out["distance"] = head.distance
         if self.stage:
             matrix = head.scores if self.stage == "scores" else head.scaled  # hidden entries become null
             hidden = None if head.allowed is None else ~head.allowed
