@@ -98,6 +98,8 @@ class Head:
     w_k: np.ndarray  # [d, d_k]
     w_v: np.ndarray  # [d, d_v]
     w_o: np.ndarray | None = None  # [d_v, d]; None when d_v == d
+    b_q: np.ndarray | None = None  # [d_k] query bias, Q = E W_Q + b_Q (as a model's linear layers have): lets a key matter to every query
+    distance: np.ndarray | None = None  # [3] (before, after, self): a key k tokens before / after the query loses k times that slope (ALiBi), the query itself `self`
 
     @property
     def d_k(self) -> int:
@@ -109,7 +111,7 @@ class HeadResult:
     """One head over one sentence, every array in E's precision (float32 or float64)."""
 
     scores: np.ndarray  # [n, n] Q K^T, before scaling
-    masked: np.ndarray  # [n, n] scores / sqrt(d_k) (scores alone when not scaled), -inf where masked
+    masked: np.ndarray  # [n, n] scores / sqrt(d_k) (scores alone when not scaled) - distance penalty (heads with one), -inf where masked
     weights: np.ndarray  # [n, n] softmax over keys; rows sum to 1 (0 for a fully masked row)
     delta: np.ndarray  # [n, d] this head's contribution to Delta E
     delta_self: np.ndarray | None = None  # [n, d] w_ii v_i (then W_O): the token's own value, copied
@@ -188,11 +190,27 @@ def softmax_rows_into(x: np.ndarray, out: np.ndarray) -> None:  # [..., m] -> ou
     np.divide(out, np.add.reduce(out, axis=-1, keepdims=True), out=out)  # each sum is >= 1: the maximum's own exp(0)
 
 
-def scaled_softmax(scores: np.ndarray, root: float | None, mask: np.ndarray | None, spans: list, masked: np.ndarray, weights: np.ndarray) -> None:
-    """masked = scores / root (root None: scores as they are), -inf where hidden; weights = softmax of its rows.
+def distance_penalty(rows: np.ndarray, n: int, slopes: np.ndarray) -> np.ndarray:  # [b], n, [h, 3] -> [h, b, n]
+    """What query i loses on key j: ALiBi's slope_before * (i - j) for an earlier key, slope_after * (j - i) for
+    a later one (Press et al. 2022), and a fixed cost on itself (a relative bias at offset 0, as T5 learns one)."""
+    gap = rows[:, None] - np.arange(n)[None, :]  # [b, n]: > 0 for keys before the query
+    before, after, itself = (slopes[:, c, None, None] for c in range(3))  # [h, 1, 1] each
+    return np.where(gap > 0, before * gap, np.where(gap < 0, -after * gap, itself))  # [h, b, n]
+
+
+def head_slopes(heads: list, dtype: np.dtype) -> np.ndarray | None:  # -> [h, 3] or None
+    """The heads' distance costs [h, 3], zero for a head without; None when no head has any."""
+    if all(x.distance is None for x in heads):
+        return None
+    return np.array([np.zeros(3) if x.distance is None else x.distance for x in heads], dtype=dtype)  # [h, 3]
+
+
+def scaled_softmax(scores: np.ndarray, root: float | None, mask: np.ndarray | None, spans: list, masked: np.ndarray, weights: np.ndarray,
+                   slopes: np.ndarray | None = None) -> None:
+    """masked = scores / root (root None: scores as they are) - distance penalty, -inf where hidden; weights = softmax of its rows.
 
     All [..., n, n] (a stack of heads shares the mask); `weights` must start as zeros: keys
-    hidden from a whole block of rows are never written.
+    hidden from a whole block of rows are never written. slopes: [h, 3] per head of the stack (distance_penalty), or None.
     """
     n = scores.shape[-1]
     for r0, r1, lo, hi in spans:
@@ -203,6 +221,9 @@ def scaled_softmax(scores: np.ndarray, root: float | None, mask: np.ndarray | No
             m[..., :hi] = scores[..., r0:r1, :hi]
         else:  # divided, not multiplied by 1/root: the float64 reference rounds once
             np.divide(scores[..., r0:r1, :hi], root, out=m[..., :hi])
+        if slopes is not None:
+            seen = m[..., :hi]  # [h, b, hi] for a stack of heads, [b, hi] for one matrix
+            seen -= distance_penalty(np.arange(r0, r1), hi, slopes).astype(m.dtype, copy=False).reshape(seen.shape)
         if lo < hi:  # keys some rows of the block see and others do not
             np.copyto(m[..., lo:hi], -np.inf, where=~mask[r0:r1, lo:hi])
         if hi:
@@ -214,7 +235,7 @@ def block_rows(n: int, stack: int, dtype: np.dtype) -> int:
     return ROW_BLOCK_BYTES // max(1, stack * n * dtype.itemsize)
 
 
-def attention_weights(scores: np.ndarray, d_k: int, mask: np.ndarray | None, scale: bool = True):  # [n, n] -> [n, n], [n, n]
+def attention_weights(scores: np.ndarray, d_k: int, mask: np.ndarray | None, scale: bool = True, distance: np.ndarray | None = None):  # [n, n] -> [n, n], [n, n]
     """(masked, weights): scores / sqrt(d_k) (or as they are, `scale=False`), -inf where the mask hides a key; softmax of each row.
 
     Runs in the precision of `scores` (float32 stays float32), one block of rows at a time, and
@@ -227,7 +248,8 @@ def attention_weights(scores: np.ndarray, d_k: int, mask: np.ndarray | None, sca
     n_rows, n = scores.shape
     masked, weights = zero_matrices((2, n_rows, n), dtype)  # [n, n] each
     spans = row_spans(mask, n_rows, n, block_rows(n, 1, dtype))
-    scaled_softmax(scores, dtype.type(math.sqrt(d_k)) if scale else None, mask, spans, masked, weights)
+    slopes = None if distance is None else np.asarray(distance, dtype=dtype)[None, :]  # [1, 3]
+    scaled_softmax(scores, dtype.type(math.sqrt(d_k)) if scale else None, mask, spans, masked, weights, slopes)
     return masked, weights
 
 
@@ -274,11 +296,13 @@ def run_heads(e: np.ndarray, heads: list[Head], mask: np.ndarray | None, scale: 
     w_qkv = np.concatenate([w for x in heads for w in (x.w_q, x.w_k, x.w_v)], axis=1, dtype=dtype)  # [d, h (2 d_k + d_v)], head by head
     qkv = (e @ w_qkv).reshape(n, h, w_qkv.shape[1] // h).transpose(1, 0, 2)  # [n, d] x [d, h (2 d_k + d_v)] -> [h, n, 2 d_k + d_v]
     q, k, v = qkv[..., :d_k], qkv[..., d_k : 2 * d_k], qkv[..., 2 * d_k :]  # [h, n, d_k], [h, n, d_k], [h, n, d_v]
+    if any(x.b_q is not None for x in heads):
+        q += np.array([np.zeros(d_k) if x.b_q is None else x.b_q for x in heads], dtype=dtype)[:, None, :]  # [h, 1, d_k]
     w_o = None if heads[0].w_o is None else np.stack([x.w_o for x in heads]).astype(dtype, copy=False)  # [h, d_v, d]
     scores, masked, weights = zero_matrices((3, h, n, n), dtype)  # [h, n, n] each
     np.matmul(q, k.transpose(0, 2, 1), out=scores)  # [h, n, d_k] x [h, d_k, n] -> [h, n, n]
     spans = row_spans(mask, n, n, block_rows(n, h, dtype))
-    scaled_softmax(scores, dtype.type(math.sqrt(d_k)) if scale else None, mask, spans, masked, weights)
+    scaled_softmax(scores, dtype.type(math.sqrt(d_k)) if scale else None, mask, spans, masked, weights, head_slopes(heads, dtype))
     delta = weighted_values(weights, v, spans)  # [h, n, n] x [h, n, d_v] -> [h, n, d_v]
     if w_o is not None:
         delta = delta @ w_o  # [h, n, d_v] x [h, d_v, d] -> [h, n, d]

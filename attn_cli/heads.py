@@ -1,7 +1,9 @@
 """Named attention heads: the built-in ones, the shipped learned ones, and `.npz` files.
 
 A head file is an `.npz` with arrays `w_q` [d, d_k], `w_k` [d, d_k] and `w_v` [d, d], or
-`w_v` [d, d_v] with `w_o` [d_v, d]; optionally `meta`, a 0-d unicode array holding JSON
+`w_v` [d, d_v] with `w_o` [d_v, d]; optionally `b_q` [d_k], a query bias
+(Q = E W_Q + b_Q); optionally `distance` [3], (before, after, self): a key k tokens before or after the
+query loses k times the first or second from its score (ALiBi), the query itself the third; optionally `meta`, a 0-d unicode array holding JSON
 ({"name", "description", "d_k", "metrics": {...}, ...}). Files are read with
 allow_pickle=False and checked (keys, shapes, dtype, finiteness) before use.
 """
@@ -24,7 +26,8 @@ BUILT_IN = ("identity", "random")
 RANDOM_D_K = 16  # a small d_k, as in the shipped heads
 RANDOM_VALUE_SCALE = 0.5  # keeps a random head's Delta E smaller than the embeddings it moves
 REQUIRED = ("w_q", "w_k", "w_v")
-KNOWN = (*REQUIRED, "w_o", "meta")
+KNOWN = (*REQUIRED, "w_o", "b_q", "distance", "meta")
+MAX_SLOPE = 1e3  # a distance slope beyond this hides every other key: not a head anyone meant
 MAX_WIDTH = 4096  # largest d_k or d_v a head file may have (beyond d itself): bounds what reading one can cost
 MAX_META_BYTES = 1 << 20  # a head's JSON description; anything larger is not a description
 
@@ -236,13 +239,24 @@ def load_head(path: str | os.PathLike, d: int, name: str | None = None) -> Named
             raise InputError(f"{path}: missing {', '.join(missing)} (found {found}); a head needs w_q, w_k, w_v")
         arrays = {k: _read_array(npz, k, path, bounds[k], math.prod(bounds[k]) * 8) for k in (*REQUIRED, "w_o") if k in keys}
         meta = _read_meta(npz, path)
+        distance = _read_distance(npz, path) if "distance" in keys else None
+        b_q = _read_array(npz, "b_q", path, (width,), width * 8) if "b_q" in keys else None
     _check_matrices(arrays, d, path)
+    if b_q is not None and (b_q.shape != (arrays["w_q"].shape[1],) or b_q.dtype.kind != "f" or not np.isfinite(b_q).all()):
+        raise InputError(f"{path}: b_q must be {arrays['w_q'].shape[1]} finite floats (one per column of w_q), found {b_q.dtype} {b_q.shape}")
     as_float = {k: np.asarray(a, dtype=np.float64) for k, a in arrays.items()}
     untrained = meta.get("untrained", False)
     return NamedHead(
         name or path.stem, as_float["w_q"], as_float["w_k"], as_float["w_v"], as_float.get("w_o"),
-        source=str(path), trained=meta.get("trained", not untrained), noise=untrained, meta=meta,
+        b_q=None if b_q is None else np.asarray(b_q, dtype=np.float64), distance=distance, source=str(path), trained=meta.get("trained", not untrained), noise=untrained, meta=meta,
     )
+
+
+def _read_distance(npz, path: Path) -> np.ndarray:  # -> [3]
+    a = _read_array(npz, "distance", path, (3,), 24)
+    if a.shape != (3,) or a.dtype.kind != "f" or not np.isfinite(a).all() or (a < 0).any() or (a > MAX_SLOPE).any():
+        raise InputError(f"{path}: distance must be 3 floats from 0 to {MAX_SLOPE:g} (per token before and after the query, and at itself), found {a!r}")
+    return np.asarray(a, dtype=np.float64)
 
 
 def read_meta(path: str | os.PathLike) -> dict:
@@ -262,6 +276,10 @@ def save_head(head: Head, path: str | os.PathLike, meta: dict | None = None, *, 
     arrays = {"w_q": head.w_q, "w_k": head.w_k, "w_v": head.w_v, "meta": np.array(json.dumps(record))}
     if head.w_o is not None:
         arrays["w_o"] = head.w_o
+    if head.b_q is not None:
+        arrays["b_q"] = np.asarray(head.b_q, dtype=np.float64)
+    if head.distance is not None:
+        arrays["distance"] = np.asarray(head.distance, dtype=np.float64)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, lambda f: np.savez(f, **arrays), force=replace)
 

@@ -554,6 +554,10 @@ def head_heading(head: results.HeadView, result: results.InspectResult, stage: s
     mask = "causal mask" if result.mask == "causal" else "no mask"
     text = Text(f"head {head.name}", style="bold cyan")
     text.append(f"  d_k={head.d_k} · {mask} · {stage}{'' if result.scale else ' · not divided by √d_k'}", style="dim")
+    if head.distance is not None:
+        before, after, itself = head.distance
+        text.append(f"\ndistance: a key k tokens before the query loses {before:g}·k from its score, k tokens after it {after:g}·k (ALiBi), "
+                    f"the query itself {itself:g}", style="dim")
     if head.description:
         text.append(f"\n{head.description}", style="yellow" if head.noise else "dim")
     if head.top_weight_scaled is not None:
@@ -576,7 +580,8 @@ def focus_table(head: results.HeadView, tokens: list[str], i: int, scale: bool =
     """Query i's row: the scaled scores and the softmax distribution they become."""
     table = Table(box=box.SIMPLE, title=f"what {tokens[i]!r} (#{i}) attends to, head {head.name}", title_justify="left")
     table.add_column("key")
-    table.add_column("score/√d_k" if scale else "score (not /√d_k)", justify="right")
+    distance = " − distance" if head.distance is not None else ""
+    table.add_column(("score/√d_k" if scale else "score (not /√d_k)") + distance, justify="right")
     table.add_column("weight", justify="right")
     table.add_column("softmax")
     for j, token in enumerate(tokens):

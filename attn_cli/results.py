@@ -219,7 +219,7 @@ class HeadView:
     noise: bool  # untrained random weights: the pattern means nothing
     description: str
     scores: object  # [n, n] Q K^T before scaling
-    scaled: object  # [n, n] Q K^T / sqrt(d_k) (Q K^T itself with --no-scale), -inf where masked
+    scaled: object  # [n, n] Q K^T / sqrt(d_k) (Q K^T itself with --no-scale) - distance penalty (heads with one), -inf where masked
     weights: object  # [n, n] softmax over keys; rows sum to 1
     allowed: object  # [n, n] bool, True where the query may see the key; None = every key
     delta: object = None  # [n, d] this head's Delta E
@@ -227,6 +227,7 @@ class HeadView:
     delta_context: object = None  # [n, d] its context part, sum_{j != i} w_ij v_j (then W_O)
     top_weight: float | None = None  # with --no-scale: mean over rows of the largest weight, as run
     top_weight_scaled: float | None = None  # with --no-scale: the same had the scores been divided by sqrt(d_k)
+    distance: list | None = None  # [before, after, self]: the score a key loses per token before / after the query (ALiBi), and the query itself; None = none
 
     def stage_matrix(self, stage: str):
         """The matrix at `stage` with NaN where masked (for the raw scores: where the mask will hide them)."""
@@ -356,6 +357,8 @@ class InspectResult:
         out = {"name": head.name, "d_k": head.d_k, "description": head.description, "noise": head.noise,
                "weights": _streamed(head.weights, WEIGHT_DIGITS) if stream else weights, **norms,
                "cosines": cosines, "context_cosines": context_cosines}
+        if head.distance is not None:  # [before, after, self]: what a key loses for where it stands
+            out["distance"] = head.distance
         if head.top_weight is not None:  # --no-scale: how peaked the rows are, as run and had they been scaled
             out["mean_top_weight"] = float(significant(head.top_weight, NUMBER_DIGITS))
             out["mean_top_weight_scaled"] = float(significant(head.top_weight_scaled, NUMBER_DIGITS))

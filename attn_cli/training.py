@@ -23,6 +23,9 @@ from attn_cli.errors import InputError
 from attn_cli.tokens import tokenize
 
 
+INITIAL_DISTANCE = (0.5, 0.5, 0.0)  # (before, after, self) when learned from scratch
+
+
 @dataclass
 class TrainConfig:
     d_k: int = 16  # query/key size
@@ -34,6 +37,8 @@ class TrainConfig:
     set_weight: float = 0.0  # weight of -log(mass on a linked row's keys): keep attention off unlinked tokens
     value_scale: float = 0.6  # Delta E of a linked query ~ value_scale * mean of its keys' vectors
     value_ridge: float = 1.0  # pulls W_V toward value_scale * I where the data say little
+    distance: bool = False  # also learn the head's distance costs (before, after, self), as ALiBi charges a far key
+    query_bias: bool = False  # also learn b_Q (Q = E W_Q + b_Q): lets a key matter to every query alike
 
 
 # --- links: "sentence <TAB> query word <TAB> key word" -----------------------------------------
@@ -170,25 +175,34 @@ def make_batches(examples: list[Example], self_weight: float) -> list[Batch]:
     return [make_batch(group, self_weight) for _, group in sorted(by_length.items())]
 
 
-def attention_loss(w_q: np.ndarray, w_k: np.ndarray, batches: list[Batch], l2: float = 0.0, set_weight: float = 0.0):
+def attention_loss(w_q: np.ndarray, w_k: np.ndarray, batches: list[Batch], l2: float = 0.0, set_weight: float = 0.0,
+                   slopes: np.ndarray | None = None, b_q: np.ndarray | None = None):
     """Weighted cross-entropy between target rows and the head's attention, with its gradient.
 
     L = sum_{b,i} r_bi * -sum_j T_bij log A_bij / sum r + l2 (|W_Q|^2 + |W_K|^2)
         + set_weight * sum_{linked b,i} -log sum_{j: T_bij > 0} A_bij / (number of linked rows), where
-    A = softmax(mask(Q K^T / sqrt(d_k))). The last term only asks for little weight off the keys
-    (how it spreads over them is the cross-entropy's business). Returns (L, dL/dW_Q, dL/dW_K).
+    A = softmax(mask(Q K^T / sqrt(d_k) - distance penalty)). The last term only asks for little weight off the keys
+    (how it spreads over them is the cross-entropy's business). Returns (L, dL/dW_Q, dL/dW_K), then
+    dL/dslopes [3] when `slopes` (before, after, self) is given, then dL/db_Q [d_k] when the query bias `b_q` is.
     """
     d, d_k = w_q.shape
     total = sum(batch.row_weight.sum() for batch in batches)
     n_linked = max(1, sum(batch.linked.sum() for batch in batches))
     loss = l2 * (np.sum(w_q**2) + np.sum(w_k**2))
     grad_q, grad_k = 2 * l2 * w_q, 2 * l2 * w_k  # [d, d_k] each
+    grad_slopes, grad_bias = np.zeros(3), np.zeros(d_k)
     for batch in batches:
         b, n, _ = batch.e.shape
         flat_e = batch.e.reshape(b * n, d)  # [b*n, d]
         q = (flat_e @ w_q).reshape(b, n, d_k)  # [b*n, d] x [d, d_k] -> [b, n, d_k]
+        if b_q is not None:
+            q = q + b_q
         k = (flat_e @ w_k).reshape(b, n, d_k)
         scaled = q @ k.transpose(0, 2, 1) / math.sqrt(d_k)  # [b, n, d_k] x [b, d_k, n] -> [b, n, n]
+        if slopes is not None:
+            gap = np.arange(n)[:, None] - np.arange(n)[None, :]  # [n, n]: > 0 for keys before the query
+            before, after, itself = np.maximum(gap, 0), np.maximum(-gap, 0), np.eye(n)  # [n, n] each
+            scaled = scaled - slopes[0] * before - slopes[1] * after - slopes[2] * itself
         scaled = np.where(batch.allowed, scaled, -np.inf)
         top = scaled.max(axis=-1, keepdims=True)  # every row sees at least itself: finite
         log_a = scaled - top - np.log(np.exp(scaled - top).sum(axis=-1, keepdims=True))  # [b, n, n]
@@ -200,12 +214,16 @@ def attention_loss(w_q: np.ndarray, w_k: np.ndarray, batches: list[Batch], l2: f
             mass = np.where(batch.linked, np.sum(a * on_key, axis=-1), 1.0)  # [b, n]; > 0: a linked row's keys are visible
             loss += set_weight * np.sum(-np.log(mass)) / n_linked
             d_scaled = d_scaled + set_weight * batch.linked[..., None] * a * (1.0 - on_key / mass[..., None]) / n_linked
+        if slopes is not None:
+            grad_slopes -= [np.sum(d_scaled * before), np.sum(d_scaled * after), np.sum(d_scaled * itself)]
         d_scores = d_scaled / math.sqrt(d_k)
         d_q = (d_scores @ k).reshape(b * n, d_k)  # [b, n, n] x [b, n, d_k] -> [b*n, d_k]
         d_k_ = (d_scores.transpose(0, 2, 1) @ q).reshape(b * n, d_k)
         grad_q = grad_q + flat_e.T @ d_q  # [d, b*n] x [b*n, d_k] -> [d, d_k]
         grad_k = grad_k + flat_e.T @ d_k_
-    return float(loss), grad_q, grad_k
+        grad_bias += d_q.sum(axis=0)
+    extra = ([grad_slopes] if slopes is not None else []) + ([grad_bias] if b_q is not None else [])
+    return (float(loss), grad_q, grad_k, *extra)
 
 
 def adam(params: list[np.ndarray], loss_and_grads: Callable, steps: int, lr: float,
@@ -227,21 +245,31 @@ def adam(params: list[np.ndarray], loss_and_grads: Callable, steps: int, lr: flo
     return history
 
 
-def train_query_key(examples: list[Example], config: TrainConfig, progress=None) -> tuple[np.ndarray, np.ndarray, list[float]]:
-    """W_Q, W_K [d, d_k] from the links, starting from a seeded random init (std 1/sqrt(d))."""
+def train_query_key(examples: list[Example], config: TrainConfig, progress=None) -> tuple[Head, list[float]]:
+    """A head's W_Q, W_K [d, d_k] (and, as `config` asks, its distance costs and query bias) learned
+    from the links, from a seeded random init (std 1/sqrt(d)); W_V is left as I. Returns (head, loss history)."""
     d = examples[0].e.shape[1]
     rng = np.random.default_rng(config.seed)
     w_q = rng.normal(0.0, 1.0 / math.sqrt(d), (d, config.d_k))
     w_k = rng.normal(0.0, 1.0 / math.sqrt(d), (d, config.d_k))
+    slopes = np.array(INITIAL_DISTANCE) if config.distance else None
+    b_q = np.zeros(config.d_k) if config.query_bias else None
+    params = [p for p in (w_q, w_k, slopes, b_q) if p is not None]
     batches = make_batches(examples, config.self_weight)
-    history = adam([w_q, w_k], lambda wq, wk: attention_loss(wq, wk, batches, config.l2, config.set_weight),
-                   config.steps, config.lr, progress)
-    return w_q, w_k, history
+
+    def loss_and_grads(*values):
+        wq, wk, *rest = values
+        s = rest.pop(0) if config.distance else None
+        bias = rest.pop(0) if config.query_bias else None
+        return attention_loss(wq, wk, batches, config.l2, config.set_weight, s, bias)
+
+    history = adam(params, loss_and_grads, config.steps, config.lr, progress)
+    head = Head("trained", w_q, w_k, np.eye(d), b_q=b_q, distance=None if slopes is None else np.maximum(slopes, 0.0))
+    return head, history
 
 
-def attended(e: np.ndarray, w_q: np.ndarray, w_k: np.ndarray, mask: str) -> np.ndarray:  # [n, d] -> [n, n]
-    """Attention weights of a head's Q and K alone (W_V does not change them)."""
-    head = Head("qk", w_q, w_k, np.eye(e.shape[1]))
+def attended(e: np.ndarray, head: Head, mask: str) -> np.ndarray:  # [n, d] -> [n, n]
+    """A head's attention weights (W_V does not change them)."""
     return run_head(e, head, causal_mask(len(e)) if mask == "causal" else None).weights
 
 
@@ -258,12 +286,12 @@ def fit_value_map(inputs: np.ndarray, targets: np.ndarray, row_weight: np.ndarra
     return np.linalg.solve(gram, rhs)
 
 
-def link_value_rows(examples: list[Example], w_q, w_k, config: TrainConfig):
+def link_value_rows(examples: list[Example], head: Head, config: TrainConfig):
     """Rows for the value map: a linked query should move toward the mean of its keys' vectors,
     every other token keep its direction (Delta E ~ value_scale * its own vector)."""
     inputs, targets, weights = [], [], []
     for ex in examples:
-        a = attended(ex.e, w_q, w_k, ex.mask)  # [n, n]
+        a = attended(ex.e, head, ex.mask)  # [n, n]
         mixed = a @ ex.e  # [n, n] x [n, d] -> [n, d]
         for i in range(len(ex.tokens)):
             keys = ex.links.get(i)
@@ -274,10 +302,16 @@ def link_value_rows(examples: list[Example], w_q, w_k, config: TrainConfig):
 
 
 def train_link_head(name: str, examples: list[Example], config: TrainConfig, progress=None) -> Head:
-    w_q, w_k, _ = train_query_key(examples, config, progress)
-    inputs, targets, weights = link_value_rows(examples, w_q, w_k, config)
-    w_v = fit_value_map(inputs, targets, weights, config.value_scale * np.eye(inputs.shape[1]), config.value_ridge)
-    return Head(name, w_q, w_k, w_v)
+    head, _ = train_query_key(examples, config, progress)
+    head.name = name
+    return with_value_map(head, examples, config)
+
+
+def with_value_map(head: Head, examples: list[Example], config: TrainConfig) -> Head:
+    """The head with W_V fitted to its own attention over `examples` (see link_value_rows)."""
+    inputs, targets, weights = link_value_rows(examples, head, config)
+    head.w_v = fit_value_map(inputs, targets, weights, config.value_scale * np.eye(inputs.shape[1]), config.value_ridge)
+    return head
 
 
 # --- held-out sentences (measured by attn_cli.evaluation) -------------------------------------
@@ -296,7 +330,7 @@ def split_sentences(links: list[Link], holdout: float, seed: int) -> tuple[list[
 
 
 def train_from_links(links_path: Path, out: Path, vectors, *, d_k: int, steps: int, seed: int, holdout: float, mask: str,
-                     replace: bool = False, progress=None):
+                     replace: bool = False, progress=None, distance: bool = False, query_bias: bool = False):
     """`attn heads train`: read the links, hold out a share of the sentences, train a head on the
     rest, measure it on the held-out ones, and save it (with its metrics) at `out`."""
     from attn_cli import evaluation, heads
@@ -306,11 +340,11 @@ def train_from_links(links_path: Path, out: Path, vectors, *, d_k: int, steps: i
     all_links = read_links(links_path)
     evaluation.check_lengths(all_links, str(links_path))
     train_links, held_links = split_sentences(all_links, holdout, seed)
-    config = TrainConfig(d_k=d_k, steps=steps, seed=seed)
+    config = TrainConfig(d_k=d_k, steps=steps, seed=seed, distance=distance, query_bias=query_bias)
     train_ex = links_to_examples(train_links, vectors, mask, str(links_path))
     held_ex = links_to_examples(held_links, vectors, mask, str(links_path)) if held_links else []
     head = train_link_head(out.stem, train_ex, config, progress)
-    final_loss = attention_loss(head.w_q, head.w_k, make_batches(train_ex, config.self_weight), config.l2)[0]
+    final_loss = attention_loss(head.w_q, head.w_k, make_batches(train_ex, config.self_weight), config.l2, 0.0, head.distance, head.b_q)[0]
     metrics = evaluation.link_metrics(head, held_ex, mask) if held_ex else {}
     summary = (
         f"held-out: top weight on a linked key {metrics['top_on_key']:.2f}, weight on linked keys {metrics['key_weight']:.2f}"

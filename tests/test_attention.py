@@ -17,15 +17,20 @@ def matmul(a: list, b: list) -> list:
     return [[sum(a[i][t] * b[t][j] for t in range(len(b))) for j in range(len(b[0]))] for i in range(len(a))]
 
 
-def loop_head(e: list, w_q: list, w_k: list, w_v: list, w_o: list | None, causal: bool):
+def loop_head(e: list, w_q: list, w_k: list, w_v: list, w_o: list | None, causal: bool, b_q: list | None = None,
+              distance: tuple | None = None):
     """weights[i][j] and delta[i] of one head, written out the long way."""
     q, k, v = matmul(e, w_q), matmul(e, w_k), matmul(e, w_v)
     d_k = len(w_q[0])
     n = len(e)
+    if b_q is not None:
+        q = [[x + b for x, b in zip(row, b_q)] for row in q]
+    before, after, itself = distance or (0.0, 0.0, 0.0)
     weights = []
     for i in range(n):
         seen = [j for j in range(n) if not causal or j <= i]
-        scaled = {j: sum(q[i][t] * k[j][t] for t in range(d_k)) / math.sqrt(d_k) for j in seen}
+        cost = {j: before * (i - j) if j < i else after * (j - i) if j > i else itself for j in seen}
+        scaled = {j: sum(q[i][t] * k[j][t] for t in range(d_k)) / math.sqrt(d_k) - cost[j] for j in seen}
         top = max(scaled.values())
         exps = {j: math.exp(s - top) for j, s in scaled.items()}
         total = sum(exps.values())
@@ -57,6 +62,41 @@ def test_run_head_matches_the_loop_implementation(seed, d_v, causal):
     np.testing.assert_allclose(out.weights, weights, atol=1e-6)
     np.testing.assert_allclose(out.delta, delta, atol=1e-6)
     assert out.delta.shape == (n, d)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("seed", range(3))
+def test_query_bias_and_distance_slopes_match_the_loop(seed, dtype, causal):
+    """Q = E W_Q + b_Q, and ALiBi: a key |i - j| tokens away loses slope * |i - j| (its own slope before and after),
+    the query itself a fixed cost."""
+    rng = np.random.default_rng(seed)
+    n, d, d_k = 7, 6, 3
+    e = rng.normal(0, 2, (n, d))
+    head = random_head(rng, d, d_k, None)
+    head.b_q, head.distance = rng.normal(0, 1, d_k), rng.uniform(0, 2, 3)
+    out = run_head(e.astype(dtype), head, causal_mask(n) if causal else None)
+    weights, delta = loop_head(e.tolist(), head.w_q.tolist(), head.w_k.tolist(), head.w_v.tolist(), None, causal,
+                               head.b_q.tolist(), tuple(head.distance))
+    tolerance = 1e-5 if dtype == np.float32 else 1e-9
+    np.testing.assert_allclose(out.weights, weights, atol=tolerance)
+    np.testing.assert_allclose(out.delta, delta, atol=100 * tolerance)
+    plain = run_head(e, Head("h", head.w_q, head.w_k, head.w_v), None)
+    np.testing.assert_array_equal(out.scores, (e @ head.w_q + head.b_q) @ (e @ head.w_k).T) if dtype == np.float64 else None
+    assert not np.allclose(out.weights, plain.weights)  # both additions change what the head does
+
+
+def test_a_stack_mixes_heads_with_and_without_slopes():
+    rng = np.random.default_rng(9)
+    e = rng.normal(0, 2, (9, 6))
+    plain, sloped = random_head(rng, 6, 3, None), random_head(rng, 6, 3, None)
+    sloped.distance = np.array([0.7, 2.0, 1.5])
+    outs, *_ = multi_head(e, [plain, sloped], None)
+    np.testing.assert_array_equal(outs[0].weights, run_head(e, plain, None).weights)
+    np.testing.assert_array_equal(outs[1].weights, run_head(e, sloped, None).weights)
+    flat = run_head(e, Head("h", sloped.w_q, sloped.w_k, sloped.w_v), None).weights  # the same head without slopes
+    ratio = outs[1].weights[8, 0] / outs[1].weights[8, 7]  # a key 8 back against the one right before
+    assert ratio == pytest.approx(flat[8, 0] / flat[8, 7] * math.exp(-0.7 * 7), rel=1e-9)
 
 
 @pytest.mark.parametrize("causal", [True, False])

@@ -143,25 +143,28 @@ def test_heldout_words_never_occur_in_training(glove, build):
 
 
 def test_small_budget_rebuild_of_the_adjective_head(glove, build):
-    head, data = build.build_adjective(glove, n_train=300, steps=120)
+    head, data = build.build_adjective(glove, n_train=300)
     figures = build.link_figures([head], build.sentence_links(data["unseen"]), glove)["causal"]
-    assert head.w_q.shape == (50, build.ADJECTIVE_CONFIG.d_k)
+    assert head.w_q.shape == (50, build.ADJECTIVE_D_K) and head.b_q.shape == (build.ADJECTIVE_D_K,)
+    assert data["shape"] in [{k: t[k] for k in build.ADJECTIVE_SHAPES} for t in data["tried"]]
+    assert len(data["tried"]) == np.prod([len(v) for v in build.ADJECTIVE_SHAPES.values()])
     assert figures["adjective"]["top_on_key"] > figures["identity"]["top_on_key"] + 0.2
     assert figures["adjective"]["key_weight"] > 2 * figures["even"]["key_weight"]
     assert figures["adjective"]["others_on_self"] > figures["previous"]["others_on_self"]
 
 
 def test_small_budget_rebuild_is_deterministic(glove, build):
-    first, _ = build.build_adjective(glove, n_train=60, steps=10)
-    again, _ = build.build_adjective(glove, n_train=60, steps=10)
-    for key in ("w_q", "w_k", "w_v"):
+    first, _ = build.build_adjective(glove, n_train=60)
+    again, _ = build.build_adjective(glove, n_train=60)
+    for key in ("w_q", "w_k", "w_v", "b_q", "distance"):
         np.testing.assert_array_equal(getattr(first, key), getattr(again, key))
 
 
 def test_small_budget_rebuild_of_the_context_head(glove, build, adjective):
-    head, data = build.build_context(glove, adjective, n_train=150, steps=60, scales=(2.0, 6.0))
+    head, data = build.build_context(glove, adjective, n_train=150, steps=60, scales=(2.0, 6.0), relatedness=(0.0, 0.25), self_costs=(0.0,))
     choice = data["value_choice"]
-    assert choice["scale"] in (2.0, 6.0) and set(choice["tried"]) == {"2", "6"}
+    assert choice["scale"] in (2.0, 6.0) and {(t["relatedness"], t["scale"]) for t in choice["tried"]} == {(0.0, 2.0), (0.0, 6.0), (0.25, 2.0), (0.25, 6.0)}
+    assert head.w_q.shape == (50, build.CONTEXT_CONFIG.d_k + 50) and head.distance[2] == choice["self_cost"]
     m = np.asarray(glove.vectors[: build.MEAN_WORDS], dtype=np.float64).mean(axis=0)
     np.testing.assert_allclose(head.w_v @ m, 0, atol=1e-9)  # the direction every word shares is not written
     np.testing.assert_allclose(head.w_v, choice["scale"] * (np.eye(50) - np.outer(m, m) / (m @ m)), atol=1e-9)
@@ -491,3 +494,79 @@ def test_hand_written_sets_pass_their_checks(script):
     done = subprocess.run([sys.executable, str(DATA / script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "0 errors" in done.stdout
+
+
+# --- query bias and distance slopes in head files -------------------------------------------------
+
+
+def test_a_head_file_keeps_its_query_bias_and_distance_slopes(tmp_path):
+    rng = np.random.default_rng(4)
+    head = Head("h", rng.normal(size=(5, 2)), rng.normal(size=(5, 2)), np.eye(5), b_q=np.array([0.5, -1.0]), distance=np.array([1.5, 4.5, 2.0]))
+    heads.save_head(head, tmp_path / "h.npz")
+    back = heads.load_head(tmp_path / "h.npz", 5)
+    np.testing.assert_array_equal(back.b_q, head.b_q)
+    np.testing.assert_array_equal(back.distance, head.distance)
+    e = rng.normal(size=(6, 5))
+    np.testing.assert_array_equal(run_head(e, back, None).weights, run_head(e, head, None).weights)
+
+
+@pytest.mark.parametrize("arrays, message", [
+    ({"distance": np.array([-1.0, 2.0, 0.0])}, "distance must be 3 floats from 0"),
+    ({"distance": np.array([1.0, np.nan, 0.0])}, "distance must be 3 floats from 0"),
+    ({"distance": np.array([1.0, 2.0, 3.0, 4.0])}, "'distance' has shape (4,)"),
+    ({"distance": np.array([1.0, 2.0])}, "distance must be 3 floats from 0"),
+    ({"distance": np.array([1, 2, 3])}, "distance must be 3 floats from 0"),
+    ({"b_q": np.array([1.0, 2.0, 3.0])}, "b_q must be 2 finite floats"),
+    ({"b_q": np.array([1.0, np.inf])}, "b_q must be 2 finite floats"),
+])
+def test_a_bad_query_bias_or_distance_is_one_clear_error(tmp_path, arrays, message):
+    path = tmp_path / "bad.npz"
+    np.savez(path, w_q=np.ones((5, 2)), w_k=np.ones((5, 2)), w_v=np.eye(5), **arrays)
+    with pytest.raises(heads.InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        heads.load_head(path, 5)
+
+
+def test_distance_slope_gradient_matches_finite_differences():
+    rng = np.random.default_rng(8)
+    batches = random_batches(rng)
+    w_q, w_k, slopes = rng.normal(size=(6, 3)), rng.normal(size=(6, 3)), np.array([0.4, 1.3, 0.8])
+    *_, grad = training.attention_loss(w_q, w_k, batches, 0.0, 2.0, slopes)
+    step = 1e-6
+    for i in range(3):
+        plus, minus = slopes.copy(), slopes.copy()
+        plus[i] += step
+        minus[i] -= step
+        numeric = (training.attention_loss(w_q, w_k, batches, 0.0, 2.0, plus)[0] - training.attention_loss(w_q, w_k, batches, 0.0, 2.0, minus)[0]) / (2 * step)
+        assert grad[i] == pytest.approx(numeric, rel=1e-5, abs=1e-8)
+    loss = training.attention_loss(w_q, w_k, batches, 0.0, 2.0, slopes)[0]
+    flat = training.attention_loss(w_q, w_k, batches, 0.0, 2.0, np.zeros(3))[0]
+    assert loss != flat and flat == pytest.approx(training.attention_loss(w_q, w_k, batches, 0.0, 2.0)[0], rel=1e-12)
+
+
+def test_query_bias_gradient_matches_finite_differences():
+    rng = np.random.default_rng(12)
+    batches = random_batches(rng)
+    w_q, w_k, slopes, b_q = rng.normal(size=(6, 3)), rng.normal(size=(6, 3)), np.array([0.3, 0.9, 0.5]), rng.normal(size=3)
+    *_, grad = training.attention_loss(w_q, w_k, batches, 0.01, 1.0, slopes, b_q)
+    step = 1e-6
+    for i in range(3):
+        plus, minus = b_q.copy(), b_q.copy()
+        plus[i] += step
+        minus[i] -= step
+        numeric = (training.attention_loss(w_q, w_k, batches, 0.01, 1.0, slopes, plus)[0]
+                   - training.attention_loss(w_q, w_k, batches, 0.01, 1.0, slopes, minus)[0]) / (2 * step)
+        assert grad[i] == pytest.approx(numeric, rel=1e-5, abs=1e-8)
+
+
+def test_training_with_distance_and_query_bias_lowers_the_loss_and_keeps_them():
+    rng = np.random.default_rng(2)
+    examples = []
+    for n in (5, 6, 7):
+        e = rng.normal(size=(n, 6))
+        examples.append(training.Example([f"w{i}" for i in range(n)], e, e, {n - 1: [n - 2]}, "causal"))
+    config = training.TrainConfig(d_k=3, steps=80, lr=0.05, distance=True, query_bias=True)
+    head, history = training.train_query_key(examples, config)
+    assert history[-1] < 0.5 * history[0]
+    assert head.distance.shape == (3,) and (head.distance >= 0).all() and head.b_q.shape == (3,)
+    again, _ = training.train_query_key(examples, config)
+    np.testing.assert_array_equal(again.b_q, head.b_q)

@@ -73,6 +73,8 @@ def train(
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the initial weights and of the held-out split.")] = 0,
     holdout: Annotated[float, typer.Option("--holdout", min=0.0, max=0.9, help="Share of sentences held out to measure the head.")] = 0.2,
     mask: Annotated[TrainMask, typer.Option("--mask", help="Train under the causal mask (keys must precede their query) or none.")] = TrainMask.causal,
+    distance: Annotated[bool, typer.Option("--distance", help="Also learn distance costs: per token before and after the query (ALiBi), and on itself.")] = False,
+    query_bias: Annotated[bool, typer.Option("--query-bias", help="Also learn a query bias b_Q (Q = E W_Q + b_Q): lets a key matter to every query.")] = False,
     vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
@@ -95,7 +97,8 @@ def train(
     check_new_file(out, force)  # before training, not after it
     with TrainProgress(steps) as progress:
         result = training.train_from_links(links, out, load_vectors(vectors_path, limit, trust_pickle), d_k=d_k, steps=steps, seed=seed,
-                                           holdout=holdout, mask=mask.value, replace=force, progress=progress)
+                                           holdout=holdout, mask=mask.value, replace=force, progress=progress,
+                                           distance=distance, query_bias=query_bias)
     write(result, output, "head_trained")
 
 

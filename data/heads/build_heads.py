@@ -19,6 +19,8 @@ code behind `attn heads eval`.
 """
 
 import argparse
+import itertools
+import math
 import json
 import sys
 from dataclasses import replace
@@ -32,17 +34,29 @@ sys.path.insert(0, str(HERE))
 
 import sentences as grammar  # noqa: E402
 from attn_cli import evaluation, training  # noqa: E402
-from attn_cli.attention import Head, input_embeddings  # noqa: E402
+from attn_cli.attention import Head, causal_mask, input_embeddings  # noqa: E402
 from attn_cli.senses import read_sense_set  # noqa: E402
 
 SEED = 2024
 HELDOUT_SHARE = 0.2  # of the lexicon's adjectives and nouns, never in a training sentence
 
-ADJECTIVE_CONFIG = training.TrainConfig(d_k=32, steps=600, lr=0.05, seed=SEED, self_weight=0.05, l2=1e-4, set_weight=5.0)
-ADJECTIVE_SENTENCES = 1500  # training sentences, each seen under both masks
+ADJECTIVE_CONFIG = training.TrainConfig(d_k=2, steps=0, seed=SEED, self_weight=0.05)  # W_V's fit: value_scale, value_ridge, self_weight
+ADJECTIVE_D_K = 2
+ADJECTIVE_SENTENCES = 1500  # grammar sentences for W_V, each seen under both masks
+ADJECTIVE_SHAPES = {  # candidates for the score's shape (see adjective_qk), chosen on the dev set
+    "alpha": (1.5, 2.0, 3.0), "beta": (2.0, 3.0, 4.0), "bias": (0.25, 0.5, 1.0), "gamma": (4.0, 16.0), "self": (0.0, 2.0, 4.0, 8.0)}
+TEMPERATURES = (1.0, 1.5, 2.0, 3.0, 4.0)  # chosen on the dev set after the shape (see build_adjective)
+HAND_WEIGHT = 10.0  # a hand-written word (pos_words.tsv) counts this many times a lexicon word in the classifiers: its label is sure
+AFTER_FACTOR = 3.0  # a key after the noun costs this many times more per token than one before it
+MIN_KEY_WEIGHT = 0.6  # the chosen shape keeps the dev set's mean weight on own adjectives at least this
+FUNCTION_KEYS = 300  # the most frequent GloVe keys, as function words when no lexicon word
+CLASSIFIER_POSITIONS = 64  # the word classifiers see each word at random positions below this
+POSITION_COPIES = 4
 CONTEXT_CONFIG = training.TrainConfig(d_k=16, steps=300, lr=0.05, seed=SEED, self_weight=0.05, l2=1e-4, set_weight=10.0)
 CONTEXT_SENTENCES = 1500
 CONTEXT_VALUE_SCALES = (2.0, 4.0, 6.0, 8.0, 10.0)  # candidates for s in W_V = s (I - m m^T); chosen on the dev set
+CONTEXT_RELATEDNESS = (0.0, 0.1, 0.25, 0.5)  # candidates for the relatedness part of the scores (context_qk); chosen on the dev set
+CONTEXT_SELF_COSTS = (0.0, 8.0)  # candidates for the cost of attending to oneself; chosen on the dev set
 MIN_COSINE = 0.6  # the chosen s keeps the dev set's mean cos(E, E') of the ambiguous word at least this
 MEAN_WORDS = 20_000  # m: the unit mean of the most frequent word vectors, a direction every word shares
 
@@ -147,13 +161,118 @@ def sentence_links(sentences) -> list[training.Link]:
 # --- the heads ----------------------------------------------------------------------------------
 
 
-def build_adjective(vectors, n_train=ADJECTIVE_SENTENCES, steps=None, progress=None):
+def word_classes(words: grammar.Words, vectors, exclude: set[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The training words with two labels each: (words, is_adjective [w], is_noun [w]).
+
+    Adjectives, nouns (both forms), verbs and adverbs of the training pool, plus function words:
+    the grammar's own and the most frequent GloVe keys that are no lexicon word. A word listed
+    under two parts of speech is left out. `exclude`: words never to use (the held-out pool)."""
+    tags: dict[str, set[str]] = {}
+    for pos, items in (("adj", words.adjectives), ("noun", [w for pair in words.nouns for w in pair]),
+                       ("verb", words.verbs), ("adv", words.adverbs)):
+        for w in items:
+            tags.setdefault(w, set()).add(pos)
+    function = [*grammar.DETERMINERS, *grammar.PLURAL_DETERMINERS, *grammar.PREPOSITIONS, *grammar.COPULAS, *grammar.ENDS,
+                *grammar.PRONOUNS, *grammar.OBJECTS, *(w for group in (*grammar.JOINS, *grammar.MODALS) for w in group)]
+    lexicon = {w for items in grammar.read_lexicon().values() for w, form in items for w in (w, form) if w}
+    function += [w for w in vectors.index_to_key[:FUNCTION_KEYS] if w not in lexicon and w not in tags]
+    for w in function:
+        tags.setdefault(w, set()).add("function")
+    chosen = [w for w, t in tags.items() if len(t) == 1 and w not in exclude and vectors.has_vector(w)]
+    return chosen, np.array([tags[w] == {"adj"} for w in chosen]), np.array([tags[w] == {"noun"} for w in chosen])
+
+
+def with_positions(x: np.ndarray, rng) -> np.ndarray:  # [w, d] -> [w * POSITION_COPIES, d]
+    """Each word vector at POSITION_COPIES random positions: E as a head sees it."""
+    pe = input_embeddings(np.zeros((CLASSIFIER_POSITIONS, x.shape[1])), position=True)  # [p, d]: the positions alone
+    return np.concatenate([x + pe[rng.integers(0, CLASSIFIER_POSITIONS, len(x))] for _ in range(POSITION_COPIES)])
+
+
+def logistic_regression(x: np.ndarray, y: np.ndarray, weight: np.ndarray, steps=2000, lr=0.5, l2=1e-3) -> np.ndarray:  # [m, d], [m], [m] -> [d + 1]
+    """Weights and intercept of a logistic regression by full-batch gradient descent (no penalty on the
+    intercept); each example counts `weight`, the two classes equally however many words each has."""
+    xb = np.hstack([x, np.ones((len(x), 1))])  # [m, d + 1]
+    share = np.average(y, weights=weight)
+    balance = np.where(y > 0, 0.5 / share, 0.5 / (1.0 - share)) * weight / weight.mean()  # [m]
+    w = np.zeros(xb.shape[1])
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(xb @ w)))  # [m]
+        w -= lr * (xb.T @ (balance * (p - y)) / len(y) + l2 * np.r_[w[:-1], 0.0])
+    return w
+
+
+def ridge_regression(x: np.ndarray, y: np.ndarray, weight: np.ndarray, ridge=1.0) -> np.ndarray:  # [m, d], [m], [m] -> [d + 1]
+    """Weights and intercept minimising sum_i weight_i (x_i w + b - y_i)^2 + ridge |(w, b)|^2."""
+    xb = np.hstack([x, np.ones((len(x), 1))])  # [m, d + 1]
+    weighted = xb * weight[:, None]
+    return np.linalg.solve(weighted.T @ xb + ridge * np.eye(xb.shape[1]), weighted.T @ y)
+
+
+def adjective_qk(adj: np.ndarray, noun: np.ndarray, shape: dict, temperature: float = 1.0) -> Head:
+    """The head's Q, K and distance slopes from the two word classifiers, W_V left as I.
+
+    With a(x) = adj . x (how adjective-like a token is) and n(x) = noun . x + b (how noun-like),
+    the scaled score of query i and key j is
+        alpha (bias + n_i) a_j - gamma n_i n_j - beta * distance before (3 beta after), - self on itself:
+    a noun wants the nearest adjectives before it and no other noun, itself included. Every term is
+    divided by `temperature` (the ranking stays; only how sharp it is changes).
+    """
+    d, root = len(adj) - 1, math.sqrt(ADJECTIVE_D_K)
+    w_q = np.stack([noun[:-1], noun[:-1]], axis=1)  # [d, 2]
+    b_q = np.array([shape["bias"] + noun[-1], noun[-1]])  # [2]
+    w_k = root / temperature * np.stack([shape["alpha"] * adj[:-1], -shape["gamma"] * noun[:-1]], axis=1)  # [d, 2]; the key's intercepts only shift whole rows
+    distance = np.array([shape["beta"], AFTER_FACTOR * shape["beta"], shape["self"]]) / temperature
+    return Head("adjective", w_q, w_k, np.eye(d), b_q=b_q, distance=distance)
+
+
+def build_adjective(vectors, n_train=ADJECTIVE_SENTENCES):
+    """Q, K from two linear word classifiers (adjective? noun?) fitted on the training words, the
+    score's shape chosen on the dev set; W_V by ridge regression on grammar sentences."""
     train_words, held_words = word_pools(vectors)
+    held = {w for w in held_words.adjectives} | {w for pair in held_words.nouns for w in pair}
+    words, is_adj, is_noun = word_classes(train_words, vectors, held)
+    rng = np.random.default_rng(SEED)
+    x = with_positions(np.array([vectors.get_vector(w) for w in words], dtype=np.float64), rng)  # [w * copies, d]
+    hand = {w for ws in read_pos_words().values() for w in ws}
+    weight = np.tile([HAND_WEIGHT if w in hand else 1.0 for w in words], POSITION_COPIES)  # [w * copies]
+    adj = logistic_regression(x, np.tile(is_adj, POSITION_COPIES).astype(float), weight)
+    noun = ridge_regression(x, np.tile(is_noun, POSITION_COPIES).astype(float), weight)
+    dev = training.links_to_examples(training.read_links(SETS["dev"][0]), vectors, "none", strict=False)
+    tried = []
+    for values in itertools.product(*ADJECTIVE_SHAPES.values()):
+        shape = dict(zip(ADJECTIVE_SHAPES, values))
+        head = adjective_qk(adj, noun, shape)
+        figures = [evaluation.link_metrics(head, dev, mask) for mask in ("causal", "none")]
+        tried.append({**shape, **{k: float(np.mean([f[k] for f in figures])) for k in ("exact_top", "top_on_key", "key_weight")}})
+    enough = [t for t in tried if t["key_weight"] >= MIN_KEY_WEIGHT] or tried
+    best = max(enough, key=lambda t: (round(t["exact_top"], 6), round(t["top_on_key"], 6), round(t["key_weight"], 6)))
+    shape = {k: best[k] for k in ADJECTIVE_SHAPES}
+    # How sharp: the same ranking at every temperature; the one whose noun rows are closest (cross-entropy)
+    # to "evenly over my own adjectives" on the dev set, so a noun with two adjectives shows both.
+    spread = {t: cross_entropy(adjective_qk(adj, noun, shape, t), dev) for t in TEMPERATURES}
+    temperature = min(TEMPERATURES, key=lambda t: round(spread[t], 9))
+    shape["temperature"] = temperature
     train = grammar.generate(train_words, n_train, SEED)
-    config = replace(ADJECTIVE_CONFIG, steps=steps or ADJECTIVE_CONFIG.steps)
-    head = training.train_link_head("adjective", examples(train, vectors, lambda s: s.adjectives), config, progress)
+    head = training.with_value_map(adjective_qk(adj, noun, shape, temperature), examples(train, vectors, lambda s: s.adjectives), ADJECTIVE_CONFIG)
     unseen = grammar.generate(held_words, 300, SEED + 1)  # the grammar, over words never trained on
-    return head, {"train": train, "unseen": unseen, "config": config}
+    classifier = {"words": len(words), "adjectives": int(is_adj.sum()), "nouns": int(is_noun.sum())}
+    return head, {"train": train, "unseen": unseen, "config": ADJECTIVE_CONFIG, "shape": shape, "tried": tried, "classifier": classifier,
+                  "spread": {f"{t:g}": v for t, v in spread.items()}}
+
+
+def cross_entropy(head: Head, exs: list[training.Example]) -> float:
+    """Mean over linked queries (both masks) of -mean_{own keys a} log w_qa: how far each row is from even weight on its own keys."""
+    from attn_cli.attention import run_head
+
+    losses = []
+    for mask in ("causal", "none"):
+        for ex in exs:
+            keys_of = {q: [k for k in ks if mask == "none" or k < q] for q, ks in ex.links.items()}
+            if not any(keys_of.values()):
+                continue
+            w = run_head(ex.e, head, causal_mask(len(ex.tokens)) if mask == "causal" else None).weights  # [n, n]
+            losses += [-np.mean(np.log(np.maximum(w[q, ks], 1e-300))) for q, ks in keys_of.items() if ks]
+    return float(np.mean(losses))
 
 
 def value_map(scale: float, vectors) -> np.ndarray:  # -> [d, d]
@@ -163,24 +282,41 @@ def value_map(scale: float, vectors) -> np.ndarray:  # -> [d, d]
     return scale * (np.eye(len(m)) - np.outer(m, m))
 
 
-def build_context(vectors, adjective, n_train=CONTEXT_SENTENCES, steps=None, progress=None, scales=CONTEXT_VALUE_SCALES):
-    """W_Q, W_K from the grammar's content words; the value scale s chosen on the dev sense set:
-    the most cases resolved (both masks) among the scales that keep mean cos(E, E') >= MIN_COSINE."""
+def context_qk(w_q: np.ndarray, w_k: np.ndarray, relatedness: float, self_cost: float, vectors) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """W_Q, W_K [d, d_k + d] and distance costs [3] of the context head: the learned "content word -> other
+    content words" part, beside a relatedness part whose scaled score is `relatedness` * x~_i . x~_j
+    (x~: the token's E without the direction every word shares), so a word leans to the words related
+    to it (one of its senses); the query itself costs `self_cost`."""
+    d, d_k = w_q.shape
+    root = math.sqrt(d_k + d)  # the head's new sqrt(d_k)
+    learned = (root / math.sqrt(d_k)) ** 0.5  # keeps the learned part's scaled scores as they were
+    related = math.sqrt(relatedness * root) * value_map(1.0, vectors)  # [d, d]: (I - m m^T), scaled
+    return np.hstack([learned * w_q, related]), np.hstack([learned * w_k, related]), np.array([0.0, 0.0, self_cost])
+
+
+def build_context(vectors, adjective, n_train=CONTEXT_SENTENCES, steps=None, progress=None, scales=CONTEXT_VALUE_SCALES,
+                  relatedness=CONTEXT_RELATEDNESS, self_costs=CONTEXT_SELF_COSTS):
+    """W_Q, W_K from the grammar's content words, a relatedness part, a cost on the query itself and the
+    value scale s, the last three chosen on the dev sense set: the most cases resolved (both masks)
+    among the choices that keep mean cos(E, E') >= MIN_COSINE."""
     train_words, _ = word_pools(vectors)
     train = grammar.generate(train_words, n_train, SEED + 2, need_adjectives=False)
     config = replace(CONTEXT_CONFIG, steps=steps or CONTEXT_CONFIG.steps)
-    w_q, w_k, _ = training.train_query_key(examples(train, vectors, context_links), config, progress)
+    trained, _ = training.train_query_key(examples(train, vectors, context_links), config, progress)
     cases_file, words_file = SETS["senses_dev"]
     tried = {}
-    for s in scales:
-        head = Head("context", w_q, w_k, value_map(s, vectors))
+    for r, c, s in itertools.product(relatedness, self_costs, scales):
+        w_q, w_k, distance = context_qk(trained.w_q, trained.w_k, r, c, vectors)
+        head = Head("context", w_q, w_k, value_map(s, vectors), distance=distance)
         figures = sense_figures([adjective, head], cases_file, words_file, vectors)
-        tried[s] = {"after": float(np.mean([figures[m]["heads"]["after"] for m in figures])),
-                    "mean_cos": float(min(figures[m]["heads"]["mean_cos"] for m in figures))}
-    allowed = [s for s in scales if tried[s]["mean_cos"] >= MIN_COSINE] or [min(scales)]
-    scale = max(allowed, key=lambda s: (round(tried[s]["after"], 6), -s))
-    choice = {"scale": scale, "min_cosine": MIN_COSINE, "tried": {f"{s:g}": v for s, v in tried.items()}}
-    return Head("context", w_q, w_k, value_map(scale, vectors)), {"train": train, "config": config, "value_choice": choice}
+        tried[(r, c, s)] = {"after": float(np.mean([figures[m]["heads"]["after"] for m in figures])),
+                            "mean_cos": float(min(figures[m]["heads"]["mean_cos"] for m in figures))}
+    allowed = [k for k, v in tried.items() if v["mean_cos"] >= MIN_COSINE] or [min(tried, key=lambda k: k[2])]
+    r, c, s = max(allowed, key=lambda k: (round(tried[k]["after"], 6), -k[2], -k[0], -k[1]))
+    choice = {"relatedness": r, "self_cost": c, "scale": s, "min_cosine": MIN_COSINE,
+              "tried": [{"relatedness": k[0], "self_cost": k[1], "scale": k[2], **v} for k, v in tried.items()]}
+    w_q, w_k, distance = context_qk(trained.w_q, trained.w_k, r, c, vectors)
+    return Head("context", w_q, w_k, value_map(s, vectors), distance=distance), {"train": train, "config": config, "value_choice": choice}
 
 
 def measure(adjective, context, data, vectors) -> dict:
@@ -258,35 +394,48 @@ def adjective_reading(m) -> str:
             f"{long['previous']['top_on_key']:.3f}). The head gives all of a noun's adjectives the top weights {more(n)} often "
             f"than the previous token in the natural set ({head['exact_top']:.3f} against {prev['exact_top']:.3f}) and "
             f"{more(long)} often in long sentences ({long['adjective']['exact_top']:.3f} against "
-            f"{long['previous']['exact_top']:.3f}, where most nouns have one adjective), and other tokens keep more weight "
-            f"on themselves ({head['others_on_self']:.3f} against {prev['others_on_self']:.3f}). A single head over static "
-            "vectors sees each key's own word and position, not the words in between, so an earlier noun phrase's "
-            "adjective at the same distance as an own one looks the same to it.")
+            f"{long['previous']['exact_top']:.3f}, where most nouns have one adjective). Other tokens keep "
+            f"{'more' if head['others_on_self'] > prev['others_on_self'] else 'less'} weight on themselves than the previous token does "
+            f"({head['others_on_self']:.3f} against {prev['others_on_self']:.3f}): the head charges every token for attending to itself. "
+            "A single head over static vectors sees each key's own word and position, not the words in between: it finds "
+            "a noun's adjectives because they are the nearest adjective-like words before it, and it misses where a word's "
+            "vector reads as another part of speech.")
 
 
 def adjective_card(meta, data) -> str:
-    m, c = meta["metrics"], data["config"]
+    m, c, shape, cls = meta["metrics"], data["config"], data["shape"], data["classifier"]
     return f"""# `adjective` head
 
-Each noun is trained to attend to its own adjectives, the ones of its noun phrase before it
-("creature" to "fluffy" and "blue", "forest" to "verdant", not "creature"'s adjectives); other
-tokens are trained only weakly to attend to themselves, and often do not. Its value map moves
-the noun toward its adjectives' meaning. How far it gets on sentences unlike its training data
-is below, beside patterns that know nothing of adjectives. A small head
-trained on static GloVe 6B 50d vectors (plus the positional encoding `inspect` adds) to show the
-lesson's mechanism: it is **not** a head taken from a trained transformer.
+Each noun attends to its own adjectives, the ones of its noun phrase before it ("creature" to
+"fluffy" and "blue", "forest" to "verdant", not "creature"'s adjectives); a token that is no noun
+goes mostly to the token before it. Its value map moves the noun toward its adjectives' meaning. How far it
+gets on sentences unlike its training data is below, beside patterns that know nothing of
+adjectives. A small head over static GloVe 6B 50d vectors (plus the positional encoding `inspect`
+adds) to show the lesson's mechanism: it is **not** a head taken from a trained transformer.
 
-- Shapes: W_Q, W_K [50, {c.d_k}], W_V [50, 50] (no W_O). Trained under both masks. Seed {c.seed}.
+- Shapes: W_Q, W_K [50, {ADJECTIVE_D_K}], a query bias b_Q [{ADJECTIVE_D_K}], W_V [50, 50] (no W_O), and three
+  distance costs: a key k tokens before the query loses {shape['beta'] / shape['temperature']:.3g} k from its scaled score, a key after
+  it {AFTER_FACTOR * shape['beta'] / shape['temperature']:.3g} k (ALiBi, Press et al. 2022), and the query itself {shape['self'] / shape['temperature']:.3g} (a relative bias at
+  offset 0, as T5 learns one). Seed {c.seed}.
 - Built by `python data/heads/build_heads.py` (rebuilds this file; `--check` compares).
-- Training data: {len(data['train'])} sentences from the grammar in `sentences.py` (noun phrases
-  with 0-3 adjectives joined by commas and "and", adverbs, plurals, noun modifiers, prepositional
-  phrases, relative and subordinate clauses, predicative adjectives after the noun, 4-40 tokens),
-  over the words of `pos_words.tsv` and `lexicon.tsv`; `adjective_train.tsv` holds them in the
-  links format of `attn heads train`. {HELDOUT_SHARE:.0%} of the lexicon's adjectives and nouns never occur in training.
-- Training: W_Q, W_K by Adam ({c.steps} steps) on the cross-entropy between each noun's attention row
-  and the uniform distribution over its adjectives (other tokens: themselves, weight {c.self_weight}),
-  plus {c.set_weight:g} times -log of the noun's total weight on its adjectives; W_V by ridge
-  regression so a noun's update is about {c.value_scale} times the mean of its adjectives' vectors.
+- How: two linear classifiers of a token's E (word vector plus position) are fitted on
+  {cls['words']:,} training words ({cls['adjectives']:,} adjectives, {cls['nouns']:,} nouns, verbs, adverbs and
+  function words from `pos_words.tsv`, `lexicon.tsv` and the grammar in `sentences.py`, each at
+  {POSITION_COPIES} random positions): a(x), how adjective-like (logistic regression, classes weighted
+  equally), and n(x), how noun-like (ridge regression). Q and K are built so that the scaled score of
+  query i and key j is [{shape['alpha']:g} ({shape['bias']:g} + n_i) a_j - {shape['gamma']:g} n_i n_j - distance costs] / {shape['temperature']:g}:
+  a noun wants the nearest adjectives before it and no other noun (itself included). The b_Q bias is
+  what lets "{shape['bias']:g} a_j" count for every query. A token that is no noun (n near 0) is left
+  with the distance costs and goes mostly to the token before it.
+- The numbers of that shape were chosen on the dev set alone ({len(data['tried'])} candidates): the
+  most nouns whose own adjectives are exactly their top keys, among those that keep the mean weight on
+  own adjectives at least {MIN_KEY_WEIGHT}; then the temperature (which keeps the ranking) whose noun rows
+  are nearest, by cross-entropy, to even weight over their own adjectives. Hand-written words count
+  {HAND_WEIGHT:g} times a lexicon word in the classifiers.
+- {HELDOUT_SHARE:.0%} of the lexicon's adjectives and nouns are held out of everything (the "words never
+  trained on" rows).
+- W_V by ridge regression over {len(data['train'])} grammar sentences (`adjective_train.tsv`, the links format
+  of `attn heads train`), so a noun's update is about {c.value_scale} times the mean of its adjectives' vectors.
 
 ## Measured
 
@@ -317,7 +466,11 @@ def context_reading(m) -> str:
 def context_card(meta, data) -> str:
     m, c = meta["metrics"], data["config"]
     choice = m["value_choice"]
-    tried = ", ".join(f"s = {s}: {v['after']:.3f} (cos {v['mean_cos']:.2f})" for s, v in choice["tried"].items())
+    best_per_scale = {}
+    for t in choice["tried"]:
+        if t["scale"] not in best_per_scale or t["after"] > best_per_scale[t["scale"]]["after"]:
+            best_per_scale[t["scale"]] = t
+    tried = ", ".join(f"s = {s:g}: {t['after']:.3f} (cos {t['mean_cos']:.2f})" for s, t in best_per_scale.items())
     return f"""# `context` head
 
 Content words attend to the other content words of the sentence (not to "the", "of" or
@@ -327,15 +480,19 @@ carbon dioxide" -> chemistry with `--mask none`, where the word sees what follow
 head trained on static GloVe 6B 50d vectors to show the mechanism: it is **not** a head taken
 from a trained transformer.
 
-- Shapes: W_Q, W_K [50, {c.d_k}], W_V [50, 50] (no W_O). Trained under both masks. Seed {c.seed}.
+- Shapes: W_Q, W_K [50, {c.d_k} + 50], W_V [50, 50] (no W_O), a cost of {choice['self_cost']:g} on the query itself. Seed {c.seed}.
 - Built by `python data/heads/build_heads.py` (rebuilds this file; `--check` compares).
 - W_Q, W_K: Adam ({c.steps} steps) on {len(data['train'])} grammar sentences (`sentences.py`): each content
   word's row should spread evenly over the other content words it can see, plus {c.set_weight:g} times
   -log of its total weight on them; function words' rows: themselves (weight {c.self_weight}).
+- Beside them, 50 more columns score relatedness: {choice['relatedness']:g} x~_i . x~_j, with x~ a token's E without
+  the direction m that every word shares (below), so a word leans toward the words related to it,
+  which are the words of one of its senses. This weight, the cost on the query itself and s (below)
+  were chosen together on the dev set ({len(choice['tried'])} candidates), as the choice that resolves most dev
+  cases while the mean cos(E, E') of the ambiguous word stays >= {choice['min_cosine']}.
 - W_V = s (I - m m^T), where m is the unit mean of the {MEAN_WORDS:,} most frequent word vectors: a
   context word's vector without the direction that every GloVe vector shares, which says nothing
-  about a sense. s = {choice['scale']:g}, chosen on the dev set as the scale that resolves most dev cases
-  while the mean cos(E, E') of the ambiguous word stays >= {choice['min_cosine']} ({tried}).
+  about a sense. s = {choice['scale']:g} (the best dev figure for each s: {tried}).
   The update is large: the word keeps its identity (cos(E, E') above 0.5) but leans strongly on its
   context. A function word that attends to itself gets a large update along its own direction (the
   "self" part in `inspect`'s shift table), which moves it little in angle.
@@ -379,8 +536,13 @@ def check(built) -> bool:
     ok = True
     for name, (head, _, _) in built.items():
         shipped = load_head(HERE / f"{name}.npz", head.w_q.shape[0])
-        for key in ("w_q", "w_k", "w_v"):
-            diff = float(np.max(np.abs(getattr(head, key) - getattr(shipped, key))))
+        for key in ("w_q", "w_k", "w_v", "b_q", "distance"):
+            mine, theirs = getattr(head, key), getattr(shipped, key)
+            if mine is None or theirs is None:
+                print(f"{name} {key}: {'absent' if mine is None else 'present'} in the rebuild, {'absent' if theirs is None else 'present'} in the shipped file")
+                ok &= mine is None and theirs is None
+                continue
+            diff = float(np.max(np.abs(mine - theirs)))
             print(f"{name} {key}: max |rebuilt - shipped| = {diff:.2e}")
             ok &= diff <= 1e-6
     return ok
