@@ -146,7 +146,8 @@ def test_small_budget_rebuild_of_the_adjective_head(glove, build):
     head, data = build.build_adjective(glove, n_train=300)
     figures = build.link_figures([head], build.sentence_links(data["unseen"]), glove)["causal"]
     assert head.w_q.shape == (50, build.ADJECTIVE_D_K) and head.b_q.shape == (build.ADJECTIVE_D_K,)
-    assert data["shape"] in [{k: t[k] for k in build.ADJECTIVE_SHAPES} for t in data["tried"]]
+    assert {k: data["shape"][k] for k in build.ADJECTIVE_SHAPES} in [{k: t[k] for k in build.ADJECTIVE_SHAPES} for t in data["tried"]]
+    assert data["shape"]["temperature"] in build.TEMPERATURES
     assert len(data["tried"]) == np.prod([len(v) for v in build.ADJECTIVE_SHAPES.values()])
     assert figures["adjective"]["top_on_key"] > figures["identity"]["top_on_key"] + 0.2
     assert figures["adjective"]["key_weight"] > 2 * figures["even"]["key_weight"]
@@ -223,15 +224,15 @@ def test_metrics_files_match_the_heads(recorded):
 
 
 def test_lesson_sentence_nouns_attend_to_their_adjectives(glove, adjective):
-    """What README says of the lesson's sentence: creature takes most of its weight from its adjectives
-    (nearly all from fluffy); forest puts a third on verdant and none on creature's adjectives."""
+    """What README says of the lesson's sentence: creature takes most of its weight from its adjectives,
+    more from blue than from fluffy; forest puts most of its weight on verdant and none on creature's adjectives."""
     tokens, e = embed(LESSON, glove)
     at = tokens.index
     for mask in (causal_mask(len(tokens)), None):
         weights = run_head(e, adjective, mask).weights
-        assert weights[at("creature"), [at("fluffy"), at("blue")]].sum() >= 0.5
-        assert weights[at("creature"), at("fluffy")] > 10 * weights[at("creature"), at("blue")]
-        assert 0.3 <= weights[at("forest"), at("verdant")] < 0.5 < weights[at("forest"), [at("the"), at("verdant")]].sum()
+        assert weights[at("creature"), [at("fluffy"), at("blue")]].sum() >= 0.6
+        assert weights[at("creature"), at("blue")] > weights[at("creature"), at("fluffy")] > 0.05
+        assert weights[at("forest"), at("verdant")] >= 0.8
         assert weights[at("forest"), [at("fluffy"), at("blue")]].max() < 0.01
 
 

@@ -18,6 +18,7 @@ JSON_RUNS = {
         (["inspect", LESSON_SET_SENTENCE, "--head", "identity", "--head", "random", "--oov", "skip", "--stage", "masked",
           "--embeddings", "--neighbors", "2", "--sense-set", "lesson", "--no-scale", "--json"], None),
         (["inspect", "the cat", "--head", "identity", "--stage", "scores", "--json"], None),
+        (["inspect", "the fluffy cat", "--json"], None),  # the shipped heads carry distance costs
         (["inspect", "-", "--head", "identity", "--jsonl"], "the cat\n"),
     ],
     "softmax": [(["softmax", "1", "2", "-inf", "--log", "--json"], None)],

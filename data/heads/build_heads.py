@@ -348,7 +348,7 @@ def context_summary(m) -> str:
 
 
 def head_meta(name, description, metrics, summary, config) -> dict:
-    return {"name": name, "description": description, "d_k": config.d_k, "trained": True, "metrics": metrics,
+    return {"name": name, "description": description, "trained": True, "metrics": metrics,
             "summary": summary, "seed": config.seed, "steps": config.steps, "built_by": "data/heads/build_heads.py"}
 
 
