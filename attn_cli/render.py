@@ -555,9 +555,7 @@ def head_heading(head: results.HeadView, result: results.InspectResult, stage: s
     text = Text(f"head {head.name}", style="bold cyan")
     text.append(f"  d_k={head.d_k} · {mask} · {stage}{'' if result.scale else ' · not divided by √d_k'}", style="dim")
     if head.distance is not None:
-        before, after, itself = head.distance
-        text.append(f"\ndistance: a key k tokens before the query loses {before:g}·k from its score, k tokens after it {after:g}·k (ALiBi), "
-                    f"the query itself {itself:g}", style="dim")
+        text.append(f"\n{distance_note(head.distance)}", style="dim")
     if head.description:
         text.append(f"\n{head.description}", style="yellow" if head.noise else "dim")
     if head.top_weight_scaled is not None:
@@ -566,6 +564,14 @@ def head_heading(head: results.HeadView, result: results.InspectResult, stage: s
             style="bold yellow",
         )
     return text
+
+
+def distance_note(distance: list) -> str:
+    """What a key loses for where it stands, in words: "a key k tokens before the query loses 1.33·k, ..."."""
+    before, after, itself = distance
+    parts = [f"a key k tokens before the query loses {before:.3g}·k from its score" if before else "",
+             f"k tokens after it {after:.3g}·k" if after else "", f"the query itself {itself:.3g}" if itself else ""]
+    return "distance (ALiBi): " + (", ".join(p for p in parts if p) or "no cost")
 
 
 def heatmap(head: results.HeadView, tokens: list[str], stage: str, transpose: bool) -> Heatmap:

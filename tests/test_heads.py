@@ -165,7 +165,7 @@ def test_small_budget_rebuild_of_the_context_head(glove, build, adjective):
     head, data = build.build_context(glove, adjective, n_train=150, steps=60, scales=(2.0, 6.0), relatedness=(0.0, 0.25), self_costs=(0.0,))
     choice = data["value_choice"]
     assert choice["scale"] in (2.0, 6.0) and {(t["relatedness"], t["scale"]) for t in choice["tried"]} == {(0.0, 2.0), (0.0, 6.0), (0.25, 2.0), (0.25, 6.0)}
-    assert head.w_q.shape == (50, build.CONTEXT_CONFIG.d_k + 50) and head.distance[2] == choice["self_cost"]
+    assert head.w_q.shape == (50, build.CONTEXT_CONFIG.d_k + 50) and head.distance is None  # no cost on itself among the candidates
     m = np.asarray(glove.vectors[: build.MEAN_WORDS], dtype=np.float64).mean(axis=0)
     np.testing.assert_allclose(head.w_v @ m, 0, atol=1e-9)  # the direction every word shares is not written
     np.testing.assert_allclose(head.w_v, choice["scale"] * (np.eye(50) - np.outer(m, m) / (m @ m)), atol=1e-9)

@@ -291,7 +291,7 @@ def context_qk(w_q: np.ndarray, w_k: np.ndarray, relatedness: float, self_cost: 
     root = math.sqrt(d_k + d)  # the head's new sqrt(d_k)
     learned = (root / math.sqrt(d_k)) ** 0.5  # keeps the learned part's scaled scores as they were
     related = math.sqrt(relatedness * root) * value_map(1.0, vectors)  # [d, d]: (I - m m^T), scaled
-    return np.hstack([learned * w_q, related]), np.hstack([learned * w_k, related]), np.array([0.0, 0.0, self_cost])
+    return np.hstack([learned * w_q, related]), np.hstack([learned * w_k, related]), np.array([0.0, 0.0, self_cost]) if self_cost else None
 
 
 def build_context(vectors, adjective, n_train=CONTEXT_SENTENCES, steps=None, progress=None, scales=CONTEXT_VALUE_SCALES,
@@ -331,8 +331,8 @@ def measure(adjective, context, data, vectors) -> dict:
 # --- files --------------------------------------------------------------------------------------
 
 
-ADJECTIVE_DESCRIPTION = "nouns attend to their own adjectives; other tokens are trained only weakly to attend to themselves"
-CONTEXT_DESCRIPTION = "content words attend to the other content words, moving toward the sense the context selects"
+ADJECTIVE_DESCRIPTION = "nouns attend to their own adjectives, the nearest adjective-like words before them; other tokens mostly to the token before"
+CONTEXT_DESCRIPTION = "content words attend to the other content words, most to related ones, moving toward the sense the context selects"
 
 
 def adjective_summary(m) -> str:
