@@ -19,6 +19,7 @@ import shutil
 import threading
 import warnings
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -623,21 +624,34 @@ def write_fast(
         rows = sorted(vectors.key_to_index.values())
         vectors = Vectors([vectors.index_to_key[i] for i in rows], vectors.vectors[rows], source=vectors.source, format=vectors.format)
     dtype = fast_dtype(vectors.vectors)
+    with scratch_folder(dst) as scratch:
+        _write_matrix(scratch.path / MATRIX_FILE, vectors.vectors, dtype, on_rows)
+        _write_keys(scratch.path / KEYS_FILE, vectors.index_to_key)
+        _write_manifest(scratch.path / MANIFEST_FILE, len(vectors), vectors.vector_size, dtype)
+        move_into_place(scratch.path, dst, replace=force)
+    return dst
+
+
+class Scratch:
+    path: Path  # the folder being built; the one removed if the build fails
+
+
+@contextmanager
+def scratch_folder(dst: Path) -> Iterator[Scratch]:
+    """A new folder beside `dst` to build it in (stale ones cleared first). If anything fails the
+    folder at `scratch.path` is removed, and an OSError becomes one DataError naming `dst`."""
     clean_stale(dst)
-    tmp = temporary_name(dst)
+    scratch = Scratch()
+    scratch.path = temporary_name(dst)
     try:
-        tmp.mkdir()
-        _write_matrix(tmp / MATRIX_FILE, vectors.vectors, dtype, on_rows)
-        _write_keys(tmp / KEYS_FILE, vectors.index_to_key)
-        _write_manifest(tmp / MANIFEST_FILE, len(vectors), vectors.vector_size, dtype)
-        move_into_place(tmp, dst, replace=force)
+        scratch.path.mkdir()
+        yield scratch
     except OSError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(scratch.path, ignore_errors=True)
         raise DataError(f"{dst}: cannot write the vectors ({e.strerror or e})") from None
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(scratch.path, ignore_errors=True)
         raise
-    return dst
 
 
 # --- converting -----------------------------------------------------------------------------
@@ -676,23 +690,14 @@ def convert(
         write_fast(vectors, dst, force=force, on_rows=on_rows)
         return Converted(fmt, len(vectors.key_to_index), vectors.vector_size, str(fast_dtype(vectors.vectors)), notes)
     text = TextVectors(src, fmt, limit)
-    clean_stale(dst)
-    tmp = temporary_name(dst)
-    try:
-        tmp.mkdir()
-        kept, repeated = _stream_text(text, tmp, on_bytes)
+    with scratch_folder(dst) as scratch:
+        kept, repeated = _stream_text(text, scratch.path, on_bytes)
         if repeated:  # rare: rewrite with each key's first row, as write_fast does
             again = temporary_name(dst)
-            write_fast(load_fast(tmp), again)
-            shutil.rmtree(tmp)
-            tmp = again
-        move_into_place(tmp, dst, replace=force)
-    except OSError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise DataError(f"{dst}: cannot write the vectors ({e.strerror or e})") from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+            write_fast(load_fast(scratch.path), again)
+            shutil.rmtree(scratch.path)
+            scratch.path = again
+        move_into_place(scratch.path, dst, replace=force)
     notes = [duplicates_note(src, repeated)] if repeated else []
     return Converted(fmt, kept, text.dimension, "float32", notes)
 
