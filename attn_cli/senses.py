@@ -79,7 +79,7 @@ def parse_sense_options(specs: list[str]) -> dict[str, list[str]]:
 
 
 def _rows(words: list[str], vectors: Vectors) -> list[int | None]:
-    from attn_cli.inspection import key_rows  # one way to find rows: a scan for a few words, the index for many
+    from attn_cli.tokens import key_rows  # one way to find rows: a scan for a few words, the index for many
 
     return key_rows(words, vectors)
 

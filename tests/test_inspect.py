@@ -17,7 +17,8 @@ from attn_cli import heads as heads_module
 from attn_cli import render
 from attn_cli.attention import Head, causal_mask, input_embeddings, positional_encoding, softmax
 from attn_cli.heads import load_head, read_meta, resolve_head, save_head
-from attn_cli.inspection import embeddings, key_rows, nearest_keys
+from attn_cli.inspection import nearest_keys
+from attn_cli.tokens import key_rows
 from attn_cli.results import WEIGHT_DIGITS, significant
 from attn_cli.vectors import Vectors
 from conftest import parse_json
@@ -450,10 +451,10 @@ def test_rounded_weights_keep_rows_summing_to_one(scores):
 
 
 @pytest.mark.parametrize("n", [1, 9, 64, 65, 600])
-def test_cached_positions_equal_input_embeddings(n):
+def test_cached_positions_equal_the_sinusoids_of_the_sentence_length(n):
     words = np.random.default_rng(n).normal(size=(n, 50))
-    np.testing.assert_array_equal(embeddings(words, True), input_embeddings(words, True))
-    np.testing.assert_array_equal(embeddings(words, False), input_embeddings(words, False))
+    np.testing.assert_array_equal(input_embeddings(words, True), words + positional_encoding(n, 50))
+    np.testing.assert_array_equal(input_embeddings(words, False), words)
 
 
 def test_saved_head_files_get_ordinary_permissions(tmp_path):
