@@ -53,9 +53,14 @@ def test_json_has_exactly_the_documented_keys_and_true_weights(run, glove):
     out = parse_json(run("inspect", LESSON, "--head", "identity", "--json"))
     assert set(out) == {
         "tokens", "unknown", "mask", "position", "scaled", "heads", "delta_norms", "delta_context_norms", "delta_self_norms",
-        "input_norms", "cosines", "context_cosines",
+        "input_norms", "cosines", "context_cosines", "neighbors",
     }
     assert out["tokens"] == LESSON_TOKENS
+    near = out["neighbors"]  # the 3 nearest keys the view shows, by default in JSON too
+    assert set(near) == {"input", "output"}
+    for rows in near.values():
+        assert [len(keys) for keys in rows] == [3] * len(LESSON_TOKENS)
+        assert all(token not in keys for token, keys in zip(LESSON_TOKENS, rows))
     assert out["mask"] == "causal" and out["position"] is True and out["scaled"] is True
     [head] = out["heads"]
     assert set(head) == {"name", "d_k", "description", "noise", "weights", "delta_norms", "delta_context_norms", "delta_self_norms",
@@ -498,9 +503,10 @@ def test_json_split_of_delta_into_context_and_self(run, glove):
     assert out["delta_context_norms"][0] == 0  # under the causal mask the first token sees only itself
 
 
-def test_neighbors_are_in_json_only_when_asked(run, glove):
+def test_json_has_the_views_neighbors_unless_zero(run, glove):
     plain = parse_json(run("inspect", "the forest", "--head", "identity", "--json"))
-    assert "neighbors" not in plain
+    assert [len(row) for row in plain["neighbors"]["input"]] == [3, 3]  # as many as the view shows by default
+    assert "neighbors" not in parse_json(run("inspect", "the forest", "--head", "identity", "--neighbors", "0", "--json"))
     out = parse_json(run("inspect", "the forest", "--head", "identity", "--neighbors", "2", "--json"))
     near = out["neighbors"]
     assert set(near) == {"input", "output"} and [len(row) for row in near["input"]] == [2, 2]
