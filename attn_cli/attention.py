@@ -12,6 +12,8 @@ may see (row_spans): under the causal mask the upper triangle is filled in, neve
 import math
 import mmap
 from dataclasses import dataclass
+from enum import Enum
+from functools import lru_cache
 
 import numpy as np
 
@@ -78,15 +80,46 @@ def positional_encoding(n: int, d: int, scale: float = POSITION_SCALE) -> np.nda
     return scale * pe
 
 
+@lru_cache(maxsize=8)
+def _positions(n_max: int, d: int) -> np.ndarray:  # [n_max, d], read-only; row p depends only on p and d
+    pe = positional_encoding(n_max, d)
+    pe.setflags(write=False)
+    return pe
+
+
 def input_embeddings(words: np.ndarray, position: bool = True) -> np.ndarray:  # [n, d] -> [n, d]
-    """E = word vectors + positional encoding: what every head of `inspect` sees."""
+    """E = word vectors + positional encoding: what every head sees (the sinusoids made once per power-of-two length)."""
     words = np.asarray(words, dtype=np.float64)
-    return words + positional_encoding(*words.shape) if position else words
+    if not position:
+        return words
+    n, d = words.shape
+    return words + _positions(max(64, 1 << (n - 1).bit_length()), d)[:n]
+
+
+class Mask(str, Enum):
+    """Which keys a query may see: earlier ones and itself (a decoder), or all (an encoder).
+
+    A str Enum: Mask("causal") reads the strings files and JSON carry, and Mask.causal == "causal".
+    """
+
+    causal = "causal"
+    none = "none"
 
 
 def causal_mask(n: int) -> np.ndarray:  # -> [n, n] bool, True where query i may see key j
     """Keys after their query are hidden: later words must not influence earlier ones."""
     return np.tril(np.ones((n, n), dtype=bool))
+
+
+@lru_cache(maxsize=64)
+def _causal(n: int) -> np.ndarray:  # [n, n] bool, shared between sentences of the same length: read-only
+    mask = causal_mask(n)
+    mask.setflags(write=False)
+    return mask
+
+
+def allowed_keys(mask: "Mask | str", n: int) -> np.ndarray | None:  # -> [n, n] bool (read-only), or None for "all"
+    return _causal(n) if Mask(mask) == Mask.causal else None
 
 
 @dataclass

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from attn_cli import training
-from attn_cli.attention import Head, causal_mask, run_head
+from attn_cli.attention import Head, Mask, allowed_keys, run_head
 from attn_cli.files import display_path, read_text, tsv_rows
 from attn_cli.errors import DataError, InputError
 from attn_cli.tokens import tokenize
@@ -105,16 +105,15 @@ def even_visible(e: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:  # [n
     return seen / seen.sum(axis=1, keepdims=True)
 
 
-def _allowed(n: int, mask: str) -> np.ndarray | None:
-    return causal_mask(n) if mask == "causal" else None
+def _check_mask(mask: Mask | str) -> str:
+    """The mask's name ("causal" | "none"), as results carry it."""
+    try:
+        return Mask(mask).value
+    except ValueError:
+        raise InputError(f"mask must be 'causal' or 'none', not {mask!r}") from None
 
 
-def _check_mask(mask: str) -> None:
-    if mask not in ("causal", "none"):
-        raise InputError(f"mask must be 'causal' or 'none', not {mask!r}")
-
-
-def link_metrics(attention: Head | WeightFn, examples: list[training.Example], mask: str = "causal") -> dict:
+def link_metrics(attention: Head | WeightFn, examples: list[training.Example], mask: Mask | str = Mask.causal) -> dict:
     """How one attention pattern serves the linked queries of `examples` (training.Example).
 
     `attention` is a head (its weights under `mask`), or a function (E [n, d], allowed
@@ -131,16 +130,16 @@ def link_metrics(attention: Head | WeightFn, examples: list[training.Example], m
     A tie between a linked key and another token counts as a miss. Build examples with
     training.links_to_examples(links, vectors, "none") to keep every link for counting.
     """
-    _check_mask(mask)
+    mask = _check_mask(mask)
     top, exact, weight, on_self, dropped = [], [], [], [], 0
     for ex in examples:
         n = len(ex.tokens)
-        allowed = _allowed(n, mask)
+        allowed = allowed_keys(mask, n)
         w = run_head(ex.e, attention, allowed).weights if isinstance(attention, Head) else attention(ex.e, allowed)  # [n, n]
         on_self += [w[i, i] for i in range(n) if i not in ex.links]
         for q, keys in ex.links.items():
             keys = [k for k in keys if k != q]
-            kept = [k for k in keys if mask != "causal" or k < q]
+            kept = [k for k in keys if mask != Mask.causal or k < q]
             dropped += len(keys) - len(kept)
             if not kept:
                 continue
@@ -168,7 +167,7 @@ LINK_BASELINES = {
 }
 
 
-def link_rows(heads: list[Head], examples: list[training.Example], mask: str, d: int) -> list[dict]:
+def link_rows(heads: list[Head], examples: list[training.Example], mask: Mask | str, d: int) -> list[dict]:
     """One row per head, then the baselines: {"name", "kind", "about", "queries", "dropped", "top_on_key", ...}."""
     from attn_cli.heads import identity_head
 
@@ -235,7 +234,7 @@ SENSE_BASELINES = {
 }
 
 
-def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask: str = "causal",
+def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask: Mask | str = Mask.causal,
                   set_name: str = "the sense set") -> dict:
     """How often the heads, run together as `inspect` runs them, move an ambiguous word's E' to its intended sense.
 
@@ -250,12 +249,12 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
     makes their mean |Delta E| / |E| equal the heads'.
     """
     from attn_cli.heads import identity_head
-    from attn_cli.inspection import Mask, Settings, inspect_text
+    from attn_cli.inspection import Settings, inspect_text
     from attn_cli.senses import check_probes, probe_matrix, sense_centroids
 
-    _check_mask(mask)
+    mask = _check_mask(mask)
     check_cases(cases, sense_set, set_name)
-    used = [c for c in cases if mask != "causal" or c.context_before]
+    used = [c for c in cases if mask != Mask.causal or c.context_before]
     vectors.key_to_index  # many sentences: look words up in the index, not by scanning the key list
     centroids_of: dict[str, tuple[list[str], np.ndarray]] = {}
     for word in dict.fromkeys(c.word for c in used):
@@ -284,7 +283,7 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
         for name, r in (("heads", result), ("identity", plain)):
             parts[name][0].append(r.delta[i])
             parts[name][1].append(r.delta_context[i])
-        seen = [j for j in range(len(result.tokens)) if j != i and (mask != "causal" or j < i)]
+        seen = [j for j in range(len(result.tokens)) if j != i and (mask != Mask.causal or j < i)]
         for name, keep in (("even_content", lambda j: is_content(result.tokens[j])), ("even_all", lambda j: True)):
             chosen = [j for j in seen if keep(j)]
             mixes[name].append(result.e[chosen].mean(axis=0) if chosen else np.zeros_like(result.e[i]))  # [d]
@@ -329,18 +328,19 @@ def check_lengths(items, source: str) -> None:
             raise InputError(f"{source} line {item.line}: {n:,} tokens, more than {MAX_TOKENS}; a line holds one sentence")
 
 
-def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: str = "causal", sense_set: dict | None = None,
+def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: Mask | str = Mask.causal, sense_set: dict | None = None,
                   set_name: str = ""):
     """Read `path`, score the heads on it, and return attn_cli.results.HeadsEval."""
     from attn_cli.results import HeadsEval
 
+    mask = _check_mask(mask)
     kind, items = read_eval_file(path)
     check_lengths(items, str(path))
     path = display_path(path)
     if kind == "links":
         if sense_set is not None:
             raise InputError(f"{path} holds links (3 fields a line); --sense-set applies only to sense cases")
-        examples = training.links_to_examples(items, vectors, "none", str(path))  # every link kept; the mask drops later
+        examples = training.links_to_examples(items, vectors, Mask.none, str(path))  # every link kept; the mask drops later
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked below: one message, not NumPy's warnings
             rows = link_rows(heads, examples, mask, vectors.vector_size)
         check_finite(rows, path)

@@ -6,30 +6,21 @@ Everything a view or a JSON object shows is computed here and handed over as an
 
 from dataclasses import dataclass
 from enum import Enum
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attn_cli.attention import attention_weights, causal_mask, positional_encoding
+from attn_cli.attention import Mask, allowed_keys, attention_weights
 from attn_cli.errors import DataError, InputError
 from attn_cli.neighbors import MAX_NEIGHBORS  # noqa: F401  (--neighbors K, read here by cli/inspect.py)
 from attn_cli.results import HeadView, InspectResult
-from attn_cli.tokens import Embedded, Oov, embed, tokenize
+from attn_cli.tokens import Oov, key_rows, tokenize
 
 if TYPE_CHECKING:  # heads and vectors are read only when a command needs them: not on every start
     from attn_cli.heads import NamedHead
     from attn_cli.vectors import Vectors
 
 MAX_TOKENS = 512
-SCAN_TOKENS = 64  # up to this many tokens, find their rows by scanning the key list
-
-
-class Mask(str, Enum):
-    """Which keys a query may see: earlier ones and itself (a decoder), or all (an encoder)."""
-
-    causal = "causal"
-    none = "none"
 
 
 class Stage(str, Enum):
@@ -49,64 +40,6 @@ class Settings:
     stage: Stage | None = None  # also report this stage's matrix
     embeddings: bool = False  # also report E and E'
     scale: bool = True  # divide the scores by sqrt(d_k) (False: --no-scale)
-
-
-@lru_cache(maxsize=64)
-def _causal(n: int) -> np.ndarray:  # [n, n] bool, shared between sentences of the same length: read-only
-    mask = causal_mask(n)
-    mask.setflags(write=False)
-    return mask
-
-
-@lru_cache(maxsize=8)
-def _positions(n_max: int, d: int) -> np.ndarray:  # [n_max, d]; row p depends only on p and d
-    pe = positional_encoding(n_max, d)
-    pe.setflags(write=False)
-    return pe
-
-
-def allowed_keys(kind: Mask, n: int) -> np.ndarray | None:  # -> [n, n] bool, or None for "all"
-    return _causal(n) if kind == Mask.causal else None
-
-
-def embeddings(words: np.ndarray, position: bool) -> np.ndarray:  # [n, d] -> [n, d]
-    """attention.input_embeddings(words, position), the sinusoids computed once per power-of-two length."""
-    n, d = words.shape
-    return words + _positions(max(64, 1 << (n - 1).bit_length()), d)[:n] if position else words
-
-
-def key_rows(tokens: list[str], vectors: "Vectors") -> list[int | None]:
-    """Each token's row, None for a word that is not a key.
-
-    Building the key index costs ~50 ms for 100,000 keys; for one short sentence a scan of
-    the key list is ~10x cheaper, so the index is built only when many tokens need it
-    (stdin batches build it up front).
-    """
-    if "key_to_index" in vars(vectors) or len(tokens) > SCAN_TOKENS:
-        index = vectors.key_to_index
-        return [index.get(t) for t in tokens]
-    rows = {token: vectors.find(token) for token in dict.fromkeys(tokens)}
-    return [rows[t] for t in tokens]
-
-
-def lookup(tokens: list[str], vectors: "Vectors", oov: Oov) -> Embedded:
-    """tokens.embed, with one matrix read when every token is a key (the common case)."""
-    rows = key_rows(tokens, vectors)
-    if None in rows:
-        embedded = embed(tokens, vectors, oov)
-        vectors.checked(embedded.vectors, embedded.tokens)
-        return embedded
-    matrix = np.asarray(vectors.vectors)  # a plain view of the (memory-mapped) matrix: cheaper to index
-    return Embedded(tokens, vectors.checked(matrix[rows].astype(np.float64), tokens))
-
-
-def sentence_tokens(text: str, max_tokens: int) -> list[str]:
-    tokens = tokenize(text)
-    if not tokens:
-        raise InputError("no words in the input")
-    if len(tokens) > max_tokens:
-        raise InputError(f"{len(tokens)} tokens, more than --max-tokens {max_tokens}; split the text or raise the limit")
-    return tokens
 
 
 def inspect_text(text: str, vectors: "Vectors", heads: "list[NamedHead]", settings: Settings) -> InspectResult:
@@ -200,6 +133,7 @@ def add_neighbors(result: InspectResult, vectors: "Vectors", k: int) -> None:
     if k <= 0:
         return
     own = [i if i is not None else -1 for i in key_rows(result.tokens, vectors)]
-    for name, rows in (("near_input", result.e), ("near_output", result.e_prime)):
-        near = nearest_keys(rows, own, vectors, k)
-        setattr(result, name, [[vectors.key_at(j) for j in row] for row in near])
+    n = len(own)
+    near = nearest_keys(np.concatenate([result.e, result.e_prime]), own + own, vectors, k)  # [2n, d]: one pass over the keys
+    keys = [[vectors.key_at(j) for j in row] for row in near]
+    result.near_input, result.near_output = keys[:n], keys[n:]

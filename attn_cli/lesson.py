@@ -65,11 +65,10 @@ def softmax(values: list[float], temperature: float, log: bool) -> SoftmaxResult
 
 
 def probe_scores(vectors, d: np.ndarray, probes: list[str], oov: Oov) -> list[ProbeScore]:
-    from attn_cli.neighbors import dots
     from attn_cli.tokens import embed
 
-    kept = embed(probes, vectors, oov).tokens  # raises for unknown probes unless --oov skip|zero
-    return [ProbeScore(w, float(s)) for w, s in zip(kept, dots(vectors, d, kept))]
+    embedded = embed(probes, vectors, oov)  # raises for unknown probes unless --oov skip|zero (a zero vector)
+    return [ProbeScore(w, float(s)) for w, s in zip(embedded.tokens, embedded.vectors @ d)]  # [k, d] x [d] -> [k]
 
 
 def analogy(vectors, words: list[str], probes: list[str] | None, top: int, method: str, oov: Oov) -> AnalogyResult:

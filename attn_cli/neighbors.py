@@ -138,19 +138,6 @@ def most_similar_cosmul(vectors: "Vectors", positive: list[str], negative: list[
     return [(vectors.key_at(i), float(scores[i])) for i in best]
 
 
-def dots(vectors: "Vectors", v: np.ndarray, words: list[str]) -> np.ndarray:  # [d], k words -> [k]
-    """Dot product of v with each word's vector (a word without a vector counts as the zero vector)."""
-    rows = [vectors.get_vector(w) if vectors.has_vector(w) else np.zeros(vectors.vector_size) for w in words]
-    return np.array(rows, dtype=np.float64).reshape(len(words), vectors.vector_size) @ v  # [k, d] x [d] -> [k]
-
-
-def similarity(u: np.ndarray, v: np.ndarray) -> tuple[float, float | None]:  # [d], [d] -> dot, cosine
-    """Dot product and cosine of two vectors. The cosine of a zero vector is undefined (None): it has no direction."""
-    dot = float(u @ v)
-    norms = float(np.linalg.norm(u) * np.linalg.norm(v))
-    return dot, min(max(dot / norms, -1.0), 1.0) if norms > 0 else None
-
-
 def similarities(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # [w, d] -> [w, w] dots, [w, w] cosines (NaN: undefined)
     """Dot products and cosines of every pair of rows at once; a zero row's cosines are NaN (undefined)."""
     dots = m @ m.T  # [w, d] x [d, w] -> [w, w]

@@ -79,7 +79,7 @@ def parse_sense_options(specs: list[str]) -> dict[str, list[str]]:
 
 
 def _rows(words: list[str], vectors: Vectors) -> list[int | None]:
-    from attn_cli.inspection import key_rows  # one way to find rows: a scan for a few words, the index for many
+    from attn_cli.tokens import key_rows  # one way to find rows: a scan for a few words, the index for many
 
     return key_rows(words, vectors)
 
@@ -109,10 +109,9 @@ def check_sense_set(table: SenseSet, vectors: Vectors, source: str) -> None:
 
 def probe_matrix(words: list[str], vectors: Vectors) -> np.ndarray:  # -> [p, d]
     """The probes' word vectors (no position)."""
-    rows = _rows(words, vectors)
-    if None not in rows:
-        return np.asarray(vectors.vectors)[rows].astype(np.float64)
-    return np.array([vectors.get_vector(w) for w in words], dtype=np.float64)
+    from attn_cli.tokens import embed
+
+    return embed(words, vectors).vectors
 
 
 # --- the measure ------------------------------------------------------------------------------

@@ -143,9 +143,10 @@ def dot_terms(a: np.ndarray, b: np.ndarray, top: int = TOP_TERMS) -> tuple[list[
 def compare(vectors, words: list[str]) -> SimilarityResult:
     """Every pair of `words`: dot, cosine, its place among random pairs, and the dot product written out."""
     from attn_cli import neighbors as nb
+    from attn_cli.tokens import embed
 
     nb.require_vectors(vectors, words)
-    m = np.array([vectors.get_vector(w) for w in words])  # [w, d]
+    m = embed(words, vectors).vectors  # [w, d]
     dots, cosines = nb.similarities(m)  # [w, w], [w, w] (NaN: undefined, a zero vector)
     base, sorted_cosines = baseline(vectors)
     pairs = []

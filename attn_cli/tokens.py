@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attn_cli.errors import UnknownWordsError
+from attn_cli.errors import InputError, UnknownWordsError
 
 if TYPE_CHECKING:  # the vectors module is read only when vectors are loaded: not on every start
     from attn_cli.vectors import Vectors
 
+SCAN_TOKENS = 64  # up to this many tokens, find their rows by scanning the key list
 MAX_SUGGESTED_WORDS = 10  # unknown words a message looks for a close spelling for (each costs ~60 look-ups a character)
 
 ABBREVIATIONS = "mr mrs ms dr st jr sr vs etc inc co corp ltd prof gen gov sen rep mt ft jan feb aug sept oct nov dec".split()
@@ -53,22 +54,61 @@ class Oov(str, Enum):
     zero = "zero"
 
 
+def sentence_tokens(text: str, max_tokens: int) -> list[str]:
+    """The tokens of one sentence, refused when there are none or more than `max_tokens`."""
+    tokens = tokenize(text)
+    if not tokens:
+        raise InputError("no words in the input")
+    if len(tokens) > max_tokens:
+        raise InputError(f"{len(tokens)} tokens, more than --max-tokens {max_tokens}; split the text or raise the limit")
+    return tokens
+
+
 @dataclass
 class Embedded:
     tokens: list[str]  # the tokens kept, in order
     vectors: np.ndarray  # [n_tokens, d] float64 word vectors
     unknown: list[str] = field(default_factory=list)  # words without a vector (skipped or zeroed)
+    rows: list[int] = field(default_factory=list)  # each kept token's key row, -1 for a zeroed word
+
+    def embeddings(self, position: bool = True) -> np.ndarray:  # -> [n_tokens, d] E = word vectors (+ positions)
+        from attn_cli.attention import input_embeddings
+
+        return input_embeddings(self.vectors, position)
+
+
+def key_rows(tokens: list[str], vectors: "Vectors") -> list[int | None]:
+    """Each token's row, None for a word that is not a key.
+
+    Building the key index costs ~50 ms for 100,000 keys; for one short sentence a scan of
+    the key list is ~10x cheaper, so the index is built only when many tokens need it
+    (stdin batches build it up front).
+    """
+    if "key_to_index" in vars(vectors) or len(tokens) > SCAN_TOKENS:
+        index = vectors.key_to_index
+        return [index.get(t) for t in tokens]
+    rows = {token: vectors.find(token) for token in dict.fromkeys(tokens)}
+    return [rows[t] for t in tokens]
 
 
 def embed(tokens: list[str], vectors: "Vectors", oov: Oov = Oov.error) -> Embedded:
-    """Look up each token; unknown words raise, are dropped, or get a zero vector."""
-    unknown = [t for t in tokens if not vectors.has_vector(t)]
+    """Look up each token's vector: the one way from tokens to word vectors (E adds positions: Embedded.embeddings).
+
+    Unknown words raise UnknownWordsError, are dropped, or get a zero vector; a NaN or infinite
+    vector is a damaged file (DataError).
+    """
+    rows = key_rows(tokens, vectors)
+    if None not in rows:  # the common case: one read of the matrix
+        matrix = np.asarray(vectors.vectors)  # a plain view of the (memory-mapped) matrix: cheaper to index
+        return Embedded(list(tokens), vectors.checked(matrix[rows].astype(np.float64), tokens), [], rows)
+    unknown = [t for t in tokens if not vectors.has_vector(t)]  # a fastText file builds vectors for words it has no key for
     if unknown and oov == Oov.error:
         raise UnknownWordsError(*suggest(unknown, vectors))
-    kept = [t for t in tokens if oov != Oov.skip or vectors.has_vector(t)]
-    rows = [vectors.get_vector(t) if vectors.has_vector(t) else np.zeros(vectors.vector_size) for t in kept]
-    matrix = np.array(rows, dtype=np.float64).reshape(len(kept), vectors.vector_size)
-    return Embedded(kept, matrix, unknown)
+    keep = [oov != Oov.skip or vectors.has_vector(t) for t in tokens]
+    kept = [t for t, k in zip(tokens, keep) if k]
+    words = [vectors.get_vector(t) if vectors.has_vector(t) else np.zeros(vectors.vector_size) for t in kept]
+    matrix = np.array(words, dtype=np.float64).reshape(len(kept), vectors.vector_size)  # [n, d]
+    return Embedded(kept, matrix, unknown, [-1 if r is None else r for r, k in zip(rows, keep) if k])
 
 
 def suggest(unknown: list[str], vectors: "Vectors") -> tuple[list[str], dict[str, str]]:

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from attn_cli.attention import Head, causal_mask, input_embeddings, run_head
+from attn_cli.attention import Head, Mask, allowed_keys, run_head
 from attn_cli.files import read_text, tsv_rows
-from attn_cli.errors import InputError
-from attn_cli.tokens import tokenize
+from attn_cli.errors import InputError, UnknownWordsError
+from attn_cli.tokens import embed, tokenize
 
 
 INITIAL_DISTANCE = (0.5, 0.5, 0.0)  # (before, after, self) when learned from scratch
@@ -60,7 +60,7 @@ class Example:
     e: np.ndarray  # [n, d] input embeddings (word vector + position)
     words: np.ndarray  # [n, d] word vectors alone (value targets)
     links: dict[int, list[int]]  # query index -> key indices
-    mask: str  # "causal" or "none"
+    mask: Mask
 
 
 LINK_HEADER = ["sentence", "query", "key"]
@@ -89,7 +89,7 @@ def _nearest(tokens: list[str], word: str, to: int) -> int | None:
 
 
 def links_to_examples(
-    links: list[Link], vectors, mask: str, source: str = "<links>", strict: bool = True, self_links: bool = False
+    links: list[Link], vectors, mask: Mask | str, source: str = "<links>", strict: bool = True, self_links: bool = False
 ) -> list[Example]:
     """Group links by sentence and resolve words to token positions.
 
@@ -98,15 +98,17 @@ def links_to_examples(
     otherwise dropped (the row then falls back to attending to itself). A link from a word to
     itself is dropped, unless `self_links` (then a linked query shares its target with itself).
     """
+    mask = Mask(mask)
     by_sentence: dict[str, list[Link]] = {}
     for link in links:
         by_sentence.setdefault(link.sentence, []).append(link)
     examples = []
     for sentence, group in by_sentence.items():
         tokens = tokenize(sentence)
-        unknown = [t for t in tokens if not vectors.has_vector(t)]
-        if unknown:
-            raise InputError(f"{source} line {group[0].line}: no vector for {', '.join(dict.fromkeys(unknown))}")
+        try:
+            embedded = embed(tokens, vectors)
+        except UnknownWordsError as e:
+            raise InputError(f"{source} line {group[0].line}: no vector for {', '.join(e.words)}") from None
         pairs: dict[int, list[int]] = {}
         for link in group:
             q = tokens.index(link.query) if link.query in tokens else None
@@ -115,7 +117,7 @@ def links_to_examples(
             k = _nearest(tokens, link.key, q)
             if k is None:
                 raise InputError(f"{source} line {link.line}: key word {link.key!r} is not a token of the sentence")
-            if mask == "causal" and k > q:
+            if mask == Mask.causal and k > q:
                 if strict:
                     raise InputError(
                         f"{source} line {link.line}: key {link.key!r} comes after query {link.query!r}, "
@@ -124,9 +126,7 @@ def links_to_examples(
                 continue
             if (k != q or self_links) and k not in pairs.setdefault(q, []):
                 pairs[q].append(k)
-        words = np.array([vectors.get_vector(t) for t in tokens], dtype=np.float64)  # [n, d]
-        e = input_embeddings(words, position=True)
-        examples.append(Example(tokens, e, words, {q: ks for q, ks in pairs.items() if ks}, mask))
+        examples.append(Example(tokens, embedded.embeddings(), embedded.vectors, {q: ks for q, ks in pairs.items() if ks}, mask))
     return examples
 
 
@@ -160,7 +160,8 @@ def make_batch(examples: list[Example], self_weight: float) -> Batch:
     for i, ex in enumerate(examples):
         m = len(ex.tokens)
         batch.e[i, :m] = ex.e
-        batch.allowed[i, :m, :m] = causal_mask(m) if ex.mask == "causal" else True
+        seen = allowed_keys(ex.mask, m)  # [m, m], None: every key
+        batch.allowed[i, :m, :m] = True if seen is None else seen
         batch.targets[i, :m, :m], batch.row_weight[i, :m] = example_targets(ex, self_weight)
         batch.linked[i, list(ex.links)] = True
     batch.allowed[:, np.arange(n), np.arange(n)] = True  # padded rows see themselves: no empty row
@@ -268,9 +269,9 @@ def train_query_key(examples: list[Example], config: TrainConfig, progress=None)
     return head, history
 
 
-def attended(e: np.ndarray, head: Head, mask: str) -> np.ndarray:  # [n, d] -> [n, n]
+def attended(e: np.ndarray, head: Head, mask: Mask | str) -> np.ndarray:  # [n, d] -> [n, n]
     """A head's attention weights (W_V does not change them)."""
-    return run_head(e, head, causal_mask(len(e)) if mask == "causal" else None).weights
+    return run_head(e, head, allowed_keys(mask, len(e))).weights
 
 
 def fit_value_map(inputs: np.ndarray, targets: np.ndarray, row_weight: np.ndarray, prior: np.ndarray, ridge: float) -> np.ndarray:
@@ -329,7 +330,7 @@ def split_sentences(links: list[Link], holdout: float, seed: int) -> tuple[list[
     return [l for l in links if l.sentence not in held], [l for l in links if l.sentence in held]
 
 
-def train_from_links(links_path: Path, out: Path, vectors, *, d_k: int, steps: int, seed: int, holdout: float, mask: str,
+def train_from_links(links_path: Path, out: Path, vectors, *, d_k: int, steps: int, seed: int, holdout: float, mask: Mask | str,
                      replace: bool = False, progress=None, distance: bool = False, query_bias: bool = False):
     """`attn heads train`: read the links, hold out a share of the sentences, train a head on the
     rest, measure it on the held-out ones, and save it (with its metrics) at `out`."""
@@ -337,6 +338,7 @@ def train_from_links(links_path: Path, out: Path, vectors, *, d_k: int, steps: i
     from attn_cli.files import display_path
     from attn_cli.results import HeadTrained
 
+    mask = Mask(mask).value  # as the head file and the result carry it
     all_links = read_links(links_path)
     evaluation.check_lengths(all_links, str(links_path))
     train_links, held_links = split_sentences(all_links, holdout, seed)

@@ -17,7 +17,8 @@ from attn_cli import heads as heads_module
 from attn_cli import render
 from attn_cli.attention import Head, causal_mask, input_embeddings, positional_encoding, softmax
 from attn_cli.heads import load_head, read_meta, resolve_head, save_head
-from attn_cli.inspection import embeddings, key_rows, nearest_keys
+from attn_cli.inspection import nearest_keys
+from attn_cli.tokens import key_rows
 from attn_cli.results import WEIGHT_DIGITS, significant
 from attn_cli.vectors import Vectors
 from conftest import parse_json
@@ -52,9 +53,14 @@ def test_json_has_exactly_the_documented_keys_and_true_weights(run, glove):
     out = parse_json(run("inspect", LESSON, "--head", "identity", "--json"))
     assert set(out) == {
         "tokens", "unknown", "mask", "position", "scaled", "heads", "delta_norms", "delta_context_norms", "delta_self_norms",
-        "input_norms", "cosines", "context_cosines",
+        "input_norms", "cosines", "context_cosines", "neighbors",
     }
     assert out["tokens"] == LESSON_TOKENS
+    near = out["neighbors"]  # the 3 nearest keys the view shows, by default in JSON too
+    assert set(near) == {"input", "output"}
+    for rows in near.values():
+        assert [len(keys) for keys in rows] == [3] * len(LESSON_TOKENS)
+        assert all(token not in keys for token, keys in zip(LESSON_TOKENS, rows))
     assert out["mask"] == "causal" and out["position"] is True and out["scaled"] is True
     [head] = out["heads"]
     assert set(head) == {"name", "d_k", "description", "noise", "weights", "delta_norms", "delta_context_norms", "delta_self_norms",
@@ -450,10 +456,10 @@ def test_rounded_weights_keep_rows_summing_to_one(scores):
 
 
 @pytest.mark.parametrize("n", [1, 9, 64, 65, 600])
-def test_cached_positions_equal_input_embeddings(n):
+def test_cached_positions_equal_the_sinusoids_of_the_sentence_length(n):
     words = np.random.default_rng(n).normal(size=(n, 50))
-    np.testing.assert_array_equal(embeddings(words, True), input_embeddings(words, True))
-    np.testing.assert_array_equal(embeddings(words, False), input_embeddings(words, False))
+    np.testing.assert_array_equal(input_embeddings(words, True), words + positional_encoding(n, 50))
+    np.testing.assert_array_equal(input_embeddings(words, False), words)
 
 
 def test_saved_head_files_get_ordinary_permissions(tmp_path):
@@ -497,9 +503,10 @@ def test_json_split_of_delta_into_context_and_self(run, glove):
     assert out["delta_context_norms"][0] == 0  # under the causal mask the first token sees only itself
 
 
-def test_neighbors_are_in_json_only_when_asked(run, glove):
+def test_json_has_the_views_neighbors_unless_zero(run, glove):
     plain = parse_json(run("inspect", "the forest", "--head", "identity", "--json"))
-    assert "neighbors" not in plain
+    assert [len(row) for row in plain["neighbors"]["input"]] == [3, 3]  # as many as the view shows by default
+    assert "neighbors" not in parse_json(run("inspect", "the forest", "--head", "identity", "--neighbors", "0", "--json"))
     out = parse_json(run("inspect", "the forest", "--head", "identity", "--neighbors", "2", "--json"))
     near = out["neighbors"]
     assert set(near) == {"input", "output"} and [len(row) for row in near["input"]] == [2, 2]

@@ -1,6 +1,7 @@
 """`attn heads list|train|eval`."""
 
-import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -8,16 +9,12 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import AttnCommand, ForceOpt, Format, FormatOpt, HeadsOpt, LimitOpt, ModelOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, examples, load_vectors, say
+from attn_cli.attention import Mask
 from attn_cli.writers import check_format, write
 from attn_cli.errors import InputError
 
 heads_app = typer.Typer(help="List the attention heads, train your own from labelled links, score heads on a file, or find a real model's head that does X.", no_args_is_help=True)
 app.add_typer(heads_app, name="heads")
-
-
-class TrainMask(str, Enum):
-    causal = "causal"
-    none = "none"
 
 
 @heads_app.command("list", cls=AttnCommand, epilog=examples("attn heads list", "attn heads list --json"))
@@ -34,31 +31,17 @@ def list_heads(
     write(result, output, "heads_list")
 
 
-class TrainProgress:
-    """An Adam-step bar on stderr, drawn only on a terminal."""
+@contextmanager
+def train_progress(steps: int) -> Iterator[Callable[[int, float], None] | None]:
+    """An Adam-step bar with the loss on stderr, drawn only on a terminal."""
+    from attn_cli.cli.terminal import progress_bars
 
-    def __init__(self, steps: int):
-        self.steps, self.bars, self.task = steps, None, None
-
-    def __enter__(self):
-        if sys.stderr.isatty():
-            from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
-
-            from attn_cli.output import console
-
-            columns = (TextColumn("training"), BarColumn(), TaskProgressColumn(), TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn())
-            self.bars = Progress(*columns, console=console(stderr=True), transient=True)
-            self.bars.__enter__()
-            self.task = self.bars.add_task("train", total=self.steps, loss="-")
-        return self
-
-    def __call__(self, step: int, loss: float) -> None:
-        if self.bars is not None:
-            self.bars.update(self.task, completed=step, loss=f"{loss:.4f}")
-
-    def __exit__(self, *exc):
-        if self.bars is not None:
-            self.bars.__exit__(*exc)
+    with progress_bars(fields="loss {task.fields[loss]}") as bars:
+        if bars is None:
+            yield None
+            return
+        task = bars.add_task("training", total=steps, loss="-")
+        yield lambda step, loss: bars.update(task, completed=step, loss=f"{loss:.4f}")
 
 
 @heads_app.command("train", cls=AttnCommand, epilog=examples(
@@ -72,7 +55,7 @@ def train(
     steps: Annotated[int, typer.Option("--steps", min=1, help="Adam steps on W_Q, W_K.")] = 300,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the initial weights and of the held-out split.")] = 0,
     holdout: Annotated[float, typer.Option("--holdout", min=0.0, max=0.9, help="Share of sentences held out to measure the head.")] = 0.2,
-    mask: Annotated[TrainMask, typer.Option("--mask", help="Train under the causal mask (keys must precede their query) or none.")] = TrainMask.causal,
+    mask: Annotated[Mask, typer.Option("--mask", help="Train under the causal mask (keys must precede their query) or none.")] = Mask.causal,
     distance: Annotated[bool, typer.Option("--distance", help="Also learn distance costs: per token before and after the query (ALiBi), and on itself.")] = False,
     query_bias: Annotated[bool, typer.Option("--query-bias", help="Also learn a query bias b_Q (Q = E W_Q + b_Q): lets a key matter to every query.")] = False,
     vectors_path: VectorsOpt = None,
@@ -95,9 +78,9 @@ def train(
     if out.suffix != ".npz":
         raise InputError(f"{out}: the head file must end in .npz")
     check_new_file(out, force)  # before training, not after it
-    with TrainProgress(steps) as progress:
+    with train_progress(steps) as progress:
         result = training.train_from_links(links, out, load_vectors(vectors_path, limit, trust_pickle), d_k=d_k, steps=steps, seed=seed,
-                                           holdout=holdout, mask=mask.value, replace=force, progress=progress,
+                                           holdout=holdout, mask=mask, replace=force, progress=progress,
                                            distance=distance, query_bias=query_bias)
     write(result, output, "head_trained")
 
@@ -112,7 +95,7 @@ def evaluate(
         typer.Argument(metavar="FILE", help="Links (sentence<TAB>query<TAB>key) or sense cases (sentence<TAB>word<TAB>sense<TAB>before|after).", show_default=False),
     ],
     head: HeadsOpt = None,
-    mask: Annotated[TrainMask, typer.Option("--mask", help="causal: a token sees only itself and earlier tokens; none: every token.")] = TrainMask.causal,
+    mask: Annotated[Mask, typer.Option("--mask", help="causal: a token sees only itself and earlier tokens; none: every token.")] = Mask.causal,
     sense_set: Annotated[
         str | None,
         typer.Option("--sense-set", metavar="NAME|FILE", help="Senses and probe words for sense cases: a shipped set (lesson) or a TSV word<TAB>sense<TAB>probe words.", show_default=False),
@@ -139,7 +122,7 @@ def evaluate(
     chosen, note = heads.resolve_heads(head, vectors.vector_size, seed)
     if note:
         say(note)
-    result = evaluation.evaluate_file(file, chosen, vectors, mask.value, table, table_name)
+    result = evaluation.evaluate_file(file, chosen, vectors, mask, table, table_name)
     write(result, output, "heads_eval")
 
 

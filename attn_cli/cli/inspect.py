@@ -8,11 +8,12 @@ import typer
 
 from attn_cli.cli.app import AttnCommand, ForceOpt, Format, FormatOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, app, examples, load_vectors, say
 from attn_cli.errors import InputError
-from attn_cli.inspection import MAX_NEIGHBORS, MAX_TOKENS, Mask, Settings, Stage, add_neighbors, find_query, inspect_text
+from attn_cli.attention import Mask
+from attn_cli.inspection import MAX_NEIGHBORS, MAX_TOKENS, Settings, Stage, add_neighbors, find_query, inspect_text
 from attn_cli.tokens import Oov
 
 
-DEFAULT_NEIGHBORS = 3  # in the terminal view; data formats have neighbours only when --neighbors is given
+DEFAULT_NEIGHBORS = 3  # in the terminal view and in JSON alike
 
 
 def stdin_lines():
@@ -52,7 +53,7 @@ def inspect(
     focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="A token (its first occurrence) or a 0-based index (-1 = last): show that query's softmax distribution.", show_default=False)] = None,
     neighbors: Annotated[
         int | None,
-        typer.Option("--neighbors", metavar="K", min=0, max=MAX_NEIGHBORS, help="Nearest keys to show for E and E' (0 to skip). Default 3 in the terminal; JSON has them only when this is given.", show_default=False),
+        typer.Option("--neighbors", metavar="K", min=0, max=MAX_NEIGHBORS, help="Nearest keys to E and E' (0 to skip the search over every key). Default 3, in the view and in JSON (neighbors).", show_default=False),
     ] = None,
     per_head: Annotated[bool, typer.Option("--per-head", help="Also show each head's own shift: |Delta E|, its context and self parts, and their cosines.")] = False,
     picture: Annotated[bool, typer.Option("--picture", help="Also draw E -> E' as arrows in a 2-D projection (with --model: the --focus token through the layers).")] = False,
@@ -141,8 +142,9 @@ def inspect(
         say(f"untrained random weights in {', '.join(noise)}: their pattern is noise")
     settings = Settings(mask=mask, position=position, oov=oov, max_tokens=max_tokens, stage=stage, embeddings=embeddings, scale=scale)
     check_max_tokens(max_tokens, stored_matrices(len(heads), settings), f"{len(heads)} head{'s' if len(heads) != 1 else ''}")
-    # Nearest keys: 3 in the view by default; in data only when --neighbors asks (a search over every key).
-    k = neighbors if neighbors is not None else DEFAULT_NEIGHBORS if output is Format.table else 0
+    # Nearest keys: the same 3 by default in the view and in JSON; --neighbors 0 skips the search. The tidy
+    # CSV/TSV rows hold the attention only (one row per query and key), so there the search is not made.
+    k = 0 if output in (Format.csv, Format.tsv) else DEFAULT_NEIGHBORS if neighbors is None else neighbors
 
     def compute(line: str | bytes):
         sentence = line_text(line)

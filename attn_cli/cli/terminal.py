@@ -4,6 +4,9 @@ Imported only when something is shown to a person.
 """
 
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 MIN_WIDTH, MAX_WIDTH = 40, 4096  # COLUMNS outside this range is taken as the nearest end
 
@@ -37,3 +40,23 @@ def escape_controls(text: str) -> str:
     from attn_cli.files import printable
 
     return "\n".join(printable(line) for line in text.split("\n"))
+
+
+@contextmanager
+def progress_bars(*, fields: str = "", speed: bool = False) -> Iterator[object | None]:
+    """Transient Rich progress bars on stderr, or None when stderr is not a terminal (nothing drawn).
+
+    Columns: the task's description, the bar, its percentage, `fields` (a template such as
+    "loss {task.fields[loss]}"), the transfer speed when `speed`, and the time elapsed.
+    """
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TransferSpeedColumn
+
+    from attn_cli.output import console
+
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), TaskProgressColumn(),
+               *([TextColumn(fields)] if fields else []), *([TransferSpeedColumn()] if speed else []), TimeElapsedColumn())
+    with Progress(*columns, console=console(stderr=True), transient=True) as bars:
+        yield bars

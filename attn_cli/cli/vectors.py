@@ -11,7 +11,6 @@ import typer
 from typer._click.core import ParameterSource
 
 from attn_cli.cli.app import AttnCommand, ForceOpt, Format, FormatOpt, LimitOpt, TrustOpt, VectorsOpt, app, examples, load_vectors, say
-from attn_cli.output import console
 from attn_cli.writers import check_format, write
 from attn_cli.results import VectorsConverted, VectorsInfo
 
@@ -94,14 +93,10 @@ class ConversionProgress:
 
 @contextmanager
 def progress(source: Path) -> Iterator[ConversionProgress | None]:
-    if not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TransferSpeedColumn
+    from attn_cli.cli.terminal import progress_bars
 
-    columns = (TextColumn("{task.description}", markup=False), BarColumn(), TaskProgressColumn(), TransferSpeedColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console(stderr=True), transient=True) as bars:
-        yield ConversionProgress(bars, source)
+    with progress_bars(speed=True) as bars:
+        yield None if bars is None else ConversionProgress(bars, source)
 
 
 @vectors_app.command("convert", cls=AttnCommand, epilog=examples("attn vectors convert glove.6B.50d.txt glove50", "attn vectors convert glove.6B.50d.txt glove50-20k --limit 20000 --json"))

@@ -30,7 +30,8 @@ class GloveModel:
     causal: bool = field(init=False)
 
     def __post_init__(self):
-        from attn_cli.inspection import Mask, Settings
+        from attn_cli.attention import Mask
+        from attn_cli.inspection import Settings
 
         self.settings = self.settings or Settings()
         self.causal = self.settings.mask == Mask.causal
@@ -49,22 +50,21 @@ class GloveModel:
 
     def tokenize(self, text: str) -> WordTokens:
         """GloVe's own tokenizer (attn_cli.tokens); each token is a word with its vector."""
-        from attn_cli.inspection import key_rows, lookup, sentence_tokens
+        from attn_cli.tokens import embed, sentence_tokens
 
-        embedded = lookup(sentence_tokens(text, self.settings.max_tokens), self.vectors, self.settings.oov)
+        embedded = embed(sentence_tokens(text, self.settings.max_tokens), self.vectors, self.settings.oov)
         if not embedded.tokens:
             raise InputError(f"none of the words has a vector: {', '.join(embedded.unknown)}")
         n = len(embedded.tokens)
-        rows = [-1 if r is None else r for r in key_rows(embedded.tokens, self.vectors)]
-        return WordTokens(rows, embedded.tokens, [False] * n, list(range(n)), [(0, 0)] * n, text, embedded.unknown, embedded.vectors)
+        return WordTokens(embedded.rows, embedded.tokens, [False] * n, list(range(n)), [(0, 0)] * n, text, embedded.unknown, embedded.vectors)
 
     def embeddings(self, tokens: WordTokens) -> np.ndarray:  # -> [n, d] E = word vector (+ position)
-        from attn_cli.inspection import embeddings
+        from attn_cli.attention import input_embeddings
 
-        return embeddings(tokens.vectors, self.settings.position)
+        return input_embeddings(tokens.vectors, self.settings.position)
 
     def forward(self, tokens: WordTokens) -> Trace:
-        from attn_cli.inspection import allowed_keys
+        from attn_cli.attention import allowed_keys
 
         e = self.embeddings(tokens)  # [n, d]
         allowed = allowed_keys(self.settings.mask, len(e))

@@ -34,10 +34,12 @@ sys.path.insert(0, str(HERE))
 
 import sentences as grammar  # noqa: E402
 from attn_cli import evaluation, training  # noqa: E402
-from attn_cli.attention import Head, causal_mask, input_embeddings  # noqa: E402
+from attn_cli.attention import Head, Mask, allowed_keys, input_embeddings  # noqa: E402
 from attn_cli.senses import read_sense_set  # noqa: E402
+from attn_cli.tokens import embed  # noqa: E402
 
 SEED = 2024
+MASKS = tuple(m.value for m in Mask)  # "causal", "none": every figure is measured under both
 HELDOUT_SHARE = 0.2  # of the lexicon's adjectives and nouns, never in a training sentence
 
 ADJECTIVE_CONFIG = training.TrainConfig(d_k=2, steps=0, seed=SEED, self_weight=0.05)  # W_V's fit: value_scale, value_ridge, self_weight
@@ -114,12 +116,11 @@ def examples(sentences, vectors, links_of) -> list[training.Example]:
     mask keys after their query are dropped (a query left without keys attends to itself)."""
     out = []
     for s in sentences:
-        words = np.array([vectors.get_vector(t) for t in s.tokens], dtype=np.float64)  # [n, d]
-        e = input_embeddings(words, position=True)
-        links = links_of(s)
-        for mask in ("causal", "none"):
-            kept = {q: [k for k in ks if mask == "none" or k < q] for q, ks in links.items()}
-            out.append(training.Example(s.tokens, e, words, {q: ks for q, ks in kept.items() if ks}, mask))
+        embedded = embed(s.tokens, vectors)
+        e, links = embedded.embeddings(), links_of(s)  # [n, d]
+        for mask in Mask:
+            kept = {q: [k for k in ks if mask == Mask.none or k < q] for q, ks in links.items()}
+            out.append(training.Example(s.tokens, e, embedded.vectors, {q: ks for q, ks in kept.items() if ks}, mask))
     return out
 
 
@@ -134,15 +135,15 @@ def context_links(s: grammar.Sentence) -> dict[int, list[int]]:
 def link_figures(heads, links_file, vectors) -> dict:
     """{mask: {row name: figures}} for the heads and the baselines, as `attn heads eval` reports them."""
     links = training.read_links(links_file) if isinstance(links_file, Path) else links_file
-    exs = training.links_to_examples(links, vectors, "none", str(links_file), strict=False)
+    exs = training.links_to_examples(links, vectors, Mask.none, str(links_file), strict=False)
     return {mask: {row.pop("name"): row for row in evaluation.link_rows(heads, exs, mask, vectors.vector_size)}
-            for mask in ("causal", "none")}
+            for mask in MASKS}
 
 
 def sense_figures(heads, cases_file, words_file, vectors) -> dict:
     cases = evaluation.parse_sense_cases(cases_file.read_text(encoding="utf-8").splitlines(), str(cases_file))
     sense_set = read_sense_set(words_file)
-    return {mask: evaluation.sense_metrics(heads, cases, sense_set, vectors, mask) for mask in ("causal", "none")}
+    return {mask: evaluation.sense_metrics(heads, cases, sense_set, vectors, mask) for mask in MASKS}
 
 
 def unambiguous(s: grammar.Sentence) -> bool:
@@ -232,17 +233,17 @@ def build_adjective(vectors, n_train=ADJECTIVE_SENTENCES):
     held = {w for w in held_words.adjectives} | {w for pair in held_words.nouns for w in pair}
     words, is_adj, is_noun = word_classes(train_words, vectors, held)
     rng = np.random.default_rng(SEED)
-    x = with_positions(np.array([vectors.get_vector(w) for w in words], dtype=np.float64), rng)  # [w * copies, d]
+    x = with_positions(embed(words, vectors).vectors, rng)  # [w * copies, d]
     hand = {w for ws in read_pos_words().values() for w in ws}
     weight = np.tile([HAND_WEIGHT if w in hand else 1.0 for w in words], POSITION_COPIES)  # [w * copies]
     adj = logistic_regression(x, np.tile(is_adj, POSITION_COPIES).astype(float), weight)
     noun = ridge_regression(x, np.tile(is_noun, POSITION_COPIES).astype(float), weight)
-    dev = training.links_to_examples(training.read_links(SETS["dev"][0]), vectors, "none", strict=False)
+    dev = training.links_to_examples(training.read_links(SETS["dev"][0]), vectors, Mask.none, strict=False)
     tried = []
     for values in itertools.product(*ADJECTIVE_SHAPES.values()):
         shape = dict(zip(ADJECTIVE_SHAPES, values))
         head = adjective_qk(adj, noun, shape)
-        figures = [evaluation.link_metrics(head, dev, mask) for mask in ("causal", "none")]
+        figures = [evaluation.link_metrics(head, dev, mask) for mask in MASKS]
         tried.append({**shape, **{k: float(np.mean([f[k] for f in figures])) for k in ("exact_top", "top_on_key", "key_weight")}})
     enough = [t for t in tried if t["key_weight"] >= MIN_KEY_WEIGHT] or tried
     best = max(enough, key=lambda t: (round(t["exact_top"], 6), round(t["top_on_key"], 6), round(t["key_weight"], 6)))
@@ -265,12 +266,12 @@ def cross_entropy(head: Head, exs: list[training.Example]) -> float:
     from attn_cli.attention import run_head
 
     losses = []
-    for mask in ("causal", "none"):
+    for mask in MASKS:
         for ex in exs:
-            keys_of = {q: [k for k in ks if mask == "none" or k < q] for q, ks in ex.links.items()}
+            keys_of = {q: [k for k in ks if mask == Mask.none or k < q] for q, ks in ex.links.items()}
             if not any(keys_of.values()):
                 continue
-            w = run_head(ex.e, head, causal_mask(len(ex.tokens)) if mask == "causal" else None).weights  # [n, n]
+            w = run_head(ex.e, head, allowed_keys(mask, len(ex.tokens))).weights  # [n, n]
             losses += [-np.mean(np.log(np.maximum(w[q, ks], 1e-300))) for q, ks in keys_of.items() if ks]
     return float(np.mean(losses))
 
@@ -358,7 +359,7 @@ def link_table(m, sets=("natural", "long", "unseen_words", "dev")) -> str:
     lines = ["| set | mask | pattern | top non-self key is an own adjective | own adjectives exactly the top keys | mean weight on own adjectives | other tokens' weight on themselves | nouns |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for s in sets:
-        for mask in ("causal", "none"):
+        for mask in MASKS:
             for name, r in m[s][mask].items():
                 bold = "**" if r["kind"] == "head" else ""
                 lines.append(f"| {labels[s]} | {mask} | {bold}{name}{bold} | {bold}{r['top_on_key']:.3f}{bold} | "
@@ -371,7 +372,7 @@ def sense_table(m, sets=("senses", "senses_dev")) -> str:
     lines = ["| set | mask | pattern | nearer the intended sense: E | E' | mean cos(E, E') | mean \\|ΔE\\|/\\|E\\| | cases |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for s in sets:
-        for mask in ("causal", "none"):
+        for mask in MASKS:
             f = m[s][mask]
             for name in ("heads", "identity", "even_content", "even_all"):
                 r = f[name]

@@ -144,7 +144,7 @@ def main() -> None:
         text = folder / "sentences.txt"
         text.write_text("\n".join(sentences(args.sentences)) + "\n")
         script, heads_file = write_floor(folder, specs)
-        head_args = [a for s in specs for a in ("--head", s)]
+        head_args = [a for s in specs for a in ("--head", s)] + ["--neighbors", "0"]  # the floor searches no nearest keys
         ours_cmd = [*ATTN, "inspect", "-", "--jsonl", *head_args]
         floor_cmd = [sys.executable, str(script), str(DEFAULT_VECTORS), str(heads_file)]
 
