@@ -1,16 +1,58 @@
 """The lesson's first half as computations: softmax of a list of numbers, and directions and
-analogies over word vectors. Each returns its result object (attn_cli.results); the CLI
-(attn_cli.cli.lesson) parses the input and writes the output. The similarity of pairs of words,
-read against random pairs, is attn_cli.similarity.
+analogies over word vectors. Each returns its result object (softmax's is here: `attn softmax`
+reads this module and not attn_cli.results, for a quick start); the CLI (attn_cli.cli.lesson)
+parses the input and writes the output. The similarity of pairs of words, read against random
+pairs, is attn_cli.similarity.
 """
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from attn_cli.errors import InputError
-from attn_cli.results import AnalogyResult, Answer, Neighbor, ProbeScore, SoftmaxResult
-from attn_cli.tokens import Oov
+from attn_cli.softmax import log_softmax, softmax_with_temperature
+from attn_cli.softmax import softmax as softmax_of
+
+if TYPE_CHECKING:  # read only by the analogy, not by `attn softmax`
+    from attn_cli.results import AnalogyResult, ProbeScore
+    from attn_cli.tokens import Oov
 
 # --- softmax -------------------------------------------------------------------------------
+
+
+@dataclass
+class SoftmaxResult:
+    values: list[float]  # as given; may hold +-inf (JSON: null)
+    temperature: float  # 0 = argmax
+    exps: list[float]  # exp((value - max) / T); 1 for a +inf value, and at T = 0 the limit (1 at the max, else 0)
+    probabilities: list[float]
+    log_probabilities: list[float] | None = None  # with --log; -inf where the probability is 0 (JSON: null)
+
+    @property
+    def total(self) -> float:
+        return float(sum(self.exps))
+
+    @property
+    def probability_sum(self) -> float:
+        return math.fsum(self.probabilities)
+
+    def to_dict(self) -> dict:
+        out = {"values": self.values, "temperature": self.temperature, "exps": self.exps, "sum_of_exps": self.total,
+               "probabilities": self.probabilities, "probability_sum": self.probability_sum}
+        if self.log_probabilities is not None:
+            out["log_probabilities"] = self.log_probabilities
+        return out
+
+    def rows(self):
+        """One row per value, in input order."""
+        logs = self.log_probabilities
+        for i, (value, e, p) in enumerate(zip(self.values, self.exps, self.probabilities)):
+            row = {"index": i, "value": value, "temperature": self.temperature, "exp": e, "probability": p}
+            yield row | {"log_probability": logs[i]} if logs is not None else row
 
 
 def scaled_logits(x: np.ndarray, temperature: float) -> np.ndarray:  # [n] finite -> [n], max 0
@@ -37,8 +79,6 @@ def softmax(values: list[float], temperature: float, log: bool) -> SoftmaxResult
     +inf values share all the mass equally whatever T is (x / T stays +inf); -inf values get 0;
     T = 0 is the limit, argmax (ties share).
     """
-    from attn_cli.attention import log_softmax, softmax, softmax_with_temperature
-
     x = np.array(values, dtype=np.float64)  # [n]
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
         if temperature == 0 or np.isposinf(x).any():
@@ -49,7 +89,7 @@ def softmax(values: list[float], temperature: float, log: bool) -> SoftmaxResult
             finite = np.isfinite(x)
             scaled = np.full_like(x, -np.inf)  # [n]; -inf stays -inf
             scaled[finite] = scaled_logits(x[finite], temperature)
-            probabilities = softmax(scaled)
+            probabilities = softmax_of(scaled)
             exps = np.exp(scaled)
             log_probabilities = log_softmax(scaled)
     return SoftmaxResult(
@@ -66,6 +106,7 @@ def softmax(values: list[float], temperature: float, log: bool) -> SoftmaxResult
 
 def probe_scores(vectors, d: np.ndarray, probes: list[str], oov: Oov) -> list[ProbeScore]:
     from attn_cli.neighbors import dots
+    from attn_cli.results import ProbeScore
     from attn_cli.tokens import embed
 
     kept = embed(probes, vectors, oov).tokens  # raises for unknown probes unless --oov skip|zero
@@ -76,6 +117,7 @@ def analogy(vectors, words: list[str], probes: list[str] | None, top: int, metho
     """d = E(a) - E(b) scored against probe words and its nearest keys; with a third word c, the
     answers to "b is to a as c is to ?" by 3CosAdd (method "cosadd") or 3CosMul ("cosmul")."""
     from attn_cli import neighbors as nb
+    from attn_cli.results import AnalogyResult, Answer, Neighbor
 
     if len(words) not in (2, 3):
         raise InputError(f"analogy takes two words (a direction, e.g. cats cat) or three (cats cat dog), not {len(words)}")

@@ -1,10 +1,15 @@
 """Rich views of the result objects. Imported only when output is for a person."""
 
+from typing import TYPE_CHECKING
+
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
 from attn_cli import results
+
+if TYPE_CHECKING:
+    from attn_cli.lesson import SoftmaxResult
 
 
 def bar(fraction: float, width: int = 24, style: str = "cyan") -> Text:
@@ -74,7 +79,7 @@ def fmt_log(x: float) -> str:
     return f"{x:.4f}" if abs(x) < 1e6 else f"{x:.4g}"
 
 
-def softmax_view(result: results.SoftmaxResult):
+def softmax_view(result: "SoftmaxResult"):
     import math
     from math import fsum
 

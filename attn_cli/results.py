@@ -41,37 +41,7 @@ class VectorsConverted:
 # --- softmax / analogy / similarity --------------------------------------------------------
 
 
-@dataclass
-class SoftmaxResult:
-    values: list[float]  # as given; may hold +-inf (JSON: null)
-    temperature: float  # 0 = argmax
-    exps: list[float]  # exp((value - max) / T); 1 for a +inf value, and at T = 0 the limit (1 at the max, else 0)
-    probabilities: list[float]
-    log_probabilities: list[float] | None = None  # with --log; -inf where the probability is 0 (JSON: null)
-
-    @property
-    def total(self) -> float:
-        return float(sum(self.exps))
-
-    @property
-    def probability_sum(self) -> float:
-        from math import fsum
-
-        return fsum(self.probabilities)
-
-    def to_dict(self) -> dict:
-        out = {"values": self.values, "temperature": self.temperature, "exps": self.exps, "sum_of_exps": self.total,
-               "probabilities": self.probabilities, "probability_sum": self.probability_sum}
-        if self.log_probabilities is not None:
-            out["log_probabilities"] = self.log_probabilities
-        return out
-
-    def rows(self):
-        """One row per value, in input order."""
-        logs = self.log_probabilities
-        for i, (value, e, p) in enumerate(zip(self.values, self.exps, self.probabilities)):
-            row = {"index": i, "value": value, "temperature": self.temperature, "exp": e, "probability": p}
-            yield row | {"log_probability": logs[i]} if logs is not None else row
+# SoftmaxResult: attn_cli.lesson (`attn softmax` starts without this module)
 
 
 @dataclass
