@@ -200,6 +200,6 @@ def add_neighbors(result: InspectResult, vectors: "Vectors", k: int) -> None:
     if k <= 0:
         return
     own = [i if i is not None else -1 for i in key_rows(result.tokens, vectors)]
-    for name, rows in (("near_input", result.e), ("near_output", result.e_prime)):
-        near = nearest_keys(rows, own, vectors, k)
-        setattr(result, name, [[vectors.key_at(j) for j in row] for row in near])
+    n = len(own)
+    near = nearest_keys(np.concatenate([result.e, result.e_prime]), own + own, vectors, k)  # one pass over the keys for both
+    result.near_input, result.near_output = ([[vectors.key_at(j) for j in row] for row in part] for part in (near[:n], near[n:]))
