@@ -88,26 +88,37 @@ def indices_of(vectors: "Vectors", words: Iterable[str]) -> list[int]:
 
 
 MATMUL_QUERIES = 4  # from this many query rows key_scores multiplies by BLAS (3CosMul's three terms stay on einsum)
+PIECE_MACS = 200_000  # multiply-adds per BLAS product in key_scores: below where BLAS spreads one over threads (OpenBLAS: 262,144)
 
 
 def key_scores(vectors: "Vectors", queries: np.ndarray) -> np.ndarray:  # [t, d] -> [t, n_keys] float32
     """Every key's unit vector dotted with each query row (the cosine, for unit queries; a key
-    without a direction scores NaN), computed a block of keys at a time."""
+    without a direction scores NaN), computed a block of keys at a time.
+
+    One to three queries: einsum, not BLAS: a matrix-vector product per block is all memory
+    traffic, and BLAS threads waiting on each other for it cost more than the work on a busy
+    machine. More (inspect's tokens): BLAS products of a few hundred keys each, small enough to
+    stay on this thread (no waiting for busy cores, no thread pool to start in a fresh process),
+    twice as fast as einsum.
+    """
     from attn_cli.vectors import unit_rows
 
     queries = np.asarray(queries, dtype=np.float32)
     out = np.empty((len(queries), len(vectors)), dtype=np.float32)
+    by_blas = len(queries) >= MATMUL_QUERIES
+    q_t = np.ascontiguousarray(queries.T)  # [d, t]
+    piece = max(16, PIECE_MACS // max(1, queries.size))  # keys per product
     for start, block in vectors.blocks():
         scores = out[:, start : start + len(block)]  # [t, c]
         norms = np.sqrt(np.einsum("ij,ij->i", block, block, dtype=np.float64))  # [c]; float64: 1e38-sized values do not overflow
-        # [t, d] x [c, d] -> [t, c]. One query: einsum, not BLAS: a matrix-vector product per block is all
-        # memory traffic, and BLAS threads waiting on each other for it cost more than the work on a busy
-        # machine. Several (inspect's tokens): a true matrix product, where BLAS is three times faster.
-        if np.all((norms > 1e-15) & (norms < 1e15)):  # ordinary rows: their float32 dot products neither overflow nor vanish
-            dots = np.einsum("tj,ij->ti", queries, block) if len(queries) < MATMUL_QUERIES else queries @ block.T
-            np.divide(dots, norms, out=scores, casting="unsafe")
-        else:  # zero, tiny, huge or non-finite rows: scale each row to norm 1 first (NaN: no direction)
+        if not np.all((norms > 1e-15) & (norms < 1e15)):  # zero, tiny, huge or non-finite rows: scale each row to norm 1 first (NaN: no direction)
             np.einsum("tj,ij->ti", queries, unit_rows(block), out=scores)
+        elif not by_blas:  # ordinary rows: their float32 dot products neither overflow nor vanish
+            np.divide(np.einsum("tj,ij->ti", queries, block), norms, out=scores, casting="unsafe")  # [t, d] x [c, d] -> [t, c]
+        else:
+            for r in range(0, len(block), piece):
+                rows = block[r : r + piece]  # [p, d]
+                np.divide((rows @ q_t).T, norms[r : r + piece], out=scores[:, r : r + len(rows)], casting="unsafe")  # [p, d] x [d, t] -> [t, p]
     return out
 
 
