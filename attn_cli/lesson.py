@@ -1,27 +1,16 @@
-"""The lesson's first half as computations: softmax of a list of numbers, and directions and
-analogies over word vectors. Each returns its result object (softmax's is here: `attn softmax`
-reads this module and not attn_cli.results, for a quick start); the CLI (attn_cli.cli.lesson)
-parses the input and writes the output. The similarity of pairs of words, read against random
-pairs, is attn_cli.similarity.
+"""The lesson's first step as a computation: softmax of a list of numbers, with its result
+object (here, not in attn_cli.results: `attn softmax` reads this module alone of attn's library);
+the CLI (attn_cli.cli.softmax) parses the input and writes the output. Directions and analogies
+over word vectors are attn_cli.analogy; the similarity of pairs of words, attn_cli.similarity.
 """
-
-from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attn_cli.errors import InputError
 from attn_cli.softmax import log_softmax, softmax_with_temperature
 from attn_cli.softmax import softmax as softmax_of
-
-if TYPE_CHECKING:  # read only by the analogy, not by `attn softmax`
-    from attn_cli.results import AnalogyResult, ProbeScore
-    from attn_cli.tokens import Oov
-
-# --- softmax -------------------------------------------------------------------------------
 
 
 @dataclass
@@ -99,51 +88,3 @@ def softmax(values: list[float], temperature: float, log: bool) -> SoftmaxResult
         probabilities=probabilities.tolist(),
         log_probabilities=log_probabilities.tolist() if log else None,
     )
-
-
-# --- analogy -------------------------------------------------------------------------------
-
-
-def probe_scores(vectors, d: np.ndarray, probes: list[str], oov: Oov) -> list[ProbeScore]:
-    from attn_cli.neighbors import dots
-    from attn_cli.results import ProbeScore
-    from attn_cli.tokens import embed
-
-    kept = embed(probes, vectors, oov).tokens  # raises for unknown probes unless --oov skip|zero
-    return [ProbeScore(w, float(s)) for w, s in zip(kept, dots(vectors, d, kept))]
-
-
-def analogy(vectors, words: list[str], probes: list[str] | None, top: int, method: str, oov: Oov) -> AnalogyResult:
-    """d = E(a) - E(b) scored against probe words and its nearest keys; with a third word c, the
-    answers to "b is to a as c is to ?" by 3CosAdd (method "cosadd") or 3CosMul ("cosmul")."""
-    from attn_cli import neighbors as nb
-    from attn_cli.results import AnalogyResult, Answer, Neighbor
-
-    if len(words) not in (2, 3):
-        raise InputError(f"analogy takes two words (a direction, e.g. cats cat) or three (cats cat dog), not {len(words)}")
-    nb.require_vectors(vectors, words)
-    a, b, *rest = words
-    d = nb.direction(vectors, a, b)  # [d]
-    if not np.any(d):
-        raise InputError(f"{a!r} and {b!r} have the same vector: d = 0 has no direction")
-    c = rest[0] if rest else None
-    if probes is None and c is None:
-        probes = nb.default_probes()
-    scores = probe_scores(vectors, d, probes, oov) if probes else []
-    dot = {p.key: p.dot for p in scores}
-    pairs = nb.plural_pairs(list(dot))
-    numbers = nb.number_words(list(dot))
-    plural_ok, exceptions = nb.plural_verdict(pairs, dot)
-    numbers_ok, breaks = nb.increasing_verdict(numbers, dot)
-    result = AnalogyResult(
-        a=a, b=b, norm=float(np.linalg.norm(d)), probes=scores, neighbors=[], pairs=pairs, numbers=numbers,
-        plural_above_singular=plural_ok, plural_exceptions=exceptions, numbers_increasing=numbers_ok, numbers_breaks=breaks,
-    )  # fmt: skip
-    if c is None:
-        result.neighbors = [Neighbor(k, s) for k, s in nb.nearest(vectors, d, top, exclude=[a, b])]
-    else:
-        # "b is to a as c is to ?": c + (a - b), so a and c are positive, b negative.
-        search = nb.most_similar_cosmul if method == "cosmul" else nb.most_similar
-        result.c, result.method = c, method
-        result.answers = [Answer(k, s) for k, s in search(vectors, positive=[a, c], negative=[b], topn=top)]
-    return result

@@ -63,9 +63,9 @@ def analogy(
     probes = None
     if probe or probes_file:
         probes = [check_text(p, "--probe") for p in probe or []] + (read_probes(probes_file) if probes_file else [])
-    from attn_cli import lesson
+    from attn_cli.analogy import analogy as find_analogy
 
-    result = lesson.analogy(load_vectors(vectors_path, limit, trust_pickle), words, probes, top, method.value, oov)
+    result = find_analogy(load_vectors(vectors_path, limit, trust_pickle), words, probes, top, method.value, oov)
     write(result, output, "analogy_view")
 
 
