@@ -1,5 +1,5 @@
 """Directions and analogies over word vectors: d = E(a) - E(b) scored against probe words, its
-nearest keys, and "b is to a as c is to ?" (the CLI: attn_cli.cli.lesson; results:
+nearest keys, and "b is to a as c is to ?" (the CLI: attn_cli.cli.analogy; results:
 attn_cli.results.analogy).
 """
 
