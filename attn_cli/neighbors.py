@@ -30,10 +30,10 @@ class UnknownInputWordsError(UnknownWordsError):
 
 def require_vectors(vectors: "Vectors", words: Iterable[str]) -> None:
     """Raise, naming every word that has no vector and a close known spelling where one exists."""
-    from attn_cli.tokens import suggest
-
     unknown = [w for w in words if not vectors.has_vector(w)]
     if unknown:
+        from attn_cli.tokens import suggest
+
         raise UnknownInputWordsError(*suggest(unknown, vectors))
 
 
