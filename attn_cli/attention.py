@@ -17,56 +17,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from attn_cli.softmax import log_softmax, softmax, softmax_with_temperature  # noqa: F401 (part of the attention math)
+
 POSITION_SCALE = 0.5  # sinusoids have norm sqrt(d/2) (5.0 at d=50), GloVe words a median 4.7: position is a clear signal, not the main one
-
-
-def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """exp(x) / sum(exp(x)) along `axis`, stable for any input.
-
-    The max is subtracted first so nothing overflows. -inf entries get exactly 0. Where a
-    slice holds +inf entries they share the mass equally. A slice that is all -inf (a
-    fully masked row) gets all zeros, never NaN: such a token takes nothing from context.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    top = np.max(x, axis=axis, keepdims=True)
-    shift = np.where(np.isfinite(top), top, 0.0)
-    pos_inf = np.isposinf(top)
-    if not pos_inf.any():  # the usual case, kept fast: attention runs it once per head per sentence
-        e = np.exp(x - shift)
-        total = np.sum(e, axis=axis, keepdims=True)
-        return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
-    with np.errstate(invalid="ignore"):  # inf - inf where a slice has +inf; replaced below
-        e = np.exp(x - shift)
-    total = np.sum(np.where(np.isnan(e), 0.0, e), axis=axis, keepdims=True)
-    out = np.divide(e, total, out=np.zeros_like(e), where=(total > 0) & np.isfinite(total))
-    pos_inf = np.isposinf(x)
-    n_inf = np.sum(pos_inf, axis=axis, keepdims=True)
-    return np.where(n_inf > 0, pos_inf / np.maximum(n_inf, 1), out)
-
-
-def log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """log(softmax(x)) computed as x - max - log(sum(exp(x - max))): exact far into the tail."""
-    x = np.asarray(x, dtype=np.float64)
-    if np.isposinf(x).any():
-        with np.errstate(divide="ignore"):
-            return np.log(softmax(x, axis))
-    top = np.max(x, axis=axis, keepdims=True)
-    shift = np.where(np.isfinite(top), top, 0.0)
-    total = np.sum(np.exp(x - shift), axis=axis, keepdims=True)
-    with np.errstate(divide="ignore"):
-        return x - shift - np.log(total)
-
-
-def softmax_with_temperature(x: np.ndarray, temperature: float = 1.0) -> np.ndarray:
-    """softmax(x / T). T = 0 is the limit: the maximum takes all (ties share equally)."""
-    x = np.asarray(x, dtype=np.float64)
-    if temperature < 0:
-        raise ValueError("temperature must be >= 0")
-    if temperature == 0:
-        is_max = x == np.max(x, axis=-1, keepdims=True)
-        return is_max / np.sum(is_max, axis=-1, keepdims=True)
-    top = np.max(x, axis=-1, keepdims=True)
-    return softmax((x - np.where(np.isfinite(top), top, 0.0)) / temperature)  # shift first: x / T may overflow
 
 
 def positional_encoding(n: int, d: int, scale: float = POSITION_SCALE) -> np.ndarray:  # -> [n, d]

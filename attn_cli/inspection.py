@@ -134,6 +134,5 @@ def add_neighbors(result: InspectResult, vectors: "Vectors", k: int) -> None:
         return
     own = [i if i is not None else -1 for i in key_rows(result.tokens, vectors)]
     n = len(own)
-    near = nearest_keys(np.concatenate([result.e, result.e_prime]), own + own, vectors, k)  # [2n, d]: one pass over the keys
-    keys = [[vectors.key_at(j) for j in row] for row in near]
-    result.near_input, result.near_output = keys[:n], keys[n:]
+    near = nearest_keys(np.concatenate([result.e, result.e_prime]), own + own, vectors, k)  # one pass over the keys for both
+    result.near_input, result.near_output = ([[vectors.key_at(j) for j in row] for row in part] for part in (near[:n], near[n:]))

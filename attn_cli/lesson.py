@@ -1,16 +1,47 @@
-"""The lesson's first half as computations: softmax of a list of numbers, and directions and
-analogies over word vectors. Each returns its result object (attn_cli.results); the CLI
-(attn_cli.cli.lesson) parses the input and writes the output. The similarity of pairs of words,
-read against random pairs, is attn_cli.similarity.
+"""The lesson's first step as a computation: softmax of a list of numbers, with its result
+object (here, not in attn_cli.results: `attn softmax` reads this module alone of attn's library);
+the CLI (attn_cli.cli.softmax) parses the input and writes the output. Directions and analogies
+over word vectors are attn_cli.analogy; the similarity of pairs of words, attn_cli.similarity.
 """
+
+import math
+from dataclasses import dataclass
 
 import numpy as np
 
-from attn_cli.errors import InputError
-from attn_cli.results import AnalogyResult, Answer, Neighbor, ProbeScore, SoftmaxResult
-from attn_cli.tokens import Oov
+from attn_cli.softmax import log_softmax, softmax_with_temperature
+from attn_cli.softmax import softmax as softmax_of
 
-# --- softmax -------------------------------------------------------------------------------
+
+@dataclass
+class SoftmaxResult:
+    values: list[float]  # as given; may hold +-inf (JSON: null)
+    temperature: float  # 0 = argmax
+    exps: list[float]  # exp((value - max) / T); 1 for a +inf value, and at T = 0 the limit (1 at the max, else 0)
+    probabilities: list[float]
+    log_probabilities: list[float] | None = None  # with --log; -inf where the probability is 0 (JSON: null)
+
+    @property
+    def total(self) -> float:
+        return float(sum(self.exps))
+
+    @property
+    def probability_sum(self) -> float:
+        return math.fsum(self.probabilities)
+
+    def to_dict(self) -> dict:
+        out = {"values": self.values, "temperature": self.temperature, "exps": self.exps, "sum_of_exps": self.total,
+               "probabilities": self.probabilities, "probability_sum": self.probability_sum}
+        if self.log_probabilities is not None:
+            out["log_probabilities"] = self.log_probabilities
+        return out
+
+    def rows(self):
+        """One row per value, in input order."""
+        logs = self.log_probabilities
+        for i, (value, e, p) in enumerate(zip(self.values, self.exps, self.probabilities)):
+            row = {"index": i, "value": value, "temperature": self.temperature, "exp": e, "probability": p}
+            yield row | {"log_probability": logs[i]} if logs is not None else row
 
 
 def scaled_logits(x: np.ndarray, temperature: float) -> np.ndarray:  # [n] finite -> [n], max 0
@@ -37,8 +68,6 @@ def softmax(values: list[float], temperature: float, log: bool) -> SoftmaxResult
     +inf values share all the mass equally whatever T is (x / T stays +inf); -inf values get 0;
     T = 0 is the limit, argmax (ties share).
     """
-    from attn_cli.attention import log_softmax, softmax, softmax_with_temperature
-
     x = np.array(values, dtype=np.float64)  # [n]
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
         if temperature == 0 or np.isposinf(x).any():
@@ -49,7 +78,7 @@ def softmax(values: list[float], temperature: float, log: bool) -> SoftmaxResult
             finite = np.isfinite(x)
             scaled = np.full_like(x, -np.inf)  # [n]; -inf stays -inf
             scaled[finite] = scaled_logits(x[finite], temperature)
-            probabilities = softmax(scaled)
+            probabilities = softmax_of(scaled)
             exps = np.exp(scaled)
             log_probabilities = log_softmax(scaled)
     return SoftmaxResult(
@@ -59,48 +88,3 @@ def softmax(values: list[float], temperature: float, log: bool) -> SoftmaxResult
         probabilities=probabilities.tolist(),
         log_probabilities=log_probabilities.tolist() if log else None,
     )
-
-
-# --- analogy -------------------------------------------------------------------------------
-
-
-def probe_scores(vectors, d: np.ndarray, probes: list[str], oov: Oov) -> list[ProbeScore]:
-    from attn_cli.tokens import embed
-
-    embedded = embed(probes, vectors, oov)  # raises for unknown probes unless --oov skip|zero (a zero vector)
-    return [ProbeScore(w, float(s)) for w, s in zip(embedded.tokens, embedded.vectors @ d)]  # [k, d] x [d] -> [k]
-
-
-def analogy(vectors, words: list[str], probes: list[str] | None, top: int, method: str, oov: Oov) -> AnalogyResult:
-    """d = E(a) - E(b) scored against probe words and its nearest keys; with a third word c, the
-    answers to "b is to a as c is to ?" by 3CosAdd (method "cosadd") or 3CosMul ("cosmul")."""
-    from attn_cli import neighbors as nb
-
-    if len(words) not in (2, 3):
-        raise InputError(f"analogy takes two words (a direction, e.g. cats cat) or three (cats cat dog), not {len(words)}")
-    nb.require_vectors(vectors, words)
-    a, b, *rest = words
-    d = nb.direction(vectors, a, b)  # [d]
-    if not np.any(d):
-        raise InputError(f"{a!r} and {b!r} have the same vector: d = 0 has no direction")
-    c = rest[0] if rest else None
-    if probes is None and c is None:
-        probes = nb.default_probes()
-    scores = probe_scores(vectors, d, probes, oov) if probes else []
-    dot = {p.key: p.dot for p in scores}
-    pairs = nb.plural_pairs(list(dot))
-    numbers = nb.number_words(list(dot))
-    plural_ok, exceptions = nb.plural_verdict(pairs, dot)
-    numbers_ok, breaks = nb.increasing_verdict(numbers, dot)
-    result = AnalogyResult(
-        a=a, b=b, norm=float(np.linalg.norm(d)), probes=scores, neighbors=[], pairs=pairs, numbers=numbers,
-        plural_above_singular=plural_ok, plural_exceptions=exceptions, numbers_increasing=numbers_ok, numbers_breaks=breaks,
-    )  # fmt: skip
-    if c is None:
-        result.neighbors = [Neighbor(k, s) for k, s in nb.nearest(vectors, d, top, exclude=[a, b])]
-    else:
-        # "b is to a as c is to ?": c + (a - b), so a and c are positive, b negative.
-        search = nb.most_similar_cosmul if method == "cosmul" else nb.most_similar
-        result.c, result.method = c, method
-        result.answers = [Answer(k, s) for k, s in search(vectors, positive=[a, c], negative=[b], topn=top)]
-    return result

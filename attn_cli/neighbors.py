@@ -30,10 +30,10 @@ class UnknownInputWordsError(UnknownWordsError):
 
 def require_vectors(vectors: "Vectors", words: Iterable[str]) -> None:
     """Raise, naming every word that has no vector and a close known spelling where one exists."""
-    from attn_cli.tokens import suggest
-
     unknown = [w for w in words if not vectors.has_vector(w)]
     if unknown:
+        from attn_cli.tokens import suggest
+
         raise UnknownInputWordsError(*suggest(unknown, vectors))
 
 
@@ -60,10 +60,26 @@ def top_k(scores: np.ndarray, k: int, exclude: Iterable[int] = ()) -> np.ndarray
         return np.zeros(0, dtype=np.int64)
     # Take enough candidates that the k best survive removing the excluded ones.
     m = min(k + len(exclude), len(scores))
-    candidates = np.argpartition(-scores, m - 1)[:m] if m < len(scores) else np.arange(len(scores))
+    candidates = above_mth(scores, m) if m < len(scores) else np.arange(len(scores))
     candidates = candidates[~np.isin(candidates, exclude)]
     order = np.lexsort((candidates, -scores[candidates]))  # by score, ties by frequency rank
     return candidates[order][:k]
+
+
+TOP_BLOCK = 64  # scores per block whose maximum bounds the m-th best from below (top_k)
+
+
+def above_mth(scores: np.ndarray, m: int) -> np.ndarray:  # [n] no NaN, m < n -> [>= m] indices
+    """Indices of a few scores that surely hold the m highest (ties included).
+
+    The m-th highest of the blocks' maxima is at most the m-th highest score, so the scores at
+    or above it hold the m best, and are few: two passes over the scores, not the partition of
+    all of them (an argpartition of 100,000 scores takes ~1 ms, and inspect asks for one a token).
+    """
+    block_max = np.maximum.reduceat(scores, np.arange(0, len(scores), TOP_BLOCK))  # [ceil(n / TOP_BLOCK)]
+    bounds = block_max if len(block_max) > m else scores  # few scores: the m-th highest itself
+    floor = np.partition(bounds, len(bounds) - m)[len(bounds) - m]
+    return np.flatnonzero(scores >= floor)
 
 
 def indices_of(vectors: "Vectors", words: Iterable[str]) -> list[int]:
@@ -71,22 +87,38 @@ def indices_of(vectors: "Vectors", words: Iterable[str]) -> list[int]:
     return [i for w in words if (i := vectors.row(w)) is not None]
 
 
+MATMUL_QUERIES = 4  # from this many query rows key_scores multiplies by BLAS (3CosMul's three terms stay on einsum)
+PIECE_MACS = 200_000  # multiply-adds per BLAS product in key_scores: below where BLAS spreads one over threads (OpenBLAS: 262,144)
+
+
 def key_scores(vectors: "Vectors", queries: np.ndarray) -> np.ndarray:  # [t, d] -> [t, n_keys] float32
     """Every key's unit vector dotted with each query row (the cosine, for unit queries; a key
-    without a direction scores NaN), computed a block of keys at a time."""
+    without a direction scores NaN), computed a block of keys at a time.
+
+    One to three queries: einsum, not BLAS: a matrix-vector product per block is all memory
+    traffic, and BLAS threads waiting on each other for it cost more than the work on a busy
+    machine. More (inspect's tokens): BLAS products of a few hundred keys each, small enough to
+    stay on this thread (no waiting for busy cores, no thread pool to start in a fresh process),
+    twice as fast as einsum.
+    """
     from attn_cli.vectors import unit_rows
 
     queries = np.asarray(queries, dtype=np.float32)
     out = np.empty((len(queries), len(vectors)), dtype=np.float32)
+    by_blas = len(queries) >= MATMUL_QUERIES
+    q_t = np.ascontiguousarray(queries.T)  # [d, t]
+    piece = max(16, PIECE_MACS // max(1, queries.size))  # keys per product
     for start, block in vectors.blocks():
         scores = out[:, start : start + len(block)]  # [t, c]
         norms = np.sqrt(np.einsum("ij,ij->i", block, block, dtype=np.float64))  # [c]; float64: 1e38-sized values do not overflow
-        # [t, d] x [c, d] -> [t, c]. einsum, not BLAS: a matrix-vector product per block is all memory
-        # traffic, and BLAS threads waiting on each other for it cost more than the work on a busy machine.
-        if np.all((norms > 1e-15) & (norms < 1e15)):  # ordinary rows: their float32 dot products neither overflow nor vanish
-            np.divide(np.einsum("tj,ij->ti", queries, block), norms, out=scores, casting="unsafe")
-        else:  # zero, tiny, huge or non-finite rows: scale each row to norm 1 first (NaN: no direction)
+        if not np.all((norms > 1e-15) & (norms < 1e15)):  # zero, tiny, huge or non-finite rows: scale each row to norm 1 first (NaN: no direction)
             np.einsum("tj,ij->ti", queries, unit_rows(block), out=scores)
+        elif not by_blas:  # ordinary rows: their float32 dot products neither overflow nor vanish
+            np.divide(np.einsum("tj,ij->ti", queries, block), norms, out=scores, casting="unsafe")  # [t, d] x [c, d] -> [t, c]
+        else:
+            for r in range(0, len(block), piece):
+                rows = block[r : r + piece]  # [p, d]
+                np.divide((rows @ q_t).T, norms[r : r + piece], out=scores[:, r : r + len(rows)], casting="unsafe")  # [p, d] x [d, t] -> [t, p]
     return out
 
 

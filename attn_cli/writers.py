@@ -10,7 +10,6 @@ Adding a format means a member of `Format` and a branch in `write` (and in `writ
 `-`); every command then takes it as `--format NAME` and `--NAME` (cli.app reads `Format`).
 """
 
-import csv
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from enum import Enum
@@ -65,6 +64,8 @@ class RowWriter:
         self.delimiter, self.writer = DELIMITERS[fmt], None
 
     def write(self, rows: Iterable[dict]) -> None:
+        import csv  # here, not at the top: JSON and the views start without it
+
         for row in rows:
             if self.writer is None:
                 self.writer = csv.DictWriter(sys.stdout, fieldnames=list(row), delimiter=self.delimiter, lineterminator="\n")

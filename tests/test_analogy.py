@@ -89,6 +89,20 @@ def test_top_k_edges():
     assert nb.top_k(scores, 0).tolist() == []
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_top_k_is_the_sorted_order_over_many_blocks(seed):
+    """The block maxima only narrow the search: the answer is the plain sort's (score, then row),
+    with ties across blocks, -inf, NaN and excluded rows."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 20 * nb.TOP_BLOCK))
+    scores = np.round(rng.normal(size=n), int(rng.integers(0, 3))).astype(np.float32)  # coarse: many ties
+    scores[rng.random(n) < rng.random() / 2] = -np.inf
+    scores[rng.random(n) < 0.05] = np.nan
+    k, exclude = int(rng.integers(0, 12)), rng.integers(0, n, size=int(rng.integers(0, 5))).tolist()
+    kept = [i for i in range(n) if i not in exclude and not np.isnan(scores[i])]
+    assert nb.top_k(scores, k, exclude).tolist() == sorted(kept, key=lambda i: (-scores[i], i))[:k]
+
+
 def test_no_gensim_or_scipy_on_the_default_path():
     code = (
         "import sys, atexit\n"

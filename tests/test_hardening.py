@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attn_cli import formats, heads, memory
-from attn_cli.cli.lesson import split_numbers
+from attn_cli.cli.softmax import split_numbers
 from attn_cli.lesson import softmax as compute_softmax
 from attn_cli.errors import DataError, InputError
 from attn_cli.atomic import check_writable, clean_stale, move_into_place, temporary_name, write_atomic

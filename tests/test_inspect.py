@@ -2,6 +2,7 @@
 
 import io
 import json
+import os
 import subprocess
 import sys
 
@@ -428,6 +429,20 @@ def test_machine_output_never_imports_rich_gensim_or_scipy():
     )
     done = subprocess.run([sys.executable, "-c", code], input="the cat sat\n", capture_output=True, text=True, timeout=60)
     assert json.loads(done.stdout)["tokens"] == ["the", "cat", "sat"]
+    assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_terminal_view_reads_only_its_own_modules():
+    """The plain terminal view leaves out the other views and what only options use (SVG/HTML,
+    senses, stdin lines): with PYTHONDONTWRITEBYTECODE each module read is compiled on every run."""
+    code = (
+        "import sys\nfrom attn_cli.cli import app\n"
+        "try:\n    app(['inspect', 'the cat sat'], prog_name='attn')\nexcept SystemExit:\n    pass\n"
+        "unused = ('render.lesson', 'render.models', 'render.heads', 'export', 'senses', 'lines', 'similarity', 'formats')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('attn_cli.') and m.removeprefix('attn_cli.') in unused), file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=os.environ | {"COLUMNS": "100"})
+    assert "tokens 0:the 1:cat 2:sat" in done.stdout
     assert done.stderr.strip().splitlines()[-1] == "[]"
 
 

@@ -40,6 +40,7 @@ def test_the_baseline_is_computed_from_the_vectors_and_repeatable(glove):
     assert first == again and first.keys == 10_000 and first.pairs == len(cosines) > 19_000
     assert np.all(np.diff(cosines) >= 0)
     assert first.percentiles["5"] < first.percentiles["50"] < first.percentiles["95"]
+    assert first.percentiles == {f"{p:g}": float(np.percentile(cosines, p)) for p in (5, 50, 95)}  # to the bit
     other, _ = baseline(glove, seed=1)
     assert other.percentiles != first.percentiles
 

@@ -1,5 +1,6 @@
 """`attn softmax` and the softmax math behind it, against scipy and as properties."""
 
+import json
 import math
 
 import numpy as np
@@ -218,3 +219,20 @@ def test_stdin_errors(run, text, message):
 def test_unknown_option_is_still_an_error(run):
     result = run("softmax", "--nope", "1")
     assert result.exit_code == 2 and "--nope" in result.stderr
+
+
+def test_softmax_json_reads_only_what_it_needs():
+    """`attn softmax --json` starts without the word-vector side of attn, Rich or the CSV writer:
+    with PYTHONDONTWRITEBYTECODE every module read is compiled again, on every run."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nsys.argv = ['attn', 'softmax', '1', '2', '3', '--json']\nfrom attn_cli.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = ('attn_cli.attention', 'attn_cli.results', 'attn_cli.tokens', 'attn_cli.neighbors', 'attn_cli.vectors', 'csv')\n"
+        "print(sorted(m for m in sys.modules if m in heavy or m.split('.')[0] == 'rich'), file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert json.loads(done.stdout)["probabilities"] == softmax(np.array([1.0, 2.0, 3.0])).tolist()
+    assert done.stderr.strip().splitlines()[-1] == "[]"

@@ -11,7 +11,6 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from attn_cli import __version__
 from attn_cli.errors import AttnError
 from attn_cli.output import warn
-from attn_cli.tokens import Oov
 from attn_cli.writers import Format
 
 DEBUG_VAR = "ATTN_DEBUG"  # set it to see the traceback behind an "internal error"
@@ -173,7 +172,17 @@ LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Read only 
 TrustOpt = Annotated[
     bool, typer.Option("--trust-pickle", help="Allow gensim's .kv/.model files, which are pickles: only for files you trust.")
 ]
-OovOpt = Annotated[Oov, typer.Option("--oov", help="Unknown words: error, skip them, or give them a zero vector.")]
+
+
+def __getattr__(name: str):
+    """OovOpt, made when a command that reads words first imports it: attn_cli.tokens (and the
+    regular expressions it compiles) stays out of `attn softmax`'s start."""
+    if name == "OovOpt":
+        from attn_cli.tokens import Oov
+
+        opt = globals()[name] = Annotated[Oov, typer.Option("--oov", help="Unknown words: error, skip them, or give them a zero vector.")]
+        return opt
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 FORMAT_FLAGS = {f"--{f.value}": f for f in Format if f is not Format.table}  # --json is short for --format json

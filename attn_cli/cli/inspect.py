@@ -93,10 +93,11 @@ def inspect(
         raise InputError(f"--svg and --html save the terminal view; they do not combine with --{output.value}")
     if svg is not None and html is not None and os.path.abspath(svg) == os.path.abspath(html):
         raise InputError("--svg and --html name the same file")
-    from attn_cli.export import check_export
+    if exports:
+        from attn_cli.export import check_export
 
-    check_export(svg, "svg", force)  # before any work, so nothing is computed in vain
-    check_export(html, "html", force)
+        check_export(svg, "svg", force)  # before any work, so nothing is computed in vain
+        check_export(html, "html", force)
     if width is not None and not exports:
         raise InputError("--width sets the width of --svg and --html pictures; give one of them")
     lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
@@ -121,13 +122,16 @@ def inspect(
 
     if sense and sense_set:
         raise InputError("--sense and --sense-set exclude each other")
-    from attn_cli import senses
+    adhoc, table, table_name = None, None, ""
+    if sense or sense_set:
+        from attn_cli import senses
 
-    adhoc = senses.parse_sense_options(sense) if sense else None
+        adhoc = senses.parse_sense_options(sense) if sense else None
     vectors = load_vectors(vectors_path, limit, trust_pickle)
     if adhoc:
         senses.check_probes(adhoc, vectors, "--sense")
-    table, table_name = senses.resolve_sense_set(sense_set) if sense_set else (None, "")
+    if sense_set:
+        table, table_name = senses.resolve_sense_set(sense_set)
     if table is not None:
         senses.check_sense_set(table, vectors, table_name)
     from attn_cli.heads import resolve_heads
@@ -208,7 +212,6 @@ def emit(lines, compute, view, *, single: bool, output: Format, exports, force: 
     One sentence given as an argument fails as any command does: one `attn: ...` line, nothing on stdout.
     """
     from attn_cli import writers
-    from attn_cli.lines import Lines
 
     if single:
         _, text = next(lines)
@@ -220,6 +223,8 @@ def emit(lines, compute, view, *, single: bool, output: Format, exports, force: 
         else:
             writers.write(result, output)
         return
+    from attn_cli.lines import Lines
+
     source = Lines(lines)
     failed = writers.write_lines(
         source.results(compute), output, on_error=lambda n, e: say(f"line {n}: {e}"),

@@ -1,20 +1,18 @@
-"""`attn softmax`, `attn analogy`, `attn similarity`: the lesson's first half, on real numbers and vectors."""
+"""`attn softmax`: scores become weights, on numbers given as arguments or on stdin.
+
+A module of its own: `attn softmax` reads only this one of the command modules, and nothing
+about word vectors.
+"""
 
 import math
 import re
-from enum import Enum
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import AttnCommand, Format, FormatOpt, LimitOpt, OovOpt, TrustOpt, VectorsOpt, app, examples, load_vectors
-from attn_cli.errors import MAX_NAMED, AttnError, DataError, InputError, short
-from attn_cli.neighbors import MAX_NEIGHBORS
+from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples
+from attn_cli.errors import MAX_NAMED, InputError, short
 from attn_cli.writers import write
-from attn_cli.tokens import Oov
-
-# --- softmax -------------------------------------------------------------------------------
 
 SEPARATORS = re.compile(r"\s*,\s*|\s+")  # a comma (spaces around it allowed), or a run of spaces and new lines
 INFINITY = re.compile(r"[+-]?inf(inity)?", re.IGNORECASE)
@@ -130,93 +128,3 @@ def softmax(
 
     result = lesson.softmax(read_numbers(numbers or []), temperature, log)
     write(result, output, "softmax_view")
-
-
-# --- analogy -------------------------------------------------------------------------------
-
-
-class Method(str, Enum):
-    cosadd = "cosadd"
-    cosmul = "cosmul"
-
-
-def read_probes(path: Path) -> list[str]:
-    """Probe words from a file (or '-' for stdin), separated by spaces or new lines; '#' starts a comment."""
-    from attn_cli.files import read_text, stdin_text
-
-    try:
-        text = stdin_text() if str(path) == "-" else read_text(path, "a probes file")
-    except AttnError as e:
-        raise DataError(f"cannot read the probes ({e})") from None
-    words = [w for line in text.splitlines() for w in line.split("#", 1)[0].split()]
-    if not words:
-        raise InputError(f"{path}: no probe words in it")
-    return words
-
-
-@app.command(cls=AttnCommand, epilog=examples("attn analogy cats cat", "attn analogy cats cat dog", "attn analogy king man -p queen -p woman"))
-def analogy(
-    words: Annotated[list[str], typer.Argument(metavar="WORD", help="A B: the direction E(A) - E(B). A B C: B is to A as C is to ?", show_default=False)],
-    probe: Annotated[
-        list[str] | None, typer.Option("--probe", "-p", metavar="WORD", help="A word to score against the direction (repeatable). Default: singular/plural pairs and one..four.")
-    ] = None,
-    probes_file: Annotated[
-        Path | None, typer.Option("--probes-file", metavar="FILE", help="Probe words, one per line or space-separated ('-' for stdin).", show_default=False)
-    ] = None,
-    top: Annotated[int, typer.Option("--top", "-k", min=0, max=MAX_NEIGHBORS, metavar="K", help="How many nearest keys to the direction (two words) or answers (three words); 0 for none.")] = 5,
-    method: Annotated[Method, typer.Option("--method", help="With three words: 3CosAdd (gensim most_similar) or 3CosMul (most_similar_cosmul).")] = Method.cosadd,
-    vectors_path: VectorsOpt = None,
-    limit: LimitOpt = None,
-    trust_pickle: TrustOpt = False,
-    oov: OovOpt = Oov.error,
-    output: FormatOpt = Format.table,
-) -> None:
-    """Directions carry meaning: d = E(A) - E(B), its dot product with probe words, and analogies.
-
-    `attn analogy cats cat` scores singular and plural nouns and one, two, three, four against
-    the "plural" direction and says whether the pattern held; `attn analogy cats cat dog` answers
-    "cat is to cats as dog is to ?". --oov applies to probe words; the input words must have vectors.
-    """
-    from attn_cli.files import check_text
-
-    words = [check_text(w, f"word {i}") for i, w in enumerate(words, 1)]
-    probes = None
-    if probe or probes_file:
-        probes = [check_text(p, "--probe") for p in probe or []] + (read_probes(probes_file) if probes_file else [])
-    from attn_cli import lesson
-
-    result = lesson.analogy(load_vectors(vectors_path, limit, trust_pickle), words, probes, top, method.value, oov)
-    write(result, output, "analogy_view")
-
-
-# --- similarity ----------------------------------------------------------------------------
-
-MAX_SIMILARITY_WORDS = 200  # 19,900 pairs: every pair is a line of the table and an object of the JSON
-
-
-@app.command(cls=AttnCommand, epilog=examples("attn similarity cat dog", "attn similarity good bad king apple", "attn similarity cat dog --json"))
-def similarity(
-    words: Annotated[list[str], typer.Argument(metavar="WORD", help="Two or more words.", show_default=False)],
-    vectors_path: VectorsOpt = None,
-    limit: LimitOpt = None,
-    trust_pickle: TrustOpt = False,
-    output: FormatOpt = Format.table,
-) -> None:
-    """Dot product = alignment: dot and cosine of every pair of words, against random pairs.
-
-    Each cosine is placed among the cosines of 20,000 random pairs of the 10,000 most frequent
-    keys (seed 0): above 95% of them reads as aligned, below 5% as opposed, in between as
-    unrelated (as aligned as two words picked at random). The dot product is written out: the
-    largest component products a_i b_i and what the other components add.
-    """
-    from attn_cli.files import check_text
-    from attn_cli.similarity import compare
-
-    if len(words) < 2:
-        raise InputError("similarity needs at least two words")
-    if len(words) > MAX_SIMILARITY_WORDS:
-        pairs = len(words) * (len(words) - 1) // 2
-        raise InputError(f"{len(words):,} words make {pairs:,} pairs; similarity compares at most {MAX_SIMILARITY_WORDS} words at a time")
-    words = [check_text(w, f"word {i}") for i, w in enumerate(words, 1)]
-    result = compare(load_vectors(vectors_path, limit, trust_pickle), words)
-    write(result, output, "similarity_view")

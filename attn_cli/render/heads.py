@@ -1,0 +1,80 @@
+"""`attn heads`: the list of heads, a trained head, an evaluation."""
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from attn_cli import results
+from attn_cli.render.base import bar
+
+
+def _figure(value) -> str:
+    return "-" if value is None or value != value else f"{value:.2f}"
+
+
+def heads_list(result: results.HeadsList) -> Table:
+    table = Table(box=box.SIMPLE, title=f"attention heads (d = {result.dimension}; default: {' + '.join(result.default)})")
+    table.add_column("head", style="bold")
+    table.add_column("d_k", justify="right")
+    table.add_column("learned")
+    table.add_column("what it does / recorded metric")
+    for head in result.heads:
+        about = Text(head.description)
+        if head.summary:
+            about.append("\n" + head.summary, style="green")
+        table.add_row(head.name, str(head.d_k), "yes" if head.trained else "no", about)
+    return table
+
+
+def head_trained(result: results.HeadTrained) -> Table:
+    table = Table(box=box.SIMPLE, show_header=False, title=f"trained {result.path}")
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("links", f"{result.links:,} ({result.train_sentences} sentences trained on, {result.heldout_sentences} held out)")
+    table.add_row("d_k / steps / seed / mask", f"{result.d_k} / {result.steps} / {result.seed} / {result.mask}")
+    table.add_row("final training loss", f"{result.final_loss:.4f}")
+    if result.heldout:
+        top, weight = result.heldout["top_on_key"], result.heldout["key_weight"]
+        table.add_row("held-out: top weight on a linked key", Text(f"{_figure(top)} ").append(bar(top, 16)))
+        table.add_row("held-out: weight on linked keys", Text(f"{_figure(weight)} ").append(bar(weight, 16)))
+        table.add_row("held-out linked queries", str(result.heldout["queries"]))
+    else:
+        table.add_row("held-out", "no sentences held out (--holdout 0): nothing measured")
+    return table
+
+
+EVAL_COLUMNS = {
+    "links": [("top_on_key", "top on key"), ("exact_top", "exact top"), ("key_weight", "key weight"), ("others_on_self", "others on self")],
+    "senses": [("before", "before"), ("after", "after"), ("mean_cos", "cos(E,E′)"), ("mean_delta_ratio", "‖ΔE‖/‖E‖"),
+               ("mean_context_ratio", "‖ΔE_ctx‖/‖E‖"), ("scale", "s")],
+}
+
+
+def heads_eval(result: results.HeadsEval):
+    """A row per head (or the heads together) and per baseline, the measures as columns."""
+    c = result.counts
+    if result.format == "links":
+        caption = (f"{c['queries']} linked queries in {c['sentences']} sentences; mask {result.mask}"
+                   + (f"; {c['dropped']} link{'s' if c['dropped'] != 1 else ''} dropped (key after its query, hidden by the causal mask)"
+                      if c["dropped"] else ""))
+        caption += ("\ntop on key: the largest non-self weight is on a linked key; exact top: the linked keys are exactly "
+                    "the largest non-self weights; key weight: mean weight on the linked keys; others on self: "
+                    "mean weight of every other token on itself")
+    else:
+        caption = (f"{c['cases']} cases, sense set {result.sense_set}; mask {result.mask}"
+                   + (f"; {c['skipped']} skipped (context after the word, hidden by the causal mask)" if c["skipped"] else ""))
+        caption += ("\nbefore / after: share of cases where E / E′ of the word is nearer its intended sense than every other "
+                    "(mean cosine with the probe words); the even rows spread the weight evenly over the visible tokens other than the word "
+                    "(content words: not function words or punctuation), ΔE = s Σ_j w_ij E_j, s giving the heads' mean ‖ΔE‖/‖E‖")
+    table = Table(box=box.SIMPLE, title=f"heads eval: {result.file}", title_justify="left", collapse_padding=True)
+    table.add_column("", style="bold", no_wrap=True)
+    for _, label in EVAL_COLUMNS[result.format]:
+        table.add_column(label, justify="right")
+    table.add_column("what", style="dim")
+    for row in result.rows:
+        name = Text(row["name"], style="" if row["kind"] == "baseline" else "bold cyan")
+        figures = [row.get(key) for key, _ in EVAL_COLUMNS[result.format]]
+        table.add_row(name, *["-" if x is None or x != x else f"{x:.3f}" for x in figures], row.get("about", ""))
+    from rich.console import Group
+
+    return Group(table, Text(caption, style="dim"))

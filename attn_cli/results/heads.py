@@ -1,0 +1,60 @@
+"""`attn heads list`, `train` and `eval`."""
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass
+class HeadInfo:
+    name: str
+    source: str  # "built-in" or the shipped file
+    d_k: int
+    trained: bool  # learned from data (False for identity and random)
+    description: str
+    summary: str | None  # the recorded held-out metric, in words
+    metrics: dict  # the recorded metrics, as measured when the head was built
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class HeadsList:
+    dimension: int  # d of the vectors the heads were checked against
+    default: list  # heads `inspect` uses without --head
+    heads: list  # [HeadInfo]
+
+    def to_dict(self) -> dict:
+        return {"dimension": self.dimension, "default": self.default, "heads": [h.to_dict() for h in self.heads]}
+
+
+@dataclass
+class HeadTrained:
+    path: str
+    d_k: int
+    steps: int
+    seed: int
+    mask: str
+    links: int
+    train_sentences: int
+    heldout_sentences: int
+    final_loss: float  # attention cross-entropy on the training sentences
+    heldout: dict  # link metrics on the held-out sentences ({} when none were held out)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class HeadsEval:
+    file: str
+    format: str  # "links" | "senses"
+    mask: str
+    counts: dict  # links: sentences, queries, dropped; senses: cases, skipped
+    rows: list  # [{"name", "kind": "head" | "heads" | "baseline", "about", measures...}]
+    sense_set: str | None = None  # senses: where the senses and probe words came from
+
+    def to_dict(self) -> dict:
+        out = {"file": self.file, "format": self.format, "mask": self.mask, **self.counts}
+        if self.sense_set is not None:
+            out["sense_set"] = self.sense_set
+        return out | {"rows": self.rows}
