@@ -5,7 +5,7 @@ for a person.
 softmax or model views): with PYTHONDONTWRITEBYTECODE every module read is compiled on every run.
 """
 
-import importlib
+from attn_cli.lazy import module_getattr
 
 MODULES = ("base", "lesson", "vectors", "inspection", "heads", "models")
 VIEWS = {
@@ -17,10 +17,4 @@ VIEWS = {
 }  # fmt: skip
 
 
-def __getattr__(name: str):
-    """A view (or any other name of the modules) from the one module that holds it."""
-    for module in [VIEWS[name]] if name in VIEWS else MODULES:
-        found = getattr(importlib.import_module(f"{__name__}.{module}"), name, None)
-        if found is not None:
-            return found
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = module_getattr(__name__, VIEWS, MODULES)

@@ -7,7 +7,7 @@ PYTHONDONTWRITEBYTECODE each module read is compiled on every run, and each data
 creation too.
 """
 
-import importlib
+from attn_cli.lazy import module_getattr
 
 MODULES = ("inspection", "analogy", "heads", "vectors")
 WHERE = {
@@ -18,10 +18,4 @@ WHERE = {
 }  # fmt: skip
 
 
-def __getattr__(name: str):
-    """A result (or any other name of the modules) from the one module that holds it."""
-    for module in [WHERE[name]] if name in WHERE else MODULES:
-        found = getattr(importlib.import_module(f"{__name__}.{module}"), name, None)
-        if found is not None:
-            return found
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = module_getattr(__name__, WHERE, MODULES)
