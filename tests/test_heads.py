@@ -388,6 +388,16 @@ def test_heads_train_is_deterministic(run, links_file, tmp_path):
     np.testing.assert_array_equal(a["w_q"], b["w_q"])
 
 
+def test_heads_train_learns_distance_costs_and_a_query_bias_when_asked(run, links_file, tmp_path, glove):
+    assert run("heads", "train", links_file, tmp_path / "plain.npz", "--steps", "20").exit_code == 0
+    assert run("heads", "train", links_file, tmp_path / "h.npz", "--steps", "20", "--distance", "--query-bias").exit_code == 0
+    plain, head = (heads.load_head(tmp_path / n, glove.vector_size) for n in ("plain.npz", "h.npz"))
+    assert plain.distance is None and plain.b_q is None
+    assert head.distance.shape == (3,) and (head.distance >= 0).all() and head.b_q.shape == (head.d_k,)
+    out = parse_json(run("inspect", "the big red dog barked", "--head", str(tmp_path / "h.npz"), "--json"))
+    assert out["heads"][0]["distance"] == pytest.approx(head.distance.tolist())
+
+
 def test_heads_train_for_a_person(run, links_file, tmp_path):
     result = run("heads", "train", links_file, tmp_path / "h.npz", "--steps", "10")
     assert result.exit_code == 0
