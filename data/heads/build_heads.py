@@ -203,10 +203,9 @@ def logistic_regression(x: np.ndarray, y: np.ndarray, weight: np.ndarray, steps=
 
 
 def ridge_regression(x: np.ndarray, y: np.ndarray, weight: np.ndarray, ridge=1.0) -> np.ndarray:  # [m, d], [m], [m] -> [d + 1]
-    """Weights and intercept minimising sum_i weight_i (x_i w + b - y_i)^2 + ridge |(w, b)|^2."""
+    """Weights and intercept minimising sum_i weight_i (x_i w + b - y_i)^2 + ridge |(w, b)|^2 (training.fit_value_map, one output)."""
     xb = np.hstack([x, np.ones((len(x), 1))])  # [m, d + 1]
-    weighted = xb * weight[:, None]
-    return np.linalg.solve(weighted.T @ xb + ridge * np.eye(xb.shape[1]), weighted.T @ y)
+    return training.fit_value_map(xb, y[:, None], weight, np.zeros((xb.shape[1], 1)), ridge)[:, 0]
 
 
 def adjective_qk(adj: np.ndarray, noun: np.ndarray, shape: dict, temperature: float = 1.0) -> Head:
