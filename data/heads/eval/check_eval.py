@@ -16,6 +16,7 @@ from attn_cli.vectors import load
 
 HERE = Path(__file__).resolve().parent
 REQUIRED_WORDS = "mole bank bass crane seal spring plant club bat mouse palm pitch organ star".split()
+SECOND_WORDS = "pen nail trunk pupil temple bark port mint pool pitcher bolt date".split()  # senses_natural2.tsv: words of no other set
 
 # Words never to label as adjectives: determiners, numbers, intensifiers, noun-like colours/materials.
 NOT_ADJECTIVES = set(
@@ -177,7 +178,7 @@ def variants(word: str) -> set[str]:
     return out
 
 
-def check_senses(path: Path, v, table):
+def check_senses(path: Path, v, table, required=REQUIRED_WORDS, min_words=24, min_cases=240):
     cases = list(rows(path, 4, ["sentence", "word", "sense", "context"]))
     if len({f[0] for _, f in cases}) != len(cases):
         err(f"{path.name}: a sentence is used twice")
@@ -215,13 +216,13 @@ def check_senses(path: Path, v, table):
         for sense in senses:
             if per_pair[word, sense] < 4:
                 err(f"{path.name}: {word}/{sense} has {per_pair[word, sense]} cases (want 4+)")
-    missing = [w for w in REQUIRED_WORDS if w not in table]
+    missing = [w for w in required if w not in table]
     if missing:
-        err(f"sense_words.tsv: missing required words {missing}")
-    if len(table) < 24:
-        err(f"sense_words.tsv: {len(table)} words, want 24+")
-    if len(cases) < 240:
-        err(f"{path.name}: {len(cases)} cases, want 240+")
+        err(f"{path.name}: missing required words {missing}")
+    if len(table) < min_words:
+        err(f"{path.name}: {len(table)} words, want {min_words}+")
+    if len(cases) < min_cases:
+        err(f"{path.name}: {len(cases)} cases, want {min_cases}+")
 
     print(f"{path.relative_to(HERE.parent.parent.parent)}")
     print(f"  cases {len(cases)}: before {split['before']}, after {split['after']};"
@@ -238,6 +239,10 @@ def main():
     check_adjectives(HERE / "adjectives_long.tsv", v, 25, 40, 45, 150, long=True)
     table = check_sense_words(HERE / "sense_words.tsv", v)
     check_senses(HERE / "senses_natural.tsv", v, table)
+    second = check_sense_words(HERE / "sense_words2.tsv", v)
+    if clash := sorted(set(second) & (set(table) | set(check_sense_words(HERE.parent / "dev" / "sense_words.tsv", v)))):
+        err(f"sense_words2.tsv: {clash} are also in another sense set")
+    check_senses(HERE / "senses_natural2.tsv", v, second, SECOND_WORDS, 12, 120)
     for w in warnings:
         print("warning:", w)
     for e in errors:
