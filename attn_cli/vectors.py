@@ -95,7 +95,13 @@ class Vectors:
         return ends
 
     def find(self, key: str) -> int | None:
-        """The first row of `key` by a scan, building no index: of keys.txt's bytes, or of the key list."""
+        """The first row of `key` by a scan, building no index: of keys.txt's bytes, or of the key list.
+        Each key is scanned for once (tokens.key_rows and get_vector ask for the same words)."""
+        if key not in self.scanned:
+            self.scanned[key] = self._scan(key)
+        return self.scanned[key]
+
+    def _scan(self, key: str) -> int | None:
         if self.key_lines is None:
             try:
                 return self.index_to_key.index(key)
@@ -113,9 +119,7 @@ class Vectors:
         """The row of `key` (None if it is not a key): scanned while look-ups are few, then from key_to_index."""
         if "key_to_index" in vars(self) or self.key_lines is None or len(self.scanned) >= SCANS_BEFORE_INDEX:
             return self.key_to_index.get(key)
-        if key not in self.scanned:
-            self.scanned[key] = self.find(key)
-        return self.scanned[key]
+        return self.find(key)
 
     def key_at(self, i: int) -> str:
         """The key of row i, without building the whole key list."""
