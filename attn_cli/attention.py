@@ -75,7 +75,7 @@ def allowed_keys(mask: "Mask | str", n: int) -> np.ndarray | None:  # -> [n, n] 
     return _causal(n) if Mask(mask) == Mask.causal else None
 
 
-@dataclass
+@dataclass(eq=False)  # holds arrays, which == cannot compare: no generated __eq__ (one method less to build at start-up)
 class Head:
     """One attention head: W_Q, W_K, W_V and an optional output map W_O (for a low-rank value map)."""
 
@@ -92,7 +92,7 @@ class Head:
         return self.w_q.shape[1]
 
 
-@dataclass
+@dataclass(eq=False)  # arrays
 class HeadResult:
     """One head over one sentence, every array in E's precision (float32 or float64)."""
 

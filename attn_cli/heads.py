@@ -32,7 +32,7 @@ MAX_WIDTH = 4096  # largest d_k or d_v a head file may have (beyond d itself): b
 MAX_META_BYTES = 1 << 20  # a head's JSON description; anything larger is not a description
 
 
-@dataclass
+@dataclass(eq=False)  # arrays, as Head
 class NamedHead(Head):
     """A head with where it came from and whether its weights were learned."""
 

@@ -33,6 +33,8 @@ class Stage(str, Enum):
 
 @dataclass
 class Settings:
+    """How `inspect` runs the heads and what it reports."""
+
     mask: Mask = Mask.causal
     position: bool = True  # add sinusoidal positions to the word vectors
     oov: Oov = Oov.error

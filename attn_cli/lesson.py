@@ -5,7 +5,6 @@ over word vectors are attn_cli.analogy; the similarity of pairs of words, attn_c
 """
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -13,13 +12,22 @@ from attn_cli.softmax import log_softmax, softmax_with_temperature
 from attn_cli.softmax import softmax as softmax_of
 
 
-@dataclass
 class SoftmaxResult:
-    values: list[float]  # as given; may hold +-inf (JSON: null)
-    temperature: float  # 0 = argmax
-    exps: list[float]  # exp((value - max) / T); 1 for a +inf value, and at T = 0 the limit (1 at the max, else 0)
-    probabilities: list[float]
-    log_probabilities: list[float] | None = None  # with --log; -inf where the probability is 0 (JSON: null)
+    """A plain class, not a dataclass: `attn softmax` starts without importing dataclasses or
+    generating the methods of one."""
+
+    __slots__ = ("values", "temperature", "exps", "probabilities", "log_probabilities")
+
+    def __init__(self, values: list[float], temperature: float, exps: list[float], probabilities: list[float],
+                 log_probabilities: list[float] | None = None):
+        self.values = values  # as given; may hold +-inf (JSON: null)
+        self.temperature = temperature  # 0 = argmax
+        self.exps = exps  # exp((value - max) / T); 1 for a +inf value, and at T = 0 the limit (1 at the max, else 0)
+        self.probabilities = probabilities
+        self.log_probabilities = log_probabilities  # with --log; -inf where the probability is 0 (JSON: null)
+
+    def __repr__(self) -> str:
+        return f"SoftmaxResult({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
     @property
     def total(self) -> float:

@@ -1,7 +1,8 @@
-"""Where output goes: data on stdout (plain JSON, never through Rich), messages on stderr.
+"""Data on stdout: plain JSON, never through Rich (messages on stderr are attn_cli.cli.app.say's).
 
-Rich is imported only when something is rendered for a person, to keep start-up fast.
-Rich colours only a terminal and honours NO_COLOR, so piped output carries no ANSI codes.
+Imported only when JSON is written (json and this module's encoder stay out of the terminal
+views' start); Rich only when something is rendered for a person. Rich colours only a terminal
+and honours NO_COLOR, so piped output carries no ANSI codes.
 """
 
 import json
@@ -130,8 +131,3 @@ def console(*, stderr: bool = False, record: bool = False):
     from rich.console import Console
 
     return Console(stderr=stderr, record=record, highlight=False)
-
-
-def warn(message: str) -> None:
-    """One line for a person, on stderr."""
-    sys.stderr.write(f"attn: {message}\n")

@@ -13,9 +13,12 @@ from itertools import combinations
 
 import numpy as np
 
+from attn_cli.vectors import DATA_DIR
+
 BASELINE_KEYS = 10_000  # random pairs are drawn among this many most frequent keys
 BASELINE_PAIRS = 20_000
 BASELINE_SEED = 0
+SAVED_PAIRS = DATA_DIR / "similarity_pairs.npy"  # the default draw, [BASELINE_PAIRS, 2] uint16
 PAIR_BLOCK = 2048  # random pairs whose cosines are computed at a time
 ALIGNED_PERCENTILE = 95.0  # a cosine above 95% of random pairs' reads as aligned
 OPPOSED_PERCENTILE = 5.0  # below 95% of them: opposed
@@ -73,10 +76,19 @@ class SimilarityResult:
                    "reading": p.reading, "norm_a": norm[p.a], "norm_b": norm[p.b]}
 
 
+def random_pairs(k: int, n_pairs: int, seed: int) -> np.ndarray:  # -> [n_pairs, 2] int64 row numbers below k
+    """np.random.default_rng(seed).integers(0, k, size=(n_pairs, 2)). The default draw (BASELINE_KEYS,
+    BASELINE_PAIRS, BASELINE_SEED) is read from SAVED_PAIRS, the same numbers (tests/test_similarity.py
+    draws them again): importing numpy.random costs more than the rest of the baseline (~10 ms; it
+    loads OpenSSL, through the secrets module)."""
+    if (k, n_pairs, seed) == (BASELINE_KEYS, BASELINE_PAIRS, BASELINE_SEED):
+        return np.load(SAVED_PAIRS, allow_pickle=False).astype(np.int64)
+    return np.random.default_rng(seed).integers(0, k, size=(n_pairs, 2))
+
+
 def random_pair_cosines(unit: np.ndarray, n_pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:  # [k, d] -> [p] cosines, [p, 2] indices
     """Cosines of `n_pairs` random pairs of distinct rows of `unit` (rows of norm 1; NaN rows, zero vectors, dropped)."""
-    rng = np.random.default_rng(seed)
-    pairs = rng.integers(0, len(unit), size=(n_pairs, 2))  # [p, 2]
+    pairs = random_pairs(len(unit), n_pairs, seed)  # [p, 2]
     pairs = pairs[pairs[:, 0] != pairs[:, 1]]
     cosines = np.empty(len(pairs))  # [p]
     for start in range(0, len(pairs), PAIR_BLOCK):  # a block at a time: [p, d] temporaries would be 16 MB of fresh pages

@@ -64,8 +64,10 @@ def sentence_tokens(text: str, max_tokens: int) -> list[str]:
     return tokens
 
 
-@dataclass
+@dataclass(eq=False)  # an array
 class Embedded:
+    """Words turned into their vectors, with what had none."""
+
     tokens: list[str]  # the tokens kept, in order
     vectors: np.ndarray  # [n_tokens, d] float64 word vectors
     unknown: list[str] = field(default_factory=list)  # words without a vector (skipped or zeroed)

@@ -52,8 +52,10 @@ class Vectors:
         oov_vector: Callable[[str], np.ndarray] | None = None,
         key_lines: bytes | None = None,  # "\n" + one key per line, each ending in "\n", instead of index_to_key
         matrix_file: tuple[Path, int] | None = None,
+        n_keys: int | None = None,  # the keys in key_lines, when the caller has counted them already
     ):
-        n_keys = newlines(key_lines) - 1 if index_to_key is None else len(index_to_key)
+        if n_keys is None:
+            n_keys = newlines(key_lines) - 1 if index_to_key is None else len(index_to_key)
         if vectors.ndim != 2 or vectors.shape[0] != n_keys:
             raise DataError(f"{source}: {n_keys} keys but a matrix of shape {vectors.shape}")
         if index_to_key is not None:
@@ -81,12 +83,25 @@ class Vectors:
                 index.setdefault(key, i)
         return index
 
-    @cached_property
-    def line_ends(self) -> np.ndarray:  # [n_keys + 1] offsets of the newlines of key_lines
-        return np.flatnonzero(np.frombuffer(self.key_lines, dtype=np.uint8) == ord("\n"))
+    def line_ends(self, through: int) -> np.ndarray:  # -> [> through] offsets of the first newlines of key_lines
+        """Where key_lines' newlines are, found only as far as newline `through`: a few frequent
+        keys (similarity's examples) do not need the offsets of all 400,000."""
+        ends, done = vars(self).get("_line_ends", (np.zeros(0, dtype=np.intp), 0))
+        while len(ends) <= through and done < len(self.key_lines):
+            stop = min(len(self.key_lines), max(2 * done, 1 << 16))  # the part read doubles each time
+            part = np.frombuffer(self.key_lines, dtype=np.uint8, count=stop - done, offset=done)
+            ends, done = np.concatenate([ends, np.flatnonzero(part == ord("\n")) + done]), stop
+        self._line_ends = ends, done
+        return ends
 
     def find(self, key: str) -> int | None:
-        """The first row of `key` by a scan, building no index: of keys.txt's bytes, or of the key list."""
+        """The first row of `key` by a scan, building no index: of keys.txt's bytes, or of the key list.
+        Each key is scanned for once (tokens.key_rows and get_vector ask for the same words)."""
+        if key not in self.scanned:
+            self.scanned[key] = self._scan(key)
+        return self.scanned[key]
+
+    def _scan(self, key: str) -> int | None:
         if self.key_lines is None:
             try:
                 return self.index_to_key.index(key)
@@ -104,15 +119,14 @@ class Vectors:
         """The row of `key` (None if it is not a key): scanned while look-ups are few, then from key_to_index."""
         if "key_to_index" in vars(self) or self.key_lines is None or len(self.scanned) >= SCANS_BEFORE_INDEX:
             return self.key_to_index.get(key)
-        if key not in self.scanned:
-            self.scanned[key] = self.find(key)
-        return self.scanned[key]
+        return self.find(key)
 
     def key_at(self, i: int) -> str:
         """The key of row i, without building the whole key list."""
         if self.key_lines is None or "index_to_key" in vars(self):
             return self.index_to_key[i]
-        ends = self.line_ends
+        i = i + self.n_keys if i < 0 else i
+        ends = self.line_ends(i + 1)
         return self.key_lines[ends[i] + 1 : ends[i + 1]].decode("utf-8")
 
     def blocks(self, rows: int = BLOCK_ROWS) -> Iterator[tuple[int, np.ndarray]]:  # -> (start, [c, d] rows)
@@ -261,7 +275,7 @@ def load_fast(folder: Path, limit: int | None = None) -> Vectors:
         ends = np.flatnonzero(np.frombuffer(key_lines, dtype=np.uint8) == ord("\n"))
         key_lines, matrix = key_lines[: ends[limit] + 1], matrix[:limit]
     return Vectors(None, matrix, source=str(folder), format=FAST_FORMAT, key_lines=key_lines,
-                   matrix_file=matrix_file)
+                   matrix_file=matrix_file, n_keys=len(matrix))
 
 
 def load(path: str | os.PathLike | None = None, *, limit: int | None = None, trust: bool = False) -> Vectors:

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable, Iterator
 from enum import Enum
 
 from attn_cli.errors import InputError
-from attn_cli.output import json_line, write_json
 
 
 class Format(str, Enum):
@@ -52,6 +51,8 @@ def write(result, fmt: Format, view: str | None = None, *view_args) -> None:
     elif fmt is Format.json:
         write_json(document(result))
     elif fmt is Format.jsonl:
+        from attn_cli.output import json_line
+
         sys.stdout.write(json_line(result.to_dict()) + "\n")
     else:
         write_rows(result.rows(), fmt)
@@ -88,6 +89,13 @@ def cell(value) -> object:
     return value
 
 
+def write_json(obj) -> None:
+    """`obj` on stdout as indented JSON (attn_cli.output, and json, read only when JSON is written)."""
+    from attn_cli.output import write_json as write
+
+    write(obj)
+
+
 def with_line(rows: Iterable[dict], line: int) -> Iterator[dict]:
     """Rows of input line `line` (with `-`): the line number first."""
     for row in rows:
@@ -119,6 +127,8 @@ def write_lines(results: Iterable, fmt: Format, *, on_error: Callable[[int, str]
             else:
                 rows.write(with_line(item.result.rows(), item.number))
         return failed
+    from attn_cli.output import json_line
+
     objects = (item.to_dict() for item in results)
     if fmt is Format.json:
         items = []

@@ -107,3 +107,21 @@ def test_python_dash_m_works():
         [sys.executable, "-m", "attn_cli", "--version"], capture_output=True, text=True, env=piped_env(), timeout=60
     )
     assert result.stdout == f"attn {__version__}\n"
+
+
+def test_the_command_line_collects_garbage_less_often():
+    """`python -m attn_cli` and the `attn` script (pyproject.toml) start through attn_cli.__main__.run,
+    which raises the collector's threshold for a short process; importing attn_cli leaves it alone."""
+    import gc
+    import tomllib
+
+    from attn_cli.__main__ import START_GC_THRESHOLD
+
+    scripts = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["attn"] == "attn_cli.__main__:run"
+    code = ("import atexit, gc, sys\nimport attn_cli.__main__, attn_cli.cli\nprint(gc.get_threshold()[0], file=sys.stderr)\n"
+            "atexit.register(lambda: print(gc.get_threshold()[0], file=sys.stderr))\n"
+            "sys.argv = ['attn', '--version']\nattn_cli.__main__.run()")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=piped_env(), timeout=60)
+    assert result.stdout == f"attn {__version__}\n"
+    assert result.stderr.split() == [str(gc.get_threshold()[0]), str(START_GC_THRESHOLD)]

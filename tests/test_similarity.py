@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from attn_cli.cli import app
-from attn_cli.similarity import baseline, compare, dot_terms, percentile_of, reading
+from attn_cli.similarity import BASELINE_KEYS, BASELINE_PAIRS, BASELINE_SEED, SAVED_PAIRS, baseline, compare, dot_terms, percentile_of, random_pairs, reading
 
 runner = CliRunner()
 
@@ -43,6 +43,14 @@ def test_the_baseline_is_computed_from_the_vectors_and_repeatable(glove):
     assert first.percentiles == {f"{p:g}": float(np.percentile(cosines, p)) for p in (5, 50, 95)}  # to the bit
     other, _ = baseline(glove, seed=1)
     assert other.percentiles != first.percentiles
+
+
+def test_the_saved_default_pairs_are_the_generators_draw():
+    drawn = np.random.default_rng(BASELINE_SEED).integers(0, BASELINE_KEYS, size=(BASELINE_PAIRS, 2))
+    saved = random_pairs(BASELINE_KEYS, BASELINE_PAIRS, BASELINE_SEED)
+    assert saved.dtype == drawn.dtype and np.array_equal(saved, drawn)
+    assert np.load(SAVED_PAIRS, allow_pickle=False).dtype == np.uint16
+    assert np.array_equal(random_pairs(500, 30, 2), np.random.default_rng(2).integers(0, 500, size=(30, 2)))  # any other draw: the generator
 
 
 def test_pairs_read_as_the_baseline_says(glove):

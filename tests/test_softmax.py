@@ -236,3 +236,20 @@ def test_softmax_json_reads_only_what_it_needs():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert json.loads(done.stdout)["probabilities"] == softmax(np.array([1.0, 2.0, 3.0])).tolist()
     assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_softmax_view_reads_only_its_own_view():
+    """The terminal view of `attn softmax` reads its own view module: not the analogy and similarity
+    views, their result classes, the word-vector options, or json and the JSON writer."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nsys.argv = ['attn', 'softmax', '1', '2', '3']\nfrom attn_cli.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "unread = ('attn_cli.render.lesson', 'attn_cli.results.analogy', 'attn_cli.cli.options', 'attn_cli.output', 'json')\n"
+        "print(sorted(m for m in sys.modules if m in unread), file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "probability" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "[]"

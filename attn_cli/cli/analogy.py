@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import AttnCommand, Format, FormatOpt, LimitOpt, OovOpt, TrustOpt, VectorsOpt, app, examples, load_vectors
+from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples
+from attn_cli.cli.options import LimitOpt, OovOpt, TrustOpt, VectorsOpt, load_vectors
 from attn_cli.errors import AttnError, DataError, InputError
 from attn_cli.neighbors import MAX_NEIGHBORS
 from attn_cli.tokens import Oov

@@ -2,7 +2,6 @@
 
 import os
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -10,7 +9,6 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
 from attn_cli import __version__
 from attn_cli.errors import AttnError
-from attn_cli.output import warn
 from attn_cli.writers import Format
 
 DEBUG_VAR = "ATTN_DEBUG"  # set it to see the traceback behind an "internal error"
@@ -20,7 +18,7 @@ def say(message: str) -> None:
     """One line on stderr, whatever the message holds (control characters are escaped)."""
     from attn_cli.files import printable
 
-    warn(printable(message))
+    sys.stderr.write(f"attn: {printable(message)}\n")
 
 
 def usage_error(e: UsageError) -> None:
@@ -157,52 +155,12 @@ def root(
         sys.stdout.write(START)
 
 
-# Options shared by every command that uses word vectors or prints data.
-VectorsOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--vectors",
-        metavar="PATH",
-        envvar="ATTN_VECTORS",
-        help="Word vectors: word2vec/GloVe text or binary, fastText .vec/.bin, or an attn folder. Default: the shipped GloVe 6B 50d.",
-        show_default=False,
-    ),
-]
-LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Read only the first N keys.")]
-TrustOpt = Annotated[
-    bool, typer.Option("--trust-pickle", help="Allow gensim's .kv/.model files, which are pickles: only for files you trust.")
-]
-
-
-def __getattr__(name: str):
-    """OovOpt, made when a command that reads words first imports it: attn_cli.tokens (and the
-    regular expressions it compiles) stays out of `attn softmax`'s start."""
-    if name == "OovOpt":
-        from attn_cli.tokens import Oov
-
-        opt = globals()[name] = Annotated[Oov, typer.Option("--oov", help="Unknown words: error, skip them, or give them a zero vector.")]
-        return opt
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 FORMAT_FLAGS = {f"--{f.value}": f for f in Format if f is not Format.table}  # --json is short for --format json
 FormatOpt = Annotated[
     Format,
     typer.Option("--format", metavar="FORMAT", help=f"table (the view), {', '.join(f.value for f in Format if f is not Format.table)}; "
                  f"{', '.join(FORMAT_FLAGS)} are short for it."),
 ]
-ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
-HeadsOpt = Annotated[
-    list[str] | None,
-    typer.Option("--head", metavar="NAME|FILE", help="identity, random (random:D_K for another d_k), a shipped head's name, or a .npz file; repeat for several heads. Default: the shipped learned heads.", show_default=False),
-]
-ModelOpt = Annotated[
-    str | None,
-    typer.Option("--model", metavar="PATH|NAME", help="A BERT or GPT-2 checkpoint: a Hugging Face model folder, or a name in the local Hugging Face cache (never downloaded).", show_default=False),
-]
-SeedOpt = Annotated[int, typer.Option("--seed", metavar="N", min=0, help="Seed of the random head's weights.")]
-
-
 class AttnCommand(typer.core.TyperCommand):
     """A command whose output format is one option: `--json` (and `--jsonl`, `--csv`, `--tsv`) is
     read as `--format json` before Click parses."""
@@ -226,19 +184,3 @@ class AttnCommand(typer.core.TyperCommand):
         if len(set(picked)) > 1:
             raise UsageError(f"{' and '.join(dict.fromkeys(picked))} exclude each other: pick one output format", ctx)
         return super().parse_args(ctx, out)
-
-
-def load_vectors(path: str | None, limit: int | None = None, trust: bool = False):
-    from attn_cli.vectors import load
-
-    vectors = load(path, limit=limit, trust=trust)
-    for note in vectors.notes:
-        say(note)
-    return vectors
-
-
-def check_new_file(path: Path, force: bool) -> Path:
-    """Refuse to overwrite what the user owns unless asked to, and then only a regular file."""
-    from attn_cli.atomic import check_writable
-
-    return check_writable(path, force)

@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import AttnCommand, ForceOpt, Format, FormatOpt, HeadsOpt, LimitOpt, ModelOpt, SeedOpt, TrustOpt, VectorsOpt, app, check_new_file, examples, load_vectors, say
+from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples, say
+from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, SeedOpt, TrustOpt, VectorsOpt, check_new_file, load_vectors
 from attn_cli.attention import Mask
 from attn_cli.writers import check_format, write
 from attn_cli.errors import InputError

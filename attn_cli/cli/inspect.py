@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import AttnCommand, ForceOpt, Format, FormatOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, app, examples, load_vectors, say
+from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples, say
+from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, load_vectors
 from attn_cli.errors import InputError
 from attn_cli.attention import Mask
 from attn_cli.inspection import MAX_NEIGHBORS, MAX_TOKENS, Settings, Stage, add_neighbors, find_query, inspect_text

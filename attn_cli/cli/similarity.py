@@ -4,7 +4,8 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import AttnCommand, Format, FormatOpt, LimitOpt, TrustOpt, VectorsOpt, app, examples, load_vectors
+from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples
+from attn_cli.cli.options import LimitOpt, TrustOpt, VectorsOpt, load_vectors
 from attn_cli.errors import InputError
 from attn_cli.writers import write
 

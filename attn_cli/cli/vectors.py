@@ -10,7 +10,8 @@ from typing import Annotated
 import typer
 from typer._click.core import ParameterSource
 
-from attn_cli.cli.app import AttnCommand, ForceOpt, Format, FormatOpt, LimitOpt, TrustOpt, VectorsOpt, app, examples, load_vectors, say
+from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples, say
+from attn_cli.cli.options import ForceOpt, LimitOpt, TrustOpt, VectorsOpt, load_vectors
 from attn_cli.writers import check_format, write
 from attn_cli.results import VectorsConverted, VectorsInfo
 

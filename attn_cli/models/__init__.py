@@ -19,6 +19,8 @@ import numpy as np
 
 @dataclass
 class Tokens:
+    """A sentence as the model's tokenizer cut it."""
+
     ids: list[int]  # rows of the embedding matrix (-1: a word with no vector, given a zero vector)
     pieces: list[str]  # the tokens as the tokenizer wrote them ("##ing", "Ġforest", "[CLS]")
     special: list[bool]  # [CLS], [SEP], ... added by the tokenizer
@@ -28,7 +30,7 @@ class Tokens:
     unknown: list[str] = field(default_factory=list)  # words left out or zeroed because they have no vector
 
 
-@dataclass
+@dataclass(eq=False)  # arrays
 class LayerTrace:
     """One layer over one sentence."""
 
@@ -39,7 +41,7 @@ class LayerTrace:
     heads: list = field(default_factory=list)  # per head, when the model keeps them: attention.HeadResult
 
 
-@dataclass
+@dataclass(eq=False)  # arrays
 class Trace:
     """A forward pass: the residual stream before and after every layer, and every head's weights."""
 

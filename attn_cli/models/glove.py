@@ -15,13 +15,17 @@ from attn_cli.models import LayerTrace, Tokens, Trace
 from attn_cli.vectors import Vectors
 
 
-@dataclass
+@dataclass(eq=False)  # an array
 class WordTokens(Tokens):
+    """GloVe's tokens, with their word vectors."""
+
     vectors: np.ndarray = None  # [n, d] float64 word vectors (zero for a word without one under --oov zero)
 
 
-@dataclass
+@dataclass(eq=False)  # vectors and heads: arrays
 class GloveModel:
+    """The GloVe vectors and named heads as a one-layer model (attn_cli.models.Model)."""
+
     vectors: Vectors
     heads: list[NamedHead]
     settings: object = None  # attn_cli.inspection.Settings

@@ -7,9 +7,9 @@ softmax or model views): with PYTHONDONTWRITEBYTECODE every module read is compi
 
 from attn_cli.lazy import module_getattr
 
-MODULES = ("base", "lesson", "vectors", "inspection", "heads", "models")
+MODULES = ("base", "softmax", "lesson", "vectors", "inspection", "heads", "models")
 VIEWS = {
-    "softmax_view": "lesson", "analogy_view": "lesson", "similarity_view": "lesson",
+    "softmax_view": "softmax", "analogy_view": "lesson", "similarity_view": "lesson",
     "vectors_info": "vectors",
     "inspect_view": "inspection", "Heatmap": "inspection",
     "heads_list": "heads", "head_trained": "heads", "heads_eval": "heads",

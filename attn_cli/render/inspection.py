@@ -250,6 +250,8 @@ class Heatmap:
             for x, text in zip(row, texts):
                 if x != x:
                     yield Segment(text.rjust(width - 1), dim)
+                elif system is None:  # no colour (a pipe, NO_COLOR): none to compute, attn_cli.colours not read
+                    yield Segment(text.rjust(width - 1))
                 else:
                     background, text_colour = self.colour(x, system)
                     yield Segment(text.rjust(width - 1), Style(bgcolor=background, color=text_colour))

@@ -72,7 +72,7 @@ def row_cosines(a, b):  # [..., d], [..., d] -> [...]: cos(a_i, b_i), 0 where ei
     return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
 
 
-@dataclass
+@dataclass(eq=False)  # arrays
 class HeadView:
     """One head over one sentence: its matrices at every step (queries are rows)."""
 
@@ -135,8 +135,10 @@ TOKEN_NUMBERS = ("delta_norms", "delta_context_norms", "delta_self_norms", "inpu
 HEAD_NUMBERS = ("delta_norms", "delta_context_norms", "delta_self_norms")  # the order of HeadView.norm_rows
 
 
-@dataclass
+@dataclass(eq=False)  # arrays
 class InspectResult:
+    """Everything `attn inspect` reports for one sentence: the view, JSON and CSV all read it."""
+
     tokens: list
     unknown: list  # words without a vector (skipped or zeroed under --oov)
     mask: str  # "causal" | "none"

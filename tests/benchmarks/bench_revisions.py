@@ -33,9 +33,9 @@ def unpack(rev: str, into: Path) -> Path:
     return into
 
 
-def timed(argv: list[str], env: dict) -> float:
+def timed(argv: list[str], env: dict, cwd: str) -> float:
     start = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env, cwd=cwd)
     return time.perf_counter() - start
 
 
@@ -50,14 +50,14 @@ def main() -> None:
                 "attn softmax 1 2 3 (this tree)": ([sys.executable, *COMMAND], env | {"PYTHONPATH": str(ROOT)})}
     with tempfile.TemporaryDirectory() as tmp:
         if args.before:
-            old = unpack(args.before, Path(tmp))
+            old = unpack(args.before, Path(tmp) / "old")  # not tmp itself, which is the commands' current folder
             commands[f"attn softmax 1 2 3 ({args.before})"] = ([sys.executable, *COMMAND], env | {"PYTHONPATH": str(old)})
         for argv, run_env in commands.values():  # warm the page cache
-            timed(argv, run_env)
+            timed(argv, run_env, tmp)
         times = {name: [] for name in commands}
         for _ in range(args.runs):
             for name, (argv, run_env) in commands.items():
-                times[name].append(timed(argv, run_env))
+                times[name].append(timed(argv, run_env, tmp))  # `-m` reads the current folder first: not the repository's
     medians = {name: statistics.median(t) for name, t in times.items()}
     floor = next(iter(medians.values()))
     print(f"cold start, median of {args.runs} new processes each (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')})")

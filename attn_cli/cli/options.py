@@ -1,0 +1,63 @@
+"""Options shared by the commands that read word vectors, heads or files, and the helpers behind
+them: a module apart from attn_cli.cli.app, so `attn softmax` reads none of it."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from attn_cli.cli.app import say
+
+VectorsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--vectors",
+        metavar="PATH",
+        envvar="ATTN_VECTORS",
+        help="Word vectors: word2vec/GloVe text or binary, fastText .vec/.bin, or an attn folder. Default: the shipped GloVe 6B 50d.",
+        show_default=False,
+    ),
+]
+LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Read only the first N keys.")]
+TrustOpt = Annotated[
+    bool, typer.Option("--trust-pickle", help="Allow gensim's .kv/.model files, which are pickles: only for files you trust.")
+]
+
+
+def __getattr__(name: str):
+    """OovOpt, made when a command that reads words first imports it: attn_cli.tokens (and the
+    regular expressions it compiles) stays out of the start of commands that read no words."""
+    if name == "OovOpt":
+        from attn_cli.tokens import Oov
+
+        opt = globals()[name] = Annotated[Oov, typer.Option("--oov", help="Unknown words: error, skip them, or give them a zero vector.")]
+        return opt
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
+HeadsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--head", metavar="NAME|FILE", help="identity, random (random:D_K for another d_k), a shipped head's name, or a .npz file; repeat for several heads. Default: the shipped learned heads.", show_default=False),
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option("--model", metavar="PATH|NAME", help="A BERT or GPT-2 checkpoint: a Hugging Face model folder, or a name in the local Hugging Face cache (never downloaded).", show_default=False),
+]
+SeedOpt = Annotated[int, typer.Option("--seed", metavar="N", min=0, help="Seed of the random head's weights.")]
+
+
+def load_vectors(path: str | None, limit: int | None = None, trust: bool = False):
+    from attn_cli.vectors import load
+
+    vectors = load(path, limit=limit, trust=trust)
+    for note in vectors.notes:
+        say(note)
+    return vectors
+
+
+def check_new_file(path: Path, force: bool) -> Path:
+    """Refuse to overwrite what the user owns unless asked to, and then only a regular file."""
+    from attn_cli.atomic import check_writable
+
+    return check_writable(path, force)
