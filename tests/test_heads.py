@@ -297,6 +297,7 @@ def test_biopsy_moves_mole_to_skin_in_the_nearest_keys_too(run):
     change = {s["name"]: s["change"] for s in out["senses"][0]["senses"]}
     assert change["skin"] > 2 * change["chemistry"] and change["animal"] < 0
     assert "biopsy" in out["neighbors"]["output"][i] and "biopsy" not in out["neighbors"]["input"][i]
+    assert out["neighbors"]["output"][out["tokens"].index("of")][0] == "biopsy"  # the card says function words move too
 
 
 def test_river_bank(run):
