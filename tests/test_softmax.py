@@ -221,35 +221,36 @@ def test_unknown_option_is_still_an_error(run):
     assert result.exit_code == 2 and "--nope" in result.stderr
 
 
-def test_softmax_json_reads_only_what_it_needs():
-    """`attn softmax --json` starts without the word-vector side of attn, Rich or the CSV writer:
-    with PYTHONDONTWRITEBYTECODE every module read is compiled again, on every run."""
+def modules_read(args: list[str], watched: tuple[str, ...]) -> tuple[str, list[str]]:
+    """(stdout, the watched modules loaded) of `attn ARGS` in a new process; a module whose top
+    package is watched counts too."""
     import subprocess
     import sys
 
     code = (
-        "import sys\nsys.argv = ['attn', 'softmax', '1', '2', '3', '--json']\nfrom attn_cli.cli import main\n"
+        f"import sys\nsys.argv = ['attn', *{args!r}]\nfrom attn_cli.cli import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "heavy = ('attn_cli.attention', 'attn_cli.results', 'attn_cli.tokens', 'attn_cli.neighbors', 'attn_cli.vectors', 'csv')\n"
-        "print(sorted(m for m in sys.modules if m in heavy or m.split('.')[0] == 'rich'), file=sys.stderr)"
+        f"print(sorted(m for m in sys.modules if m in {watched!r} or m.split('.')[0] in {watched!r}), file=sys.stderr)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert json.loads(done.stdout)["probabilities"] == softmax(np.array([1.0, 2.0, 3.0])).tolist()
-    assert done.stderr.strip().splitlines()[-1] == "[]"
+    import ast
+
+    return done.stdout, ast.literal_eval(done.stderr.strip().splitlines()[-1])
+
+
+def test_softmax_json_reads_only_what_it_needs():
+    """`attn softmax --json` starts without the word-vector side of attn, Rich or the CSV writer:
+    with PYTHONDONTWRITEBYTECODE every module read is compiled again, on every run."""
+    heavy = ("attn_cli.attention", "attn_cli.results", "attn_cli.tokens", "attn_cli.neighbors", "attn_cli.vectors", "csv", "rich")
+    out, read = modules_read(["softmax", "1", "2", "3", "--json"], heavy)
+    assert json.loads(out)["probabilities"] == softmax(np.array([1.0, 2.0, 3.0])).tolist()
+    assert read == []
 
 
 def test_softmax_view_reads_only_its_own_view():
     """The terminal view of `attn softmax` reads its own view module: not the analogy and similarity
     views, their result classes, the word-vector options, or json and the JSON writer."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys\nsys.argv = ['attn', 'softmax', '1', '2', '3']\nfrom attn_cli.cli import main\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "unread = ('attn_cli.render.lesson', 'attn_cli.results.analogy', 'attn_cli.cli.options', 'attn_cli.output', 'json')\n"
-        "print(sorted(m for m in sys.modules if m in unread), file=sys.stderr)"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert "probability" in done.stdout
-    assert done.stderr.strip().splitlines()[-1] == "[]"
+    unread = ("attn_cli.render.lesson", "attn_cli.results.analogy", "attn_cli.cli.options", "attn_cli.output", "json")
+    out, read = modules_read(["softmax", "1", "2", "3"], unread)
+    assert "probability" in out
+    assert read == []
