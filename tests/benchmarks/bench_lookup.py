@@ -1,13 +1,14 @@
 """`attn analogy` and `attn similarity` on the full GloVe 6B 50d (400,000 keys, converted to an attn
 folder), against minimal NumPy scripts doing the same work, in the same run.
 
-Run by hand:  PYTHONPATH=. python tests/benchmarks/bench_lookup.py [--runs 11] [--folder DIR]
+Run by hand:  PYTHONPATH=. python tests/benchmarks/bench_lookup.py [--runs 11] [--folder DIR] [--bytecode]
 
 Target (issue #11): each <= 1.2x its peer. The peers are what a person would write with NumPy
 alone: np.load(mmap_mode="r"), a scan of keys.txt's bytes for the few words, and for the analogy
 3CosAdd over every key (norms with einsum, one matrix-vector product, argpartition for the top 5).
 Both are new processes, timed as wholes, interleaved; medians. The answers are compared.
-Without --folder, the 400k text file (tests/benchmarks/glove400k.py) is converted first.
+Without --folder, the 400k text file (tests/benchmarks/glove400k.py) is converted first. --bytecode:
+every command with its modules compiled once (runs.compiled_once), as an installed attn starts.
 """
 
 import argparse
@@ -19,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from glove400k import text_file  # noqa: E402
-from runs import medians  # noqa: E402
+from runs import compiled_once, medians  # noqa: E402
 
 ANALOGY = ["king", "man", "woman"]  # man is to king as woman is to ?
 SIMILARITY = ["king", "queen", "man", "woman"]
@@ -64,6 +65,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=11)
     parser.add_argument("--folder", type=Path, help="an attn folder of the 400k vectors (made if not given)")
+    parser.add_argument("--bytecode", action="store_true", help="compile each module once (a cache in a scratch folder), as an installed attn does")
     args = parser.parse_args()
     py = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
@@ -80,7 +82,7 @@ def main() -> None:
             "peer similarity": [py, peer, folder, "similarity", *SIMILARITY],
             "attn similarity king queen man woman --json": [py, "-m", "attn_cli", "similarity", *SIMILARITY, "--vectors", folder, "--json"],
         }
-        found = medians(commands, args.runs)
+        found = medians(commands, args.runs, env=compiled_once(commands) if args.bytecode else None)
     print(f"{folder}: 400,000 keys x 50; medians of {args.runs} interleaved runs")
     for name, (seconds, mib, _) in found.items():
         print(f"  {name:46} {seconds * 1000:6.0f} ms  peak RSS {mib:6.1f} MiB")

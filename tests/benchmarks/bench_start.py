@@ -13,11 +13,10 @@ are compiled once, not at every start.
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from runs import medians  # noqa: E402
+from runs import compiled_once, medians  # noqa: E402
 
 LESSON = "A fluffy blue creature roamed the verdant forest."
 INSPECT = f'attn inspect "{LESSON}"'
@@ -36,9 +35,7 @@ def main() -> None:
     }
     env = {"COLUMNS": "100"}
     if args.bytecode:
-        cache = tempfile.mkdtemp(prefix="attn-bytecode-")
-        env |= {"PYTHONPYCACHEPREFIX": cache, "PYTHONDONTWRITEBYTECODE": ""}  # empty: bytecode is written
-        medians(commands, 1, env=env)  # the untimed run that writes the cache
+        env = compiled_once(commands, env)
     found = medians(commands, args.runs, env=env)
     floor, floor_mib, _ = found['python -c "import numpy"']
     cached = "modules compiled once, cached" if args.bytecode else "bytecode as the environment has it"

@@ -3,6 +3,7 @@
 import os
 import statistics
 import subprocess
+import tempfile
 import time
 
 
@@ -32,3 +33,11 @@ def medians(commands: dict, runs: int, env: dict | None = None) -> dict:
             times[name].append(seconds)
             rss[name].append(mib)
     return {name: (statistics.median(times[name]), statistics.median(rss[name]), outs[name]) for name in commands}
+
+
+def compiled_once(commands: dict, env: dict | None = None) -> dict:
+    """env for commands whose modules are compiled once, as an installed program's are: a fresh
+    bytecode cache (PYTHONPYCACHEPREFIX in a scratch folder), written by one untimed run of each."""
+    env = (env or {}) | {"PYTHONPYCACHEPREFIX": tempfile.mkdtemp(prefix="attn-bytecode-"), "PYTHONDONTWRITEBYTECODE": ""}  # empty: written
+    medians(commands, 1, env=env)
+    return env
