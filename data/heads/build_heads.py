@@ -370,8 +370,10 @@ def adjective_summary(m) -> str:
 
 def context_summary(m) -> str:
     c, n = m["senses"]["causal"]["heads"], m["senses"]["none"]["heads"]
+    c2, n2 = m["senses2"]["causal"]["heads"], m["senses2"]["none"]["heads"]
     return (f"hand-written held-out sense cases: E' nearer the intended sense {c['after']:.3f} causal, "
-            f"{n['after']:.3f} mask none (E before: {c['before']:.3f}, {n['before']:.3f})")
+            f"{n['after']:.3f} mask none (E before: {c['before']:.3f}, {n['before']:.3f}); over 12 other words "
+            f"{c2['after']:.3f} and {n2['after']:.3f} (before: {c2['before']:.3f}, {n2['before']:.3f})")
 
 
 def head_meta(name, description, metrics, summary) -> dict:
