@@ -528,8 +528,7 @@ the mechanism: it is **not** a head taken from a trained transformer.
   log(frequency rank + {RANK_OFFSET:g}) on the vectors of all {data['rarity_words']:,} keys (GloVe lists its keys by
   frequency), fitted at random positions as a head sees them. So the scaled score of key j is
   {choice['beta']:g} u . E_j whatever the query, less {choice['self_cost']:g} on the query itself: a word takes its
-  meaning from the others, not from a copy of itself. Attention that depends on the query
-  (a word leaning toward the words related to it) resolved fewer dev cases than this.
+  meaning from the others, not from a copy of itself.
 - Shapes: W_Q, W_K [50, 1], b_Q [1], W_V [50, 50] (no W_O). Built by
   `python data/heads/build_heads.py` (rebuilds this file; `--check` compares).
 - W_V = s (I - m m^T), where m is the unit mean of the {MEAN_WORDS:,} most frequent word vectors: a
