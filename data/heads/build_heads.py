@@ -151,21 +151,22 @@ def even_through_value_map(adjective, context, cases_file, words_file, vectors) 
 
     cases = evaluation.parse_sense_cases(cases_file.read_text(encoding="utf-8").splitlines(), str(cases_file))
     sense_set = read_sense_set(words_file)
+    senses = {w: (list(table), sense_centroids([probe_matrix(p, vectors) for p in table.values()])) for w, table in sense_set.items()}
     out = {}
     for mask in MASKS:
-        hits = []
+        rows, centroids, intended = [], [], []
         for case in cases:
             if mask == Mask.causal and not case.context_before:
                 continue
-            result = inspect_text(case.sentence, vectors, [adjective, context], Settings(mask=Mask(mask)))
+            result = inspect_text(case.sentence, vectors, [adjective], Settings(mask=Mask(mask)))  # the adjective head's update as it is
             i = result.tokens.index(case.word)
             seen = [j for j in range(len(result.tokens)) if j != i and is_content(result.tokens[j]) and (mask == Mask.none or j < i)]
             mix = result.e[seen].mean(axis=0) @ context.w_v if seen else 0.0  # [d]
-            after = result.e[i] + result.heads[0].delta[i] + mix  # [d]
-            names = list(sense_set[case.word])
-            centroids = sense_centroids([probe_matrix(sense_set[case.word][n], vectors) for n in names])  # [s, d]
-            hits.append(int(np.argmax(centroids @ after)) == names.index(case.sense))
-        out[mask] = float(np.mean(hits))
+            rows.append(result.e[i] + result.delta[i] + mix)  # [d]
+            names, c = senses[case.word]
+            centroids.append(c)
+            intended.append(names.index(case.sense))
+        out[mask] = evaluation._share_correct(np.array(rows), centroids, intended)  # the rule `attn heads eval` counts by
     return out
 
 
