@@ -3,7 +3,9 @@
 The fast format is a folder holding `vectors.npy` (a [n_keys, d] float matrix, loaded
 memory-mapped with allow_pickle=False) and `keys.txt` (one key per line, row order); the
 folders `attn vectors convert` writes also hold `attn.json`, the manifest that tells that
-attn wrote them (so that --force may replace them).
+attn wrote them (so that --force may replace them), and `norms.npy`, the float64 norm of every
+row, so that a search over every key does not compute them again at each start. A folder
+without it (or with one that does not match the matrix) works the same, computing the norms.
 Other formats (word2vec, GloVe text, fastText) go through `attn_cli.formats`, which
 imports gensim only when such a file is actually loaded.
 """
@@ -25,6 +27,8 @@ FAST_FORMAT = "attn"
 MATRIX_FILE = "vectors.npy"
 KEYS_FILE = "keys.txt"
 MANIFEST_FILE = "attn.json"
+NORMS_FILE = "norms.npy"  # [n_keys] float64, row_norms of the matrix (optional)
+NORMS_CHECKED = 16  # rows whose stored norm is compared with one computed at load (a stale file is ignored)
 BLOCK_ROWS = 16384  # rows read at a time when every key is scored: [16384, d] float32, 3.2 MB at d = 50
 SCANS_BEFORE_INDEX = 64  # look-ups answered by scanning keys.txt before the key -> row dict is built
 
@@ -53,6 +57,7 @@ class Vectors:
         key_lines: bytes | None = None,  # "\n" + one key per line, each ending in "\n", instead of index_to_key
         matrix_file: tuple[Path, int] | None = None,
         n_keys: int | None = None,  # the keys in key_lines, when the caller has counted them already
+        norms: np.ndarray | None = None,  # [n_keys] float64, row_norms(vectors) read from a fast folder
     ):
         if n_keys is None:
             n_keys = newlines(key_lines) - 1 if index_to_key is None else len(index_to_key)
@@ -64,6 +69,7 @@ class Vectors:
         self.n_keys = n_keys
         self.vectors = vectors
         self.matrix_file = matrix_file
+        self.norms = norms
         self.source = source
         self.format = format
         self.oov_vector = oov_vector
@@ -205,12 +211,52 @@ def newlines(data: bytes) -> int:
     return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n")))
 
 
+def row_norms(m: np.ndarray) -> np.ndarray:  # [c, d] float -> [c] float64
+    """The norm of each row, summed in float64 (1e38-sized float32 values do not overflow). Every search
+    over the keys divides by these: stored in norms.npy they are these very numbers, to the bit."""
+    return np.sqrt(np.einsum("ij,ij->i", m, m, dtype=np.float64))
+
+
+def write_norms(folder: Path, rows: int = BLOCK_ROWS) -> None:
+    """folder/norms.npy: row_norms of folder/vectors.npy, computed a block of rows at a time."""
+    matrix = read_matrix(folder / MATRIX_FILE)
+    norms = np.empty(len(matrix))  # [n_keys] float64
+    for start in range(0, len(matrix), rows):
+        norms[start : start + rows] = row_norms(matrix[start : start + rows])
+    with open(folder / NORMS_FILE, "wb") as f:
+        np.save(f, norms, allow_pickle=False)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_norms(folder: Path, matrix: np.ndarray) -> np.ndarray | None:  # [n_keys, d] -> [n_keys] float64, memory-mapped
+    """folder/norms.npy if it holds the norms of `matrix`: one float64 per row (header checked before
+    anything is mapped, never a pickle), and the norms of a few rows spread over the matrix equal to
+    the bit. A missing, damaged or stale file is None: the norms are then computed, as before they were stored."""
+    from attn_cli.files import npy_header
+
+    path = folder / NORMS_FILE
+    try:
+        with open(path, "rb") as f:
+            shape, dtype, _ = npy_header(f, path)
+            data_start, size = f.tell(), os.fstat(f.fileno()).st_size
+        if shape != (len(matrix),) or dtype != np.dtype(np.float64) or size < data_start + 8 * len(matrix):
+            return None
+        norms = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, DataError):
+        return None
+    spot = np.unique(np.linspace(0, len(matrix) - 1, NORMS_CHECKED).astype(np.intp))  # first, last and rows between
+    if not np.array_equal(row_norms(np.asarray(matrix[spot])), norms[spot], equal_nan=True):
+        return None
+    return norms
+
+
 def unit_rows(m: np.ndarray) -> np.ndarray:  # [c, d] -> [c, d] float32, every row of norm 1
     """Rows scaled to norm 1. A zero or non-finite row has no direction: its row is NaN,
     so every cosine with it is NaN and it is never anyone's nearest key."""
     m = np.asarray(m, dtype=np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
-        norms = np.sqrt(np.einsum("ij,ij->i", m, m, dtype=np.float64))[:, None]  # float64: 1e38-sized values do not overflow
+        norms = row_norms(m)[:, None]
         good = np.isfinite(norms) & (norms > 0)
         return np.divide(m, norms, out=np.full_like(m, np.nan), where=good).astype(np.float32, copy=False)
 
@@ -271,11 +317,13 @@ def load_fast(folder: Path, limit: int | None = None) -> Vectors:
     # Rows in file order (C order, native bytes) can be read a block at a time; others go through the mapping.
     readable = isinstance(matrix, np.memmap) and matrix.flags.c_contiguous and matrix.dtype.isnative
     matrix_file = (folder / MATRIX_FILE, matrix.offset) if readable else None
+    norms = read_norms(folder, matrix)
     if limit is not None and limit < n_keys:
         ends = np.flatnonzero(np.frombuffer(key_lines, dtype=np.uint8) == ord("\n"))
         key_lines, matrix = key_lines[: ends[limit] + 1], matrix[:limit]
+        norms = None if norms is None else norms[:limit]
     return Vectors(None, matrix, source=str(folder), format=FAST_FORMAT, key_lines=key_lines,
-                   matrix_file=matrix_file, n_keys=len(matrix))
+                   matrix_file=matrix_file, n_keys=len(matrix), norms=norms)
 
 
 def load(path: str | os.PathLike | None = None, *, limit: int | None = None, trust: bool = False) -> Vectors:
