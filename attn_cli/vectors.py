@@ -10,6 +10,7 @@ Other formats (word2vec, GloVe text, fastText) go through `attn_cli.formats`, wh
 imports gensim only when such a file is actually loaded.
 """
 
+import codecs
 import mmap
 import os
 from collections.abc import Callable, Iterator
@@ -30,6 +31,7 @@ MANIFEST_FILE = "attn.json"
 NORMS_FILE = "norms.npy"  # [n_keys] float64, row_norms of the matrix (optional)
 NORMS_CHECKED = 16  # rows whose stored norm is compared with one computed at load (a stale file is ignored)
 BLOCK_ROWS = 16384  # rows read at a time when every key is scored: [16384, d] float32, 3.2 MB at d = 50
+UTF8_CHUNK = 1 << 14  # bytes of keys.txt decoded at a time when it is checked
 SCANS_BEFORE_INDEX = 64  # look-ups answered by scanning keys.txt before the key -> row dict is built
 
 
@@ -211,6 +213,21 @@ def newlines(data: bytes) -> int:
     return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n")))
 
 
+def is_utf8(data: bytes, chunk: int = UTF8_CHUNK) -> bool:
+    """Whether `data` is valid UTF-8, decoded a chunk at a time by the same codec: a chunk's text is
+    small and freed at once, where decoding 400,000 GloVe keys whole builds a 6.7 MB string (~5 ms, not ~2)."""
+    if data.isascii():
+        return True
+    decoder = codecs.getincrementaldecoder("utf-8")()  # a character cut between two chunks is completed by the next
+    try:
+        for start in range(0, len(data), chunk):
+            decoder.decode(data[start : start + chunk])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def row_norms(m: np.ndarray) -> np.ndarray:  # [c, d] float -> [c] float64
     """The norm of each row, summed in float64 (1e38-sized float32 values do not overflow). Every search
     over the keys divides by these: stored in norms.npy they are these very numbers, to the bit."""
@@ -305,7 +322,8 @@ def load_fast(folder: Path, limit: int | None = None) -> Vectors:
     matrix = read_matrix(folder / MATRIX_FILE)
     try:
         raw = (folder / KEYS_FILE).read_bytes()
-        raw.decode("utf-8")  # checked once here; keys are decoded again only as they are used
+        if not is_utf8(raw):
+            raw.decode("utf-8")  # raises, naming the first bad byte; keys are decoded only as they are used
     except (OSError, UnicodeDecodeError) as e:
         raise DataError(f"{folder / KEYS_FILE}: cannot read the keys ({e})") from None
     if 0 in matrix.shape:

@@ -687,3 +687,16 @@ def test_shipped_norms_are_the_norms_of_the_shipped_vectors(glove):
 
     assert glove.norms is not None
     np.testing.assert_array_equal(glove.norms, row_norms(np.asarray(glove.vectors)))
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 1 << 14])
+def test_keys_are_checked_as_utf8_whatever_the_chunks(chunk):
+    """A chunked check accepts exactly what bytes.decode accepts, characters cut between chunks included."""
+    from attn_cli.vectors import is_utf8
+
+    samples = ["naïve\ncafé\n", "€uro\n𝄞 clef\n", "plain\n"]
+    bad = [b"caf\xe9\n", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"ok\xe2\x82", b"\x80", b"\xf0\x9d\x84"]
+    for text in samples:
+        assert is_utf8(text.encode(), chunk)
+    for data in bad:
+        assert not is_utf8(data, chunk) and not is_utf8(b"fine\n" + data + b"\nfine\n", chunk)
