@@ -259,7 +259,7 @@ def read_norms(folder: Path, matrix: np.ndarray) -> np.ndarray | None:  # [n_key
             data_start, size = f.tell(), os.fstat(f.fileno()).st_size
         if shape != (len(matrix),) or dtype != np.dtype(np.float64) or size < data_start + 8 * len(matrix):
             return None
-        norms = np.load(path, mmap_mode="r", allow_pickle=False)
+        norms = np.asarray(np.load(path, mmap_mode="r", allow_pickle=False))  # the mapping as a plain array: slicing a memmap costs more
     except (OSError, ValueError, DataError):
         return None
     spot = np.unique(np.linspace(0, len(matrix) - 1, NORMS_CHECKED).astype(np.intp))  # first, last and rows between
