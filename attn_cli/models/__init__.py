@@ -30,25 +30,35 @@ class Tokens:
     unknown: list[str] = field(default_factory=list)  # words left out or zeroed because they have no vector
 
 
-@dataclass(eq=False)  # arrays
 class LayerTrace:
-    """One layer over one sentence."""
+    """One layer over one sentence (a plain class: see attention.Head)."""
 
-    scores: np.ndarray  # [H, n, n] Q K^T / sqrt(d_k), -inf where the mask hides a key
-    weights: np.ndarray  # [H, n, n] softmax over keys; rows sum to 1
-    attn_update: np.ndarray  # [n, d] what the attention block changed in the residual stream
-    mlp_update: np.ndarray  # [n, d] what the MLP block changed (zero where there is none)
-    heads: list = field(default_factory=list)  # per head, when the model keeps them: attention.HeadResult
+    __slots__ = ("scores", "weights", "attn_update", "mlp_update", "heads")
+
+    def __init__(self, scores: np.ndarray, weights: np.ndarray, attn_update: np.ndarray, mlp_update: np.ndarray, heads: list | None = None):
+        self.scores = scores  # [H, n, n] Q K^T / sqrt(d_k), -inf where the mask hides a key
+        self.weights = weights  # [H, n, n] softmax over keys; rows sum to 1
+        self.attn_update = attn_update  # [n, d] what the attention block changed in the residual stream
+        self.mlp_update = mlp_update  # [n, d] what the MLP block changed (zero where there is none)
+        self.heads = [] if heads is None else heads  # per head, when the model keeps them: attention.HeadResult
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
 
-@dataclass(eq=False)  # arrays
 class Trace:
-    """A forward pass: the residual stream before and after every layer, and every head's weights."""
+    """A forward pass: the residual stream before and after every layer, and every head's weights (a plain class)."""
 
-    tokens: Tokens
-    hidden: np.ndarray  # [L + 1, n, d]: E (the embeddings), then each layer's output
-    layers: list[LayerTrace]
-    output: np.ndarray  # [n, d] the model's last hidden state (GPT-2: after ln_f)
+    __slots__ = ("tokens", "hidden", "layers", "output")
+
+    def __init__(self, tokens: Tokens, hidden: np.ndarray, layers: list[LayerTrace], output: np.ndarray):
+        self.tokens = tokens
+        self.hidden = hidden  # [L + 1, n, d]: E (the embeddings), then each layer's output
+        self.layers = layers
+        self.output = output  # [n, d] the model's last hidden state (GPT-2: after ln_f)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
 
 class Model(Protocol):

@@ -4,7 +4,7 @@ E is the word vector plus its position; the one layer is every chosen head over 
 their updates summed (E' = E + sum_h Delta E_h); there is no MLP.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,22 +22,19 @@ class WordTokens(Tokens):
     vectors: np.ndarray = None  # [n, d] float64 word vectors (zero for a word without one under --oov zero)
 
 
-@dataclass(eq=False)  # vectors and heads: arrays
 class GloveModel:
-    """The GloVe vectors and named heads as a one-layer model (attn_cli.models.Model)."""
+    """The GloVe vectors and named heads as a one-layer model (attn_cli.models.Model; a plain class: see attention.Head)."""
 
-    vectors: Vectors
-    heads: list[NamedHead]
-    settings: object = None  # attn_cli.inspection.Settings
-    kind: str = "glove"
-    n_layers: int = 1
-    causal: bool = field(init=False)
+    kind = "glove"
+    n_layers = 1
 
-    def __post_init__(self):
+    def __init__(self, vectors: Vectors, heads: list[NamedHead], settings=None):  # settings: attn_cli.inspection.Settings
         from attn_cli.attention import Mask
         from attn_cli.inspection import Settings
 
-        self.settings = self.settings or Settings()
+        self.vectors = vectors
+        self.heads = heads
+        self.settings = settings or Settings()
         self.causal = self.settings.mask == Mask.causal
 
     @property
