@@ -4,8 +4,6 @@ E is the word vector plus its position; the one layer is every chosen head over 
 their updates summed (E' = E + sum_h Delta E_h); there is no MLP.
 """
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from attn_cli.attention import multi_head
@@ -15,11 +13,15 @@ from attn_cli.models import LayerTrace, Tokens, Trace
 from attn_cli.vectors import Vectors
 
 
-@dataclass(eq=False)  # an array
 class WordTokens(Tokens):
-    """GloVe's tokens, with their word vectors."""
+    """GloVe's tokens, with their word vectors (a plain class, as Tokens)."""
 
-    vectors: np.ndarray = None  # [n, d] float64 word vectors (zero for a word without one under --oov zero)
+    __slots__ = ("vectors",)
+
+    def __init__(self, ids: list[int], pieces: list[str], special: list[bool], words: list[int | None],
+                 offsets: list[tuple[int, int]], text: str = "", unknown: list[str] | None = None, vectors: np.ndarray = None):
+        super().__init__(ids, pieces, special, words, offsets, text, unknown)
+        self.vectors = vectors  # [n, d] float64 word vectors (zero for a word without one under --oov zero)
 
 
 class GloveModel:
