@@ -11,7 +11,6 @@ may see (row_spans): under the causal mask the upper triangle is filled in, neve
 
 import math
 import mmap
-from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 
@@ -75,33 +74,49 @@ def allowed_keys(mask: "Mask | str", n: int) -> np.ndarray | None:  # -> [n, n] 
     return _causal(n) if Mask(mask) == Mask.causal else None
 
 
-@dataclass(eq=False)  # holds arrays, which == cannot compare: no generated __eq__ (one method less to build at start-up)
 class Head:
-    """One attention head: W_Q, W_K, W_V and an optional output map W_O (for a low-rank value map)."""
+    """One attention head: W_Q, W_K, W_V and an optional output map W_O (for a low-rank value map).
 
-    name: str
-    w_q: np.ndarray  # [d, d_k]
-    w_k: np.ndarray  # [d, d_k]
-    w_v: np.ndarray  # [d, d_v]
-    w_o: np.ndarray | None = None  # [d_v, d]; None when d_v == d
-    b_q: np.ndarray | None = None  # [d_k] query bias, Q = E W_Q + b_Q (as a model's linear layers have): lets a key matter to every query
-    distance: np.ndarray | None = None  # [3] (before, after, self): a key k tokens before / after the query loses k times that slope (ALiBi), the query itself `self`
+    A plain class, not a dataclass: it is defined on every start of `inspect`, and a dataclass
+    compiles its methods then (~0.3 ms each class). Holds arrays: compared by identity.
+    """
+
+    __slots__ = ("name", "w_q", "w_k", "w_v", "w_o", "b_q", "distance")
+
+    def __init__(self, name: str, w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray, w_o: np.ndarray | None = None,
+                 b_q: np.ndarray | None = None, distance: np.ndarray | None = None):
+        self.name = name
+        self.w_q = w_q  # [d, d_k]
+        self.w_k = w_k  # [d, d_k]
+        self.w_v = w_v  # [d, d_v]
+        self.w_o = w_o  # [d_v, d]; None when d_v == d
+        self.b_q = b_q  # [d_k] query bias, Q = E W_Q + b_Q (as a model's linear layers have): lets a key matter to every query
+        self.distance = distance  # [3] (before, after, self): a key k tokens before / after the query loses k times that slope (ALiBi), the query itself `self`
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
     @property
     def d_k(self) -> int:
         return self.w_q.shape[1]
 
 
-@dataclass(eq=False)  # arrays
 class HeadResult:
-    """One head over one sentence, every array in E's precision (float32 or float64)."""
+    """One head over one sentence, every array in E's precision (float32 or float64). A plain class, as Head."""
 
-    scores: np.ndarray  # [n, n] Q K^T, before scaling
-    masked: np.ndarray  # [n, n] scores / sqrt(d_k) (scores alone when not scaled) - distance penalty (heads with one), -inf where masked
-    weights: np.ndarray  # [n, n] softmax over keys; rows sum to 1 (0 for a fully masked row)
-    delta: np.ndarray  # [n, d] this head's contribution to Delta E
-    delta_self: np.ndarray | None = None  # [n, d] w_ii v_i (then W_O): the token's own value, copied
-    delta_context: np.ndarray | None = None  # [n, d] sum_{j != i} w_ij v_j (then W_O): what the other tokens wrote
+    __slots__ = ("scores", "masked", "weights", "delta", "delta_self", "delta_context")
+
+    def __init__(self, scores: np.ndarray, masked: np.ndarray, weights: np.ndarray, delta: np.ndarray,
+                 delta_self: np.ndarray | None = None, delta_context: np.ndarray | None = None):
+        self.scores = scores  # [n, n] Q K^T, before scaling
+        self.masked = masked  # [n, n] scores / sqrt(d_k) (scores alone when not scaled) - distance penalty (heads with one), -inf where masked
+        self.weights = weights  # [n, n] softmax over keys; rows sum to 1 (0 for a fully masked row)
+        self.delta = delta  # [n, d] this head's contribution to Delta E
+        self.delta_self = delta_self  # [n, d] w_ii v_i (then W_O): the token's own value, copied
+        self.delta_context = delta_context  # [n, d] sum_{j != i} w_ij v_j (then W_O): what the other tokens wrote
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
 
 ROW_BLOCK_BYTES = 1 << 19  # a block of rows of one [n, n] matrix (512 KiB): the block stays in cache while it is scaled, masked, exponentiated and normalised (256 KiB to 1 MiB measure about the same)

@@ -28,7 +28,7 @@ import numpy as np
 from attn_cli import __version__
 from attn_cli.errors import AttnError, DataError, InputError, reason
 from attn_cli.atomic import check_writable, clean_stale, move_into_place, temporary_name
-from attn_cli.vectors import FAST_FORMAT, KEYS_FILE, MANIFEST_FILE, MATRIX_FILE, Vectors, fast_folder, load_fast
+from attn_cli.vectors import FAST_FORMAT, KEYS_FILE, MANIFEST_FILE, MATRIX_FILE, NORMS_FILE, Vectors, fast_folder, load_fast, write_norms
 
 WORD2VEC_TEXT = "word2vec-text"
 WORD2VEC_BIN = "word2vec-bin"
@@ -53,7 +53,7 @@ CHUNK = 1 << 20  # bytes per read while streaming a file to gensim
 ROWS_PER_CHUNK = 16384  # rows per write while converting
 TEXT_CHUNK = 4 << 20  # bytes of whole lines parsed at a time: a few MB of text, ~2x that in float64 values
 ARROW_BLOCK = 1 << 18  # bytes per block of pyarrow's CSV reader
-FAST_FILES = (MATRIX_FILE, KEYS_FILE, MANIFEST_FILE)
+FAST_FILES = (MATRIX_FILE, KEYS_FILE, MANIFEST_FILE, NORMS_FILE)
 
 
 # --- detection ------------------------------------------------------------------------------
@@ -628,6 +628,7 @@ def write_fast(
         _write_matrix(scratch.path / MATRIX_FILE, vectors.vectors, dtype, on_rows)
         _write_keys(scratch.path / KEYS_FILE, vectors.index_to_key)
         _write_manifest(scratch.path / MANIFEST_FILE, len(vectors), vectors.vector_size, dtype)
+        write_norms(scratch.path)
         move_into_place(scratch.path, dst, replace=force)
     return dst
 
@@ -697,6 +698,8 @@ def convert(
             write_fast(load_fast(scratch.path), again)
             shutil.rmtree(scratch.path)
             scratch.path = again
+        else:
+            write_norms(scratch.path)
         move_into_place(scratch.path, dst, replace=force)
     notes = [duplicates_note(src, repeated)] if repeated else []
     return Converted(fmt, kept, text.dimension, "float32", notes)

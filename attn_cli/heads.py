@@ -11,7 +11,6 @@ allow_pickle=False and checked (keys, shapes, dtype, finiteness) before use.
 import json
 import math
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,14 +31,23 @@ MAX_WIDTH = 4096  # largest d_k or d_v a head file may have (beyond d itself): b
 MAX_META_BYTES = 1 << 20  # a head's JSON description; anything larger is not a description
 
 
-@dataclass(eq=False)  # arrays, as Head
 class NamedHead(Head):
-    """A head with where it came from and whether its weights were learned."""
+    """A head with where it came from and whether its weights were learned (a plain class, as Head)."""
 
-    source: str = ""  # "built-in" or the file it was read from
-    trained: bool = True  # weights learned from data
-    noise: bool = False  # untrained random weights: whatever pattern they show means nothing
-    meta: dict = field(default_factory=dict)
+    __slots__ = ("source", "trained", "noise", "meta")
+
+    def __init__(self, name: str, w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray, w_o: np.ndarray | None = None,
+                 b_q: np.ndarray | None = None, distance: np.ndarray | None = None, source: str = "", trained: bool = True,
+                 noise: bool = False, meta: dict | None = None):
+        super().__init__(name, w_q, w_k, w_v, w_o, b_q, distance)
+        self.source = source  # "built-in" or the file it was read from
+        self.trained = trained  # weights learned from data
+        self.noise = noise  # untrained random weights: whatever pattern they show means nothing
+        self.meta = {} if meta is None else meta
+
+    def __repr__(self) -> str:
+        names = Head.__slots__ + NamedHead.__slots__
+        return f"NamedHead({', '.join(f'{name}={getattr(self, name)!r}' for name in names)})"
 
     @property
     def description(self) -> str:

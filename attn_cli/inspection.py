@@ -4,7 +4,6 @@ Everything a view or a JSON object shows is computed here and handed over as an
 `InspectResult` (attn_cli.results); rendering lives in attn_cli.render.
 """
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -31,17 +30,23 @@ class Stage(str, Enum):
     weights = "weights"
 
 
-@dataclass
 class Settings:
-    """How `inspect` runs the heads and what it reports."""
+    """How `inspect` runs the heads and what it reports (a plain class: see attention.Head)."""
 
-    mask: Mask = Mask.causal
-    position: bool = True  # add sinusoidal positions to the word vectors
-    oov: Oov = Oov.error
-    max_tokens: int = MAX_TOKENS
-    stage: Stage | None = None  # also report this stage's matrix
-    embeddings: bool = False  # also report E and E'
-    scale: bool = True  # divide the scores by sqrt(d_k) (False: --no-scale)
+    __slots__ = ("mask", "position", "oov", "max_tokens", "stage", "embeddings", "scale")
+
+    def __init__(self, mask: Mask = Mask.causal, position: bool = True, oov: Oov = Oov.error, max_tokens: int = MAX_TOKENS,
+                 stage: Stage | None = None, embeddings: bool = False, scale: bool = True):
+        self.mask = mask
+        self.position = position  # add sinusoidal positions to the word vectors
+        self.oov = oov
+        self.max_tokens = max_tokens
+        self.stage = stage  # also report this stage's matrix
+        self.embeddings = embeddings  # also report E and E'
+        self.scale = scale  # divide the scores by sqrt(d_k) (False: --no-scale)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
 
 def inspect_text(text: str, vectors: "Vectors", heads: "list[NamedHead]", settings: Settings) -> InspectResult:

@@ -93,7 +93,8 @@ PIECE_MACS = 200_000  # multiply-adds per BLAS product in key_scores: below wher
 
 def key_scores(vectors: "Vectors", queries: np.ndarray) -> np.ndarray:  # [t, d] -> [t, n_keys] float32
     """Every key's unit vector dotted with each query row (the cosine, for unit queries; a key
-    without a direction scores NaN), computed a block of keys at a time.
+    without a direction scores NaN), computed a block of keys at a time, with the keys' norms
+    read from the folder when it stores them (Vectors.norms), else computed here.
 
     One to three queries: einsum, not BLAS: a matrix-vector product per block is all memory
     traffic, and BLAS threads waiting on each other for it cost more than the work on a busy
@@ -101,24 +102,26 @@ def key_scores(vectors: "Vectors", queries: np.ndarray) -> np.ndarray:  # [t, d]
     stay on this thread (no waiting for busy cores, no thread pool to start in a fresh process),
     twice as fast as einsum.
     """
-    from attn_cli.vectors import unit_rows
+    from attn_cli.vectors import BLOCK_ROWS, row_norms, unit_rows
 
     queries = np.asarray(queries, dtype=np.float32)
     out = np.empty((len(queries), len(vectors)), dtype=np.float32)
     by_blas = len(queries) >= MATMUL_QUERIES
     q_t = np.ascontiguousarray(queries.T)  # [d, t]
     piece = max(16, PIECE_MACS // max(1, queries.size))  # keys per product
+    products = np.empty((min(len(vectors), BLOCK_ROWS), len(queries)), dtype=np.float32) if by_blas else None  # [c, t], reused by every block
     for start, block in vectors.blocks():
         scores = out[:, start : start + len(block)]  # [t, c]
-        norms = np.sqrt(np.einsum("ij,ij->i", block, block, dtype=np.float64))  # [c]; float64: 1e38-sized values do not overflow
+        norms = row_norms(block) if vectors.norms is None else vectors.norms[start : start + len(block)]  # [c] float64 (stored: norms.npy)
         if not np.all((norms > 1e-15) & (norms < 1e15)):  # zero, tiny, huge or non-finite rows: scale each row to norm 1 first (NaN: no direction)
             np.einsum("tj,ij->ti", queries, unit_rows(block), out=scores)
         elif not by_blas:  # ordinary rows: their float32 dot products neither overflow nor vanish
             np.divide(np.einsum("tj,ij->ti", queries, block), norms, out=scores, casting="unsafe")  # [t, d] x [c, d] -> [t, c]
         else:
+            dots = products[: len(block)]  # [c, t]
             for r in range(0, len(block), piece):
-                rows = block[r : r + piece]  # [p, d]
-                np.divide((rows @ q_t).T, norms[r : r + piece], out=scores[:, r : r + len(rows)], casting="unsafe")  # [p, d] x [d, t] -> [t, p]
+                np.matmul(block[r : r + piece], q_t, out=dots[r : r + piece])  # [p, d] x [d, t] -> [p, t]
+            np.divide(dots.T, norms, out=scores, casting="unsafe")  # one division a block, not one a product
     return out
 
 

@@ -8,7 +8,6 @@ unrelated in between (as aligned as two words picked at random). The dot product
 the lesson does: the component products a_i b_i with the largest magnitude, and what the rest add.
 """
 
-from dataclasses import asdict, dataclass, field
 from itertools import combinations
 
 import numpy as np
@@ -27,46 +26,96 @@ TOP_TERMS = 5  # component products written out
 READINGS = ("aligned", "unrelated", "opposed", "undefined")
 
 
-@dataclass
+# The result objects are plain classes, not dataclasses: each dataclass compiles its methods when
+# its module is imported (~0.3 ms a class, on every start of the command).
+
+
 class DotTerm:
-    component: int  # i, 0-based
-    a: float  # a_i
-    b: float  # b_i
-    product: float  # a_i b_i
+    __slots__ = ("component", "a", "b", "product")
 
+    def __init__(self, component: int, a: float, b: float, product: float):
+        self.component = component  # i, 0-based
+        self.a = a  # a_i
+        self.b = b  # b_i
+        self.product = product  # a_i b_i
 
-@dataclass
-class PairSimilarity:
-    a: str
-    b: str
-    dot: float
-    cosine: float | None  # None: a zero vector, no direction
-    alignment: str  # the sign of the cosine (neighbors.alignment): "aligned" | "unrelated" | "opposed" | "undefined"
-    percentile: float | None = None  # % of the baseline's random pairs with a smaller cosine
-    reading: str = "undefined"  # against the baseline: "aligned" | "unrelated" | "opposed" | "undefined"
-    terms: list[DotTerm] = field(default_factory=list)  # the largest |a_i b_i|, largest first
-    rest: float = 0.0  # the sum of the other products: dot = sum(terms) + rest
-    rest_count: int = 0
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
-
-@dataclass
-class Baseline:
-    keys: int  # drawn among the `keys` most frequent keys
-    pairs: int  # random pairs with a defined cosine
-    seed: int
-    percentiles: dict[str, float]  # "5", "50", "95" -> cosine
-    examples: dict[str, list[str]]  # reading -> a sampled pair of words that reads so
-
-
-@dataclass
-class SimilarityResult:
-    words: list[str]
-    norms: list[float]
-    pairs: list[PairSimilarity]
-    baseline: Baseline | None = None
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {"component": self.component, "a": self.a, "b": self.b, "product": self.product}
+
+
+class PairSimilarity:
+    __slots__ = ("a", "b", "dot", "cosine", "alignment", "percentile", "reading", "terms", "rest", "rest_count")
+
+    def __init__(self, a: str, b: str, dot: float, cosine: float | None, alignment: str, percentile: float | None = None,
+                 reading: str = "undefined", terms: list[DotTerm] | None = None, rest: float = 0.0, rest_count: int = 0):
+        self.a = a
+        self.b = b
+        self.dot = dot
+        self.cosine = cosine  # None: a zero vector, no direction
+        self.alignment = alignment  # the sign of the cosine (neighbors.alignment): "aligned" | "unrelated" | "opposed" | "undefined"
+        self.percentile = percentile  # % of the baseline's random pairs with a smaller cosine
+        self.reading = reading  # against the baseline: "aligned" | "unrelated" | "opposed" | "undefined"
+        self.terms = [] if terms is None else terms  # the largest |a_i b_i|, largest first
+        self.rest = rest  # the sum of the other products: dot = sum(terms) + rest
+        self.rest_count = rest_count
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    def to_dict(self) -> dict:
+        return {"a": self.a, "b": self.b, "dot": self.dot, "cosine": self.cosine, "alignment": self.alignment,
+                "percentile": self.percentile, "reading": self.reading, "terms": [t.to_dict() for t in self.terms],
+                "rest": self.rest, "rest_count": self.rest_count}
+
+
+class Baseline:
+    __slots__ = ("keys", "pairs", "seed", "percentiles", "examples")
+
+    def __init__(self, keys: int, pairs: int, seed: int, percentiles: dict[str, float], examples: dict[str, list[str]]):
+        self.keys = keys  # drawn among the `keys` most frequent keys
+        self.pairs = pairs  # random pairs with a defined cosine
+        self.seed = seed
+        self.percentiles = percentiles  # "5", "50", "95" -> cosine
+        self.examples = examples  # reading -> a sampled pair of words that reads so
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    def to_dict(self) -> dict:
+        return {"keys": self.keys, "pairs": self.pairs, "seed": self.seed, "percentiles": dict(self.percentiles),
+                "examples": {reading: list(pair) for reading, pair in self.examples.items()}}
+
+
+class SimilarityResult:
+    __slots__ = ("words", "norms", "pairs", "baseline")
+
+    def __init__(self, words: list[str], norms: list[float], pairs: list[PairSimilarity], baseline: Baseline | None = None):
+        self.words = words
+        self.norms = norms
+        self.pairs = pairs
+        self.baseline = baseline
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    def to_dict(self) -> dict:
+        return {"words": list(self.words), "norms": list(self.norms), "pairs": [p.to_dict() for p in self.pairs],
+                "baseline": None if self.baseline is None else self.baseline.to_dict()}
 
     def rows(self):
         """One row per pair, with both words' norms (the component products are in the JSON)."""
@@ -102,7 +151,7 @@ def baseline(vectors, keys: int = BASELINE_KEYS, n_pairs: int = BASELINE_PAIRS, 
     """The random-pair baseline of these vectors, and its cosines sorted (for percentiles)."""
     k = min(keys, len(vectors))
     m = np.array(vectors.vectors[:k], dtype=np.float64)  # [k, d], a copy: scaled in place below
-    norms = np.linalg.norm(m, axis=1, keepdims=True)  # [k, 1]
+    norms = np.sqrt(np.add.reduce(m * m, axis=1, keepdims=True))  # [k, 1]: np.linalg.norm's sum, to the bit, without its extra [k, d] copy (x.conj())
     with np.errstate(invalid="ignore", divide="ignore"):
         unit = np.divide(m, norms, out=m, where=norms > 0)  # [k, d]
     unit[~(norms[:, 0] > 0)] = np.nan  # a zero (or NaN) vector has no direction

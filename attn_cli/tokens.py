@@ -7,7 +7,6 @@ abbreviations ("u.s.", "mr.") stay whole.
 """
 
 import re
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -64,14 +63,19 @@ def sentence_tokens(text: str, max_tokens: int) -> list[str]:
     return tokens
 
 
-@dataclass(eq=False)  # an array
 class Embedded:
-    """Words turned into their vectors, with what had none."""
+    """Words turned into their vectors, with what had none (a plain class: see attention.Head)."""
 
-    tokens: list[str]  # the tokens kept, in order
-    vectors: np.ndarray  # [n_tokens, d] float64 word vectors
-    unknown: list[str] = field(default_factory=list)  # words without a vector (skipped or zeroed)
-    rows: list[int] = field(default_factory=list)  # each kept token's key row, -1 for a zeroed word
+    __slots__ = ("tokens", "vectors", "unknown", "rows")
+
+    def __init__(self, tokens: list[str], vectors: np.ndarray, unknown: list[str] | None = None, rows: list[int] | None = None):
+        self.tokens = tokens  # the tokens kept, in order
+        self.vectors = vectors  # [n_tokens, d] float64 word vectors
+        self.unknown = [] if unknown is None else unknown  # words without a vector (skipped or zeroed)
+        self.rows = [] if rows is None else rows  # each kept token's key row, -1 for a zeroed word
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
     def embeddings(self, position: bool = True) -> np.ndarray:  # -> [n_tokens, d] E = word vectors (+ positions)
         from attn_cli.attention import input_embeddings

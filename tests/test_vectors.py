@@ -144,7 +144,7 @@ def test_convert_round_trip(vectors_file, tmp_path, run):
     assert result.exit_code == 0, result.stderr
     assert result.stdout == ""
     assert f"converted 6 keys x 5 ({fmt} -> float32)" in result.stderr
-    assert sorted(p.name for p in dst.iterdir()) == ["attn.json", "keys.txt", "vectors.npy"]
+    assert sorted(p.name for p in dst.iterdir()) == ["attn.json", "keys.txt", "norms.npy", "vectors.npy"]
     converted, original = load(dst), load(path)
     assert converted.format == "attn"
     assert converted.index_to_key == original.index_to_key == KEYS
@@ -628,3 +628,75 @@ def test_both_text_readers_agree_and_name_a_bad_line(tmp_path, run, text_reader,
     path.write_bytes(b"\n".join(lines))
     assert_one_line_error(run("vectors", "convert", path, tmp_path / "out"), 1, "line 4 has 0 values")
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+def norms_cases():
+    """norms.npy files that do not hold the matrix's norms: each must be ignored, the norms computed."""
+    rows = len(KEYS)
+    right = np.sqrt(np.einsum("ij,ij->i", MATRIX, MATRIX, dtype=np.float64))
+    return {
+        "stale (another matrix)": lambda p: np.save(p, right + 1.0),
+        "one row stale": lambda p: np.save(p, np.where(np.arange(rows) == rows - 1, right + 1e-9, right)),
+        "float32": lambda p: np.save(p, right.astype(np.float32)),
+        "big-endian": lambda p: np.save(p, right.astype(">f8")),
+        "wrong length": lambda p: np.save(p, right[:-1]),
+        "2-d": lambda p: np.save(p, right[:, None]),
+        "pickled objects": lambda p: np.save(p, np.array([{"a": 1}] * rows, dtype=object), allow_pickle=True),
+        "truncated": lambda p: (np.save(p, right), p.write_bytes(p.read_bytes()[:-8])),
+        "not an array": lambda p: p.write_bytes(b"not numpy"),
+        "a folder": lambda p: p.mkdir(),
+    }
+
+
+def test_convert_stores_each_rows_norm_and_searches_use_them(tmp_path):
+    """norms.npy holds the float64 norms a search would compute (to the bit), and a search with
+    them gives the same scores, to the bit, as one that computes them (an older folder without the file)."""
+    from attn_cli import neighbors as nb
+    from attn_cli.vectors import row_norms
+
+    folder = write_fast(tmp_path / "v")
+    stored = np.load(folder / "norms.npy", allow_pickle=False)
+    assert stored.dtype == np.float64 and stored.shape == (len(KEYS),)
+    np.testing.assert_array_equal(stored, row_norms(MATRIX))
+    with_norms = load(folder)
+    assert with_norms.norms is not None
+    (folder / "norms.npy").unlink()
+    without = load(folder)
+    assert without.norms is None
+    queries = np.random.default_rng(0).standard_normal((5, MATRIX.shape[1])).astype(np.float32)
+    for t in (1, 3, 5):  # einsum and BLAS paths of key_scores
+        np.testing.assert_array_equal(nb.key_scores(with_norms, queries[:t]), nb.key_scores(without, queries[:t]))
+    query = dict(positive=["mat", "naïve"], negative=["the"], topn=3)
+    assert nb.most_similar(with_norms, **query) == nb.most_similar(without, **query)
+    np.testing.assert_array_equal(load(write_fast(tmp_path / "w"), limit=2).norms, row_norms(MATRIX[:2]))
+
+
+@pytest.mark.parametrize("case", list(norms_cases()))
+def test_a_norms_file_that_does_not_fit_the_matrix_is_ignored(tmp_path, case, run):
+    folder = write_fast(tmp_path / "v")
+    expected = run("analogy", "the", "cat", "sat", "--vectors", folder, "--json").stdout
+    (folder / "norms.npy").unlink()
+    norms_cases()[case](folder / "norms.npy")
+    assert load(folder).norms is None
+    result = run("analogy", "the", "cat", "sat", "--vectors", folder, "--json")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, expected, "")
+
+
+def test_shipped_norms_are_the_norms_of_the_shipped_vectors(glove):
+    from attn_cli.vectors import row_norms
+
+    assert glove.norms is not None
+    np.testing.assert_array_equal(glove.norms, row_norms(np.asarray(glove.vectors)))
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 1 << 14])
+def test_keys_are_checked_as_utf8_whatever_the_chunks(chunk):
+    """A chunked check accepts exactly what bytes.decode accepts, characters cut between chunks included."""
+    from attn_cli.vectors import is_utf8
+
+    samples = ["naïve\ncafé\n", "€uro\n𝄞 clef\n", "plain\n"]
+    bad = [b"caf\xe9\n", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"ok\xe2\x82", b"\x80", b"\xf0\x9d\x84"]
+    for text in samples:
+        assert is_utf8(text.encode(), chunk)
+    for data in bad:
+        assert not is_utf8(data, chunk) and not is_utf8(b"fine\n" + data + b"\nfine\n", chunk)

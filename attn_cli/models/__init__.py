@@ -11,44 +11,63 @@ Views and JSON read a `Trace` (through attn_cli.inspection or attn_cli.models.in
 they do not care where E came from.
 """
 
-from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
 
-@dataclass
 class Tokens:
-    """A sentence as the model's tokenizer cut it."""
+    """A sentence as the model's tokenizer cut it. A plain class, not a dataclass: it is defined on every
+    start of `inspect`, and a dataclass compiles its methods then (~0.3 ms each class)."""
 
-    ids: list[int]  # rows of the embedding matrix (-1: a word with no vector, given a zero vector)
-    pieces: list[str]  # the tokens as the tokenizer wrote them ("##ing", "Ġforest", "[CLS]")
-    special: list[bool]  # [CLS], [SEP], ... added by the tokenizer
-    words: list[int | None]  # the word each piece belongs to; None for a special token
-    offsets: list[tuple[int, int]]  # each piece's characters in the text ((0, 0) for a special token)
-    text: str = ""
-    unknown: list[str] = field(default_factory=list)  # words left out or zeroed because they have no vector
+    __slots__ = ("ids", "pieces", "special", "words", "offsets", "text", "unknown")
+
+    def __init__(self, ids: list[int], pieces: list[str], special: list[bool], words: list[int | None],
+                 offsets: list[tuple[int, int]], text: str = "", unknown: list[str] | None = None):
+        self.ids = ids  # rows of the embedding matrix (-1: a word with no vector, given a zero vector)
+        self.pieces = pieces  # the tokens as the tokenizer wrote them ("##ing", "Ġforest", "[CLS]")
+        self.special = special  # [CLS], [SEP], ... added by the tokenizer
+        self.words = words  # the word each piece belongs to; None for a special token
+        self.offsets = offsets  # each piece's characters in the text ((0, 0) for a special token)
+        self.text = text
+        self.unknown = [] if unknown is None else unknown  # words left out or zeroed because they have no vector
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in Tokens.__slots__)})"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and all(getattr(self, name) == getattr(other, name) for name in Tokens.__slots__)
 
 
-@dataclass(eq=False)  # arrays
 class LayerTrace:
-    """One layer over one sentence."""
+    """One layer over one sentence (a plain class: see attention.Head)."""
 
-    scores: np.ndarray  # [H, n, n] Q K^T / sqrt(d_k), -inf where the mask hides a key
-    weights: np.ndarray  # [H, n, n] softmax over keys; rows sum to 1
-    attn_update: np.ndarray  # [n, d] what the attention block changed in the residual stream
-    mlp_update: np.ndarray  # [n, d] what the MLP block changed (zero where there is none)
-    heads: list = field(default_factory=list)  # per head, when the model keeps them: attention.HeadResult
+    __slots__ = ("scores", "weights", "attn_update", "mlp_update", "heads")
+
+    def __init__(self, scores: np.ndarray, weights: np.ndarray, attn_update: np.ndarray, mlp_update: np.ndarray, heads: list | None = None):
+        self.scores = scores  # [H, n, n] Q K^T / sqrt(d_k), -inf where the mask hides a key
+        self.weights = weights  # [H, n, n] softmax over keys; rows sum to 1
+        self.attn_update = attn_update  # [n, d] what the attention block changed in the residual stream
+        self.mlp_update = mlp_update  # [n, d] what the MLP block changed (zero where there is none)
+        self.heads = [] if heads is None else heads  # per head, when the model keeps them: attention.HeadResult
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
 
-@dataclass(eq=False)  # arrays
 class Trace:
-    """A forward pass: the residual stream before and after every layer, and every head's weights."""
+    """A forward pass: the residual stream before and after every layer, and every head's weights (a plain class)."""
 
-    tokens: Tokens
-    hidden: np.ndarray  # [L + 1, n, d]: E (the embeddings), then each layer's output
-    layers: list[LayerTrace]
-    output: np.ndarray  # [n, d] the model's last hidden state (GPT-2: after ln_f)
+    __slots__ = ("tokens", "hidden", "layers", "output")
+
+    def __init__(self, tokens: Tokens, hidden: np.ndarray, layers: list[LayerTrace], output: np.ndarray):
+        self.tokens = tokens
+        self.hidden = hidden  # [L + 1, n, d]: E (the embeddings), then each layer's output
+        self.layers = layers
+        self.output = output  # [n, d] the model's last hidden state (GPT-2: after ln_f)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
 
 class Model(Protocol):

@@ -4,8 +4,6 @@ E is the word vector plus its position; the one layer is every chosen head over 
 their updates summed (E' = E + sum_h Delta E_h); there is no MLP.
 """
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from attn_cli.attention import multi_head
@@ -15,29 +13,30 @@ from attn_cli.models import LayerTrace, Tokens, Trace
 from attn_cli.vectors import Vectors
 
 
-@dataclass(eq=False)  # an array
 class WordTokens(Tokens):
-    """GloVe's tokens, with their word vectors."""
+    """GloVe's tokens, with their word vectors (a plain class, as Tokens)."""
 
-    vectors: np.ndarray = None  # [n, d] float64 word vectors (zero for a word without one under --oov zero)
+    __slots__ = ("vectors",)
+
+    def __init__(self, ids: list[int], pieces: list[str], special: list[bool], words: list[int | None],
+                 offsets: list[tuple[int, int]], text: str = "", unknown: list[str] | None = None, vectors: np.ndarray = None):
+        super().__init__(ids, pieces, special, words, offsets, text, unknown)
+        self.vectors = vectors  # [n, d] float64 word vectors (zero for a word without one under --oov zero)
 
 
-@dataclass(eq=False)  # vectors and heads: arrays
 class GloveModel:
-    """The GloVe vectors and named heads as a one-layer model (attn_cli.models.Model)."""
+    """The GloVe vectors and named heads as a one-layer model (attn_cli.models.Model; a plain class: see attention.Head)."""
 
-    vectors: Vectors
-    heads: list[NamedHead]
-    settings: object = None  # attn_cli.inspection.Settings
-    kind: str = "glove"
-    n_layers: int = 1
-    causal: bool = field(init=False)
+    kind = "glove"
+    n_layers = 1
 
-    def __post_init__(self):
+    def __init__(self, vectors: Vectors, heads: list[NamedHead], settings=None):  # settings: attn_cli.inspection.Settings
         from attn_cli.attention import Mask
         from attn_cli.inspection import Settings
 
-        self.settings = self.settings or Settings()
+        self.vectors = vectors
+        self.heads = heads
+        self.settings = settings or Settings()
         self.causal = self.settings.mask == Mask.causal
 
     @property

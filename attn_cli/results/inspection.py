@@ -1,6 +1,8 @@
-"""`attn inspect` over word vectors: the heads' matrices, the embedding shift, the sense meter."""
+"""`attn inspect` over word vectors: the heads' matrices, the embedding shift, the sense meter.
 
-from dataclasses import dataclass
+The result objects are plain classes, not dataclasses: they are defined on every start of
+`inspect`, and a dataclass compiles its methods then (~0.3 ms each class).
+"""
 
 
 WEIGHT_DIGITS = 7  # 7 significant digits keep every row's sum within 5e-7 of 1
@@ -72,24 +74,32 @@ def row_cosines(a, b):  # [..., d], [..., d] -> [...]: cos(a_i, b_i), 0 where ei
     return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
 
 
-@dataclass(eq=False)  # arrays
 class HeadView:
-    """One head over one sentence: its matrices at every step (queries are rows)."""
+    """One head over one sentence: its matrices at every step (queries are rows). Holds arrays: compared by identity."""
 
-    name: str
-    d_k: int
-    noise: bool  # untrained random weights: the pattern means nothing
-    description: str
-    scores: object  # [n, n] Q K^T before scaling
-    scaled: object  # [n, n] Q K^T / sqrt(d_k) (Q K^T itself with --no-scale) - distance penalty (heads with one), -inf where masked
-    weights: object  # [n, n] softmax over keys; rows sum to 1
-    allowed: object  # [n, n] bool, True where the query may see the key; None = every key
-    delta: object = None  # [n, d] this head's Delta E
-    delta_self: object = None  # [n, d] its self part, w_ii v_i (then W_O)
-    delta_context: object = None  # [n, d] its context part, sum_{j != i} w_ij v_j (then W_O)
-    top_weight: float | None = None  # with --no-scale: mean over rows of the largest weight, as run
-    top_weight_scaled: float | None = None  # with --no-scale: the same had the scores been divided by sqrt(d_k)
-    distance: list | None = None  # [before, after, self]: the score a key loses per token before / after the query (ALiBi), and the query itself; None = none
+    __slots__ = ("name", "d_k", "noise", "description", "scores", "scaled", "weights", "allowed", "delta", "delta_self",
+                 "delta_context", "top_weight", "top_weight_scaled", "distance")
+
+    def __init__(self, name: str, d_k: int, noise: bool, description: str, scores, scaled, weights, allowed, delta=None,
+                 delta_self=None, delta_context=None, top_weight: float | None = None, top_weight_scaled: float | None = None,
+                 distance: list | None = None):
+        self.name = name
+        self.d_k = d_k
+        self.noise = noise  # untrained random weights: the pattern means nothing
+        self.description = description
+        self.scores = scores  # [n, n] Q K^T before scaling
+        self.scaled = scaled  # [n, n] Q K^T / sqrt(d_k) (Q K^T itself with --no-scale) - distance penalty (heads with one), -inf where masked
+        self.weights = weights  # [n, n] softmax over keys; rows sum to 1
+        self.allowed = allowed  # [n, n] bool, True where the query may see the key; None = every key
+        self.delta = delta  # [n, d] this head's Delta E
+        self.delta_self = delta_self  # [n, d] its self part, w_ii v_i (then W_O)
+        self.delta_context = delta_context  # [n, d] its context part, sum_{j != i} w_ij v_j (then W_O)
+        self.top_weight = top_weight  # with --no-scale: mean over rows of the largest weight, as run
+        self.top_weight_scaled = top_weight_scaled  # with --no-scale: the same had the scores been divided by sqrt(d_k)
+        self.distance = distance  # [before, after, self]: the score a key loses per token before / after the query (ALiBi), and the query itself; None = none
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
     def stage_matrix(self, stage: str):
         """The matrix at `stage` with NaN where masked (for the raw scores: where the mask will hide them)."""
@@ -102,17 +112,25 @@ class HeadView:
         return [_norms(self.delta), _norms(self.delta_context), _norms(self.delta_self)]
 
 
-@dataclass
 class SenseRow:
     """The sense meter for one token: its score for each sense before (E) and after (E') the heads."""
 
-    index: int
-    token: str
-    names: list  # sense names
-    before: list  # mean cosine of E_i with each sense's probe words
-    after: list  # the same for E'_i
-    nearest_before: str  # the sense scoring highest before
-    nearest_after: str  # and after
+    __slots__ = ("index", "token", "names", "before", "after", "nearest_before", "nearest_after")
+
+    def __init__(self, index: int, token: str, names: list, before: list, after: list, nearest_before: str, nearest_after: str):
+        self.index = index
+        self.token = token
+        self.names = names  # sense names
+        self.before = before  # mean cosine of E_i with each sense's probe words
+        self.after = after  # the same for E'_i
+        self.nearest_before = nearest_before  # the sense scoring highest before
+        self.nearest_after = nearest_after  # and after
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
+
+    def __eq__(self, other) -> bool:
+        return type(other) is SenseRow and all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
 
     @property
     def change(self) -> list:
@@ -135,27 +153,35 @@ TOKEN_NUMBERS = ("delta_norms", "delta_context_norms", "delta_self_norms", "inpu
 HEAD_NUMBERS = ("delta_norms", "delta_context_norms", "delta_self_norms")  # the order of HeadView.norm_rows
 
 
-@dataclass(eq=False)  # arrays
 class InspectResult:
-    """Everything `attn inspect` reports for one sentence: the view, JSON and CSV all read it."""
+    """Everything `attn inspect` reports for one sentence: the view, JSON and CSV all read it. Holds arrays: compared by identity."""
 
-    tokens: list
-    unknown: list  # words without a vector (skipped or zeroed under --oov)
-    mask: str  # "causal" | "none"
-    position: bool
-    heads: list  # [HeadView]
-    e: object  # [n, d] input embeddings (word vector + position)
-    delta: object  # [n, d] summed Delta E of every head
-    e_prime: object  # [n, d] E + Delta E
-    stage: str | None = None  # with --stage: report each head's matrix at that step
-    with_embeddings: bool = False
-    near_input: list | None = None  # keys nearest to each E (the token itself left out)
-    near_output: list | None = None  # keys nearest to each E'
-    delta_self: object = None  # [n, d] summed self parts, w_ii v_i (then W_O)
-    delta_context: object = None  # [n, d] summed context parts, sum_{j != i} w_ij v_j (then W_O)
-    scale: bool = True  # scores divided by sqrt(d_k) (False: --no-scale)
-    senses: list | None = None  # [SenseRow] with --sense or --sense-set
-    senses_note: str | None = None  # why no token was measured against a sense set
+    __slots__ = ("tokens", "unknown", "mask", "position", "heads", "e", "delta", "e_prime", "stage", "with_embeddings", "near_input",
+                 "near_output", "delta_self", "delta_context", "scale", "senses", "senses_note")
+
+    def __init__(self, tokens: list, unknown: list, mask: str, position: bool, heads: list, e, delta, e_prime, stage: str | None = None,
+                 with_embeddings: bool = False, near_input: list | None = None, near_output: list | None = None, delta_self=None,
+                 delta_context=None, scale: bool = True, senses: list | None = None, senses_note: str | None = None):
+        self.tokens = tokens
+        self.unknown = unknown  # words without a vector (skipped or zeroed under --oov)
+        self.mask = mask  # "causal" | "none"
+        self.position = position
+        self.heads = heads  # [HeadView]
+        self.e = e  # [n, d] input embeddings (word vector + position)
+        self.delta = delta  # [n, d] summed Delta E of every head
+        self.e_prime = e_prime  # [n, d] E + Delta E
+        self.stage = stage  # with --stage: report each head's matrix at that step
+        self.with_embeddings = with_embeddings
+        self.near_input = near_input  # keys nearest to each E (the token itself left out)
+        self.near_output = near_output  # keys nearest to each E'
+        self.delta_self = delta_self  # [n, d] summed self parts, w_ii v_i (then W_O)
+        self.delta_context = delta_context  # [n, d] summed context parts, sum_{j != i} w_ij v_j (then W_O)
+        self.scale = scale  # scores divided by sqrt(d_k) (False: --no-scale)
+        self.senses = senses  # [SenseRow] with --sense or --sense-set
+        self.senses_note = senses_note  # why no token was measured against a sense set
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
     @property
     def input_norms(self):

@@ -23,7 +23,6 @@ Run by hand:  python tests/benchmarks/bench_models.py [--runs 5] [--threads 2] [
 """
 
 import argparse
-import dataclasses
 import json
 import os
 import statistics
@@ -96,14 +95,13 @@ if side == "attn":
     model = transformer.load(folder)
     info["attn_cli"] = os.path.dirname(transformer.__file__)
 
-    import dataclasses
+    from attn_cli.models import Tokens
     long = model.tokenize(" ".join([LESSON] * 20))
 
     def prepare(ids):  # the tokenizer's own Tokens, cut to [CLS] + the first n - 2 pieces + [SEP]
         n = len(ids)
         cut = lambda xs: list(xs[: n - 1]) + list(xs[-1:])
-        tokens = dataclasses.replace(long, ids=cut(long.ids), pieces=cut(long.pieces), special=cut(long.special),
-                                     words=cut(long.words), offsets=cut(long.offsets))
+        tokens = Tokens(cut(long.ids), cut(long.pieces), cut(long.special), cut(long.words), cut(long.offsets), long.text, long.unknown)
         assert tokens.ids == list(ids)
         return tokens
 
@@ -290,14 +288,13 @@ def profile_forward(folder: Path, threads: int) -> None:
     import cProfile
     import pstats
 
-    from attn_cli.models import transformer
+    from attn_cli.models import Tokens, transformer
 
     model = transformer.load(str(folder))
     long = model.tokenize(" ".join([LESSON] * 20))
     for n in LENGTHS:
         cut = lambda xs: list(xs[: n - 1]) + list(xs[-1:])  # noqa: B023
-        tokens = dataclasses.replace(long, ids=cut(long.ids), pieces=cut(long.pieces), special=cut(long.special),
-                                     words=cut(long.words), offsets=cut(long.offsets))
+        tokens = Tokens(cut(long.ids), cut(long.pieces), cut(long.special), cut(long.words), cut(long.offsets), long.text, long.unknown)
         for _ in range(3):
             model.forward(tokens)
         profiler = cProfile.Profile()
