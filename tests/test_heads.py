@@ -314,6 +314,9 @@ def test_context_after_the_word_is_hidden_by_the_causal_mask(run):
     none = sense_meter(run, "One mole of carbon dioxide.", "--mask", "none")["mole"]
     gain = lambda row: next(s["change"] for s in row["senses"] if s["name"] == "chemistry")  # noqa: E731
     assert gain(causal) <= 0 and all(s["change"] < 0 for s in causal["senses"])  # README: every sense falls
+    screen = " ".join(run("inspect", "One mole of carbon dioxide.", "--sense-set", "lesson").stdout.split())
+    assert (causal["nearest_before"], causal["nearest_after"]) == ("animal", "chemistry")  # README's lesson table
+    assert "(changed, but chemistry did not gain: animal fell more)" in screen  # the view does not call that a move
     assert none["nearest_after"] == "chemistry" and gain(none) > 0.1 and gain(none) > gain(causal) + 0.2
 
 

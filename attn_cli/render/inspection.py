@@ -396,7 +396,10 @@ def sense_meter(result: results.InspectResult):
         line = Text(f"  {row.index}:{row.token}", style="bold")
         line.append(f"  nearer to {row.nearest_before} before / {row.nearest_after} after")
         if row.nearest_before != row.nearest_after:
-            line.append("  (changed)", style="bold green")
+            if row.change[row.names.index(row.nearest_after)] > 0:
+                line.append("  (changed)", style="bold green")
+            else:  # nearest only because the old sense fell further: context did not bring it
+                line.append(f"  (changed, but {row.nearest_after} did not gain: {row.nearest_before} fell more)", style="yellow")
         lines.append(line)
     return Group(title, table, *lines)
 
