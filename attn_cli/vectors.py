@@ -143,26 +143,8 @@ class Vectors:
         return self.key_lines[ends[i] + 1 : ends[i + 1]].decode("utf-8")
 
     def blocks(self, rows: int = BLOCK_ROWS) -> Iterator[tuple[int, np.ndarray]]:  # -> (start, [c, d] rows)
-        """The matrix, a block of rows at a time. A fast folder's file is mapped on its own and each
-        block's pages are let go once it is used, so a pass over the whole vocabulary does not leave
-        the whole matrix resident in this process (the kernel keeps it cached for the next one)."""
-        m = self.vectors
-        if self.matrix_file is None or not hasattr(mmap, "MADV_DONTNEED"):
-            for start in range(0, self.n_keys, rows):
-                yield start, np.asarray(m[start : start + rows])
-            return
-        path, offset = self.matrix_file
-        row_bytes = m.shape[1] * m.dtype.itemsize
-        try:
-            with open(path, "rb") as f:
-                pages = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            matrix = np.frombuffer(pages, dtype=m.dtype, count=m.size, offset=offset).reshape(m.shape)  # [n_keys, d]
-        except (OSError, ValueError) as e:
-            raise DataError(f"{path}: cannot read the vectors ({reason(e)})") from None
-        for start in range(0, self.n_keys, rows):
-            yield start, matrix[start : start + rows]
-            first = (offset + start * row_bytes) // mmap.PAGESIZE * mmap.PAGESIZE
-            pages.madvise(mmap.MADV_DONTNEED, first, offset + min(start + rows, self.n_keys) * row_bytes - first)
+        """The matrix, a block of rows at a time (matrix_blocks)."""
+        return matrix_blocks(self.vectors, self.matrix_file, rows)
 
     def duplicate_keys(self) -> list[str]:
         """Keys that occur more than once, in order of first occurrence."""
@@ -262,12 +244,43 @@ def row_norms(m: np.ndarray) -> np.ndarray:  # [c, d] float -> [c] float64
     return np.sqrt(np.einsum("ij,ij->i", m, m, dtype=np.float64))
 
 
+def matrix_blocks(m: np.ndarray, matrix_file: tuple[Path, int] | None, rows: int = BLOCK_ROWS) -> Iterator[tuple[int, np.ndarray]]:
+    """m [n, d], a block of rows at a time. When its rows can be read from the file in order
+    (`matrix_file`: the .npy and where its data starts), the file is mapped on its own and each
+    block's pages are let go once it is used, so a pass over the whole matrix does not leave it
+    resident in this process (the kernel keeps it cached for the next one)."""
+    if matrix_file is None or not hasattr(mmap, "MADV_DONTNEED"):
+        for start in range(0, len(m), rows):
+            yield start, np.asarray(m[start : start + rows])
+        return
+    path, offset = matrix_file
+    row_bytes = m.shape[1] * m.dtype.itemsize
+    try:
+        with open(path, "rb") as f:
+            pages = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        matrix = np.frombuffer(pages, dtype=m.dtype, count=m.size, offset=offset).reshape(m.shape)  # [n, d]
+    except (OSError, ValueError) as e:
+        raise DataError(f"{path}: cannot read the vectors ({reason(e)})") from None
+    for start in range(0, len(m), rows):
+        yield start, matrix[start : start + rows]
+        first = (offset + start * row_bytes) // mmap.PAGESIZE * mmap.PAGESIZE
+        pages.madvise(mmap.MADV_DONTNEED, first, offset + min(start + rows, len(m)) * row_bytes - first)
+
+
+def file_rows(matrix: np.ndarray, path: Path) -> tuple[Path, int] | None:
+    """(path, data offset) when a memory-mapped matrix's rows lie in file order (C order, native
+    bytes), so matrix_blocks can read them a block at a time; None otherwise."""
+    readable = isinstance(matrix, np.memmap) and matrix.flags.c_contiguous and matrix.dtype.isnative
+    return (path, matrix.offset) if readable else None
+
+
 def write_norms(folder: Path, rows: int = BLOCK_ROWS) -> None:
-    """folder/norms.npy: row_norms of folder/vectors.npy, computed a block of rows at a time."""
+    """folder/norms.npy: row_norms of folder/vectors.npy, computed a block of rows at a time (pages let
+    go as they are used: a conversion's peak memory does not grow by the matrix it just wrote)."""
     matrix = read_matrix(folder / MATRIX_FILE)
     norms = np.empty(len(matrix))  # [n_keys] float64
-    for start in range(0, len(matrix), rows):
-        norms[start : start + rows] = row_norms(matrix[start : start + rows])
+    for start, block in matrix_blocks(matrix, file_rows(matrix, folder / MATRIX_FILE), rows):
+        norms[start : start + len(block)] = row_norms(block)
     with open(folder / NORMS_FILE, "wb") as f:
         np.save(f, norms, allow_pickle=False)
         f.flush()
@@ -359,9 +372,7 @@ def load_fast(folder: Path, limit: int | None = None) -> Vectors:
     n_keys = newlines(key_lines) - 1
     if n_keys != matrix.shape[0]:
         raise DataError(f"{folder}: {KEYS_FILE} has {n_keys} keys but {MATRIX_FILE} has {matrix.shape[0]} rows")
-    # Rows in file order (C order, native bytes) can be read a block at a time; others go through the mapping.
-    readable = isinstance(matrix, np.memmap) and matrix.flags.c_contiguous and matrix.dtype.isnative
-    matrix_file = (folder / MATRIX_FILE, matrix.offset) if readable else None
+    matrix_file = file_rows(matrix, folder / MATRIX_FILE)
     full, rows = matrix, n_keys
     if limit is not None and limit < n_keys:
         ends = np.flatnonzero(np.frombuffer(key_lines, dtype=np.uint8) == ord("\n"))
