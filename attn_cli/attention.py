@@ -16,6 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from attn_cli.records import Record
 from attn_cli.softmax import log_softmax, softmax, softmax_with_temperature  # noqa: F401 (part of the attention math)
 
 POSITION_SCALE = 0.5  # sinusoids have norm sqrt(d/2) (5.0 at d=50), GloVe words a median 4.7: position is a clear signal, not the main one
@@ -74,7 +75,7 @@ def allowed_keys(mask: "Mask | str", n: int) -> np.ndarray | None:  # -> [n, n] 
     return _causal(n) if Mask(mask) == Mask.causal else None
 
 
-class Head:
+class Head(Record):
     """One attention head: W_Q, W_K, W_V and an optional output map W_O (for a low-rank value map).
 
     A plain class, not a dataclass: it is defined on every start of `inspect`, and a dataclass
@@ -93,15 +94,12 @@ class Head:
         self.b_q = b_q  # [d_k] query bias, Q = E W_Q + b_Q (as a model's linear layers have): lets a key matter to every query
         self.distance = distance  # [3] (before, after, self): a key k tokens before / after the query loses k times that slope (ALiBi), the query itself `self`
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
-
     @property
     def d_k(self) -> int:
         return self.w_q.shape[1]
 
 
-class HeadResult:
+class HeadResult(Record):
     """One head over one sentence, every array in E's precision (float32 or float64). A plain class, as Head."""
 
     __slots__ = ("scores", "masked", "weights", "delta", "delta_self", "delta_context")
@@ -114,9 +112,6 @@ class HeadResult:
         self.delta = delta  # [n, d] this head's contribution to Delta E
         self.delta_self = delta_self  # [n, d] w_ii v_i (then W_O): the token's own value, copied
         self.delta_context = delta_context  # [n, d] sum_{j != i} w_ij v_j (then W_O): what the other tokens wrote
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
 
 ROW_BLOCK_BYTES = 1 << 19  # a block of rows of one [n, n] matrix (512 KiB): the block stays in cache while it is scaled, masked, exponentiated and normalised (256 KiB to 1 MiB measure about the same)

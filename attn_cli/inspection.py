@@ -12,6 +12,7 @@ import numpy as np
 from attn_cli.attention import Mask, allowed_keys, attention_weights
 from attn_cli.errors import DataError, InputError
 from attn_cli.neighbors import MAX_NEIGHBORS  # noqa: F401  (--neighbors K, read here by cli/inspect.py)
+from attn_cli.records import Record
 from attn_cli.results import HeadView, InspectResult
 from attn_cli.tokens import Oov, key_rows, tokenize
 
@@ -30,7 +31,7 @@ class Stage(str, Enum):
     weights = "weights"
 
 
-class Settings:
+class Settings(Record):
     """How `inspect` runs the heads and what it reports (a plain class: see attention.Head)."""
 
     __slots__ = ("mask", "position", "oov", "max_tokens", "stage", "embeddings", "scale")
@@ -44,9 +45,6 @@ class Settings:
         self.stage = stage  # also report this stage's matrix
         self.embeddings = embeddings  # also report E and E'
         self.scale = scale  # divide the scores by sqrt(d_k) (False: --no-scale)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
 
 def inspect_text(text: str, vectors: "Vectors", heads: "list[NamedHead]", settings: Settings) -> InspectResult:

@@ -8,11 +8,12 @@ import math
 
 import numpy as np
 
+from attn_cli.records import Record
 from attn_cli.softmax import log_softmax, softmax_with_temperature
 from attn_cli.softmax import softmax as softmax_of
 
 
-class SoftmaxResult:
+class SoftmaxResult(Record):
     """A plain class, not a dataclass: `attn softmax` starts without importing dataclasses or
     generating the methods of one."""
 
@@ -25,9 +26,6 @@ class SoftmaxResult:
         self.exps = exps  # exp((value - max) / T); 1 for a +inf value, and at T = 0 the limit (1 at the max, else 0)
         self.probabilities = probabilities
         self.log_probabilities = log_probabilities  # with --log; -inf where the probability is 0 (JSON: null)
-
-    def __repr__(self) -> str:
-        return f"SoftmaxResult({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
     @property
     def total(self) -> float:

@@ -12,6 +12,7 @@ from itertools import combinations
 
 import numpy as np
 
+from attn_cli.records import ValueRecord
 from attn_cli.vectors import DATA_DIR
 
 BASELINE_KEYS = 10_000  # random pairs are drawn among this many most frequent keys
@@ -30,7 +31,7 @@ READINGS = ("aligned", "unrelated", "opposed", "undefined")
 # its module is imported (~0.3 ms a class, on every start of the command).
 
 
-class DotTerm:
+class DotTerm(ValueRecord):
     __slots__ = ("component", "a", "b", "product")
 
     def __init__(self, component: int, a: float, b: float, product: float):
@@ -39,17 +40,11 @@ class DotTerm:
         self.b = b  # b_i
         self.product = product  # a_i b_i
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
-
-    def __eq__(self, other) -> bool:
-        return type(other) is type(self) and all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
-
     def to_dict(self) -> dict:
         return {"component": self.component, "a": self.a, "b": self.b, "product": self.product}
 
 
-class PairSimilarity:
+class PairSimilarity(ValueRecord):
     __slots__ = ("a", "b", "dot", "cosine", "alignment", "percentile", "reading", "terms", "rest", "rest_count")
 
     def __init__(self, a: str, b: str, dot: float, cosine: float | None, alignment: str, percentile: float | None = None,
@@ -65,19 +60,13 @@ class PairSimilarity:
         self.rest = rest  # the sum of the other products: dot = sum(terms) + rest
         self.rest_count = rest_count
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
-
-    def __eq__(self, other) -> bool:
-        return type(other) is type(self) and all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
-
     def to_dict(self) -> dict:
         return {"a": self.a, "b": self.b, "dot": self.dot, "cosine": self.cosine, "alignment": self.alignment,
                 "percentile": self.percentile, "reading": self.reading, "terms": [t.to_dict() for t in self.terms],
                 "rest": self.rest, "rest_count": self.rest_count}
 
 
-class Baseline:
+class Baseline(ValueRecord):
     __slots__ = ("keys", "pairs", "seed", "percentiles", "examples")
 
     def __init__(self, keys: int, pairs: int, seed: int, percentiles: dict[str, float], examples: dict[str, list[str]]):
@@ -87,18 +76,12 @@ class Baseline:
         self.percentiles = percentiles  # "5", "50", "95" -> cosine
         self.examples = examples  # reading -> a sampled pair of words that reads so
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
-
-    def __eq__(self, other) -> bool:
-        return type(other) is type(self) and all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
-
     def to_dict(self) -> dict:
         return {"keys": self.keys, "pairs": self.pairs, "seed": self.seed, "percentiles": dict(self.percentiles),
                 "examples": {reading: list(pair) for reading, pair in self.examples.items()}}
 
 
-class SimilarityResult:
+class SimilarityResult(ValueRecord):
     __slots__ = ("words", "norms", "pairs", "baseline")
 
     def __init__(self, words: list[str], norms: list[float], pairs: list[PairSimilarity], baseline: Baseline | None = None):
@@ -106,12 +89,6 @@ class SimilarityResult:
         self.norms = norms
         self.pairs = pairs
         self.baseline = baseline
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
-
-    def __eq__(self, other) -> bool:
-        return type(other) is type(self) and all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
 
     def to_dict(self) -> dict:
         return {"words": list(self.words), "norms": list(self.norms), "pairs": [p.to_dict() for p in self.pairs],

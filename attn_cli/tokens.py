@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attn_cli.errors import InputError, UnknownWordsError
+from attn_cli.records import Record
 
 if TYPE_CHECKING:  # the vectors module is read only when vectors are loaded: not on every start
     from attn_cli.vectors import Vectors
@@ -63,7 +64,7 @@ def sentence_tokens(text: str, max_tokens: int) -> list[str]:
     return tokens
 
 
-class Embedded:
+class Embedded(Record):
     """Words turned into their vectors, with what had none (a plain class: see attention.Head)."""
 
     __slots__ = ("tokens", "vectors", "unknown", "rows")
@@ -73,9 +74,6 @@ class Embedded:
         self.vectors = vectors  # [n_tokens, d] float64 word vectors
         self.unknown = [] if unknown is None else unknown  # words without a vector (skipped or zeroed)
         self.rows = [] if rows is None else rows  # each kept token's key row, -1 for a zeroed word
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
     def embeddings(self, position: bool = True) -> np.ndarray:  # -> [n_tokens, d] E = word vectors (+ positions)
         from attn_cli.attention import input_embeddings

@@ -15,8 +15,10 @@ from typing import Protocol
 
 import numpy as np
 
+from attn_cli.records import Record, ValueRecord
 
-class Tokens:
+
+class Tokens(ValueRecord):
     """A sentence as the model's tokenizer cut it. A plain class, not a dataclass: it is defined on every
     start of `inspect`, and a dataclass compiles its methods then (~0.3 ms each class)."""
 
@@ -32,14 +34,8 @@ class Tokens:
         self.text = text
         self.unknown = [] if unknown is None else unknown  # words left out or zeroed because they have no vector
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in Tokens.__slots__)})"
 
-    def __eq__(self, other) -> bool:
-        return type(other) is type(self) and all(getattr(self, name) == getattr(other, name) for name in Tokens.__slots__)
-
-
-class LayerTrace:
+class LayerTrace(Record):
     """One layer over one sentence (a plain class: see attention.Head)."""
 
     __slots__ = ("scores", "weights", "attn_update", "mlp_update", "heads")
@@ -51,11 +47,8 @@ class LayerTrace:
         self.mlp_update = mlp_update  # [n, d] what the MLP block changed (zero where there is none)
         self.heads = [] if heads is None else heads  # per head, when the model keeps them: attention.HeadResult
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
-
-class Trace:
+class Trace(Record):
     """A forward pass: the residual stream before and after every layer, and every head's weights (a plain class)."""
 
     __slots__ = ("tokens", "hidden", "layers", "output")
@@ -65,9 +58,6 @@ class Trace:
         self.hidden = hidden  # [L + 1, n, d]: E (the embeddings), then each layer's output
         self.layers = layers
         self.output = output  # [n, d] the model's last hidden state (GPT-2: after ln_f)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
 
 class Model(Protocol):

@@ -1,8 +1,10 @@
 """`attn inspect` over word vectors: the heads' matrices, the embedding shift, the sense meter.
 
-The result objects are plain classes, not dataclasses: they are defined on every start of
-`inspect`, and a dataclass compiles its methods then (~0.3 ms each class).
+The result objects are plain classes (attn_cli.records), not dataclasses: they are defined on
+every start of `inspect`, and a dataclass compiles its methods then (~0.3 ms each class).
 """
+
+from attn_cli.records import Record, ValueRecord
 
 
 WEIGHT_DIGITS = 7  # 7 significant digits keep every row's sum within 5e-7 of 1
@@ -74,7 +76,7 @@ def row_cosines(a, b):  # [..., d], [..., d] -> [...]: cos(a_i, b_i), 0 where ei
     return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
 
 
-class HeadView:
+class HeadView(Record):
     """One head over one sentence: its matrices at every step (queries are rows). Holds arrays: compared by identity."""
 
     __slots__ = ("name", "d_k", "noise", "description", "scores", "scaled", "weights", "allowed", "delta", "delta_self",
@@ -98,9 +100,6 @@ class HeadView:
         self.top_weight_scaled = top_weight_scaled  # with --no-scale: the same had the scores been divided by sqrt(d_k)
         self.distance = distance  # [before, after, self]: the score a key loses per token before / after the query (ALiBi), and the query itself; None = none
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
-
     def stage_matrix(self, stage: str):
         """The matrix at `stage` with NaN where masked (for the raw scores: where the mask will hide them)."""
         import numpy as np
@@ -112,7 +111,7 @@ class HeadView:
         return [_norms(self.delta), _norms(self.delta_context), _norms(self.delta_self)]
 
 
-class SenseRow:
+class SenseRow(ValueRecord):
     """The sense meter for one token: its score for each sense before (E) and after (E') the heads."""
 
     __slots__ = ("index", "token", "names", "before", "after", "nearest_before", "nearest_after")
@@ -125,12 +124,6 @@ class SenseRow:
         self.after = after  # the same for E'_i
         self.nearest_before = nearest_before  # the sense scoring highest before
         self.nearest_after = nearest_after  # and after
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
-
-    def __eq__(self, other) -> bool:
-        return type(other) is SenseRow and all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
 
     @property
     def change(self) -> list:
@@ -153,7 +146,7 @@ TOKEN_NUMBERS = ("delta_norms", "delta_context_norms", "delta_self_norms", "inpu
 HEAD_NUMBERS = ("delta_norms", "delta_context_norms", "delta_self_norms")  # the order of HeadView.norm_rows
 
 
-class InspectResult:
+class InspectResult(Record):
     """Everything `attn inspect` reports for one sentence: the view, JSON and CSV all read it. Holds arrays: compared by identity."""
 
     __slots__ = ("tokens", "unknown", "mask", "position", "heads", "e", "delta", "e_prime", "stage", "with_embeddings", "near_input",
@@ -179,9 +172,6 @@ class InspectResult:
         self.scale = scale  # scores divided by sqrt(d_k) (False: --no-scale)
         self.senses = senses  # [SenseRow] with --sense or --sense-set
         self.senses_note = senses_note  # why no token was measured against a sense set
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
 
     @property
     def input_norms(self):
