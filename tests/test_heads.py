@@ -176,18 +176,18 @@ def test_small_budget_rebuild_of_the_context_head(glove, build, adjective):
     assert 0 < np.linalg.norm(head.w_v - prior) < np.linalg.norm(prior)  # pulled toward s (I - m m^T), not replaced
 
 
-def test_fit_value_map_lowers_the_margin_loss_to_a_local_minimum(build):
+def test_fit_sense_value_map_lowers_the_margin_loss_to_a_local_minimum(build):
     rng = np.random.default_rng(0)
     d, r = 6, 80
     rows = {"a": rng.normal(size=(r, d)), "c": rng.normal(size=(r, d)), "g": rng.normal(size=(r, d))}
     prior, ridge = np.eye(d), 0.05
 
-    def loss(w):  # the objective fit_value_map states, written out again
+    def loss(w):  # the objective fit_sense_value_map states, written out again
         base = np.einsum("rd,rd->r", rows["g"], rows["a"] + rows["c"] @ prior)
         margin = np.einsum("rd,rd->r", rows["g"], rows["a"] + rows["c"] @ w)
         return np.mean(np.logaddexp(0, -margin / np.std(base))) + ridge * np.sum((w - prior) ** 2)
 
-    w = build.fit_value_map(rows, prior, ridge, steps=3000)
+    w = build.fit_sense_value_map(rows, prior, ridge, steps=3000)
     assert loss(w) < loss(prior) - 0.02
     for _ in range(20):  # no small step in any direction does better
         step = rng.normal(size=(d, d))

@@ -146,17 +146,23 @@ def sense_figures(heads, cases_file, words_file, vectors) -> dict:
     return {mask: evaluation.sense_metrics(heads, cases, sense_set, vectors, mask) for mask in MASKS}
 
 
+def sense_cases(cases_file, words_file, vectors) -> tuple[list, dict]:
+    """A sense set's cases, and each word's sense names with their probe centroids: {word: ([names], [s, d])}."""
+    from attn_cli.senses import probe_matrix, sense_centroids
+
+    cases = evaluation.parse_sense_cases(cases_file.read_text(encoding="utf-8").splitlines(), str(cases_file))
+    sense_set = read_sense_set(words_file)
+    return cases, {w: (list(table), sense_centroids([probe_matrix(p, vectors) for p in table.values()])) for w, table in sense_set.items()}
+
+
 def even_through_value_map(adjective, context, cases_file, words_file, vectors) -> dict:
     """The context head's attention replaced by even weights over the other content words the word can
     see, through the head's own W_V (the adjective head as it is): what the value map does without
     the head's choice of where to look. {mask: share of cases resolved}."""
     from attn_cli.inspection import Settings, inspect_text
-    from attn_cli.senses import probe_matrix, sense_centroids
     from attn_cli.words import is_content
 
-    cases = evaluation.parse_sense_cases(cases_file.read_text(encoding="utf-8").splitlines(), str(cases_file))
-    sense_set = read_sense_set(words_file)
-    senses = {w: (list(table), sense_centroids([probe_matrix(p, vectors) for p in table.values()])) for w, table in sense_set.items()}
+    cases, senses = sense_cases(cases_file, words_file, vectors)
     out = {}
     for mask in MASKS:
         rows, centroids, intended = [], [], []
@@ -350,13 +356,17 @@ def build_context(vectors, adjective, scales=CONTEXT_VALUE_SCALES, betas=CONTEXT
               "tried": [{"beta": k[0], "self_cost": k[1], "scale": k[2], **v} for k, v in tried.items()]}
     untrained = context_head(rarity, b, c, s, vectors)
     w_v, training_data = train_value_map(sense_margins(adjective, untrained, cases_file, words_file, vectors), untrained.w_v, ridges, steps)
-    head = Head("context", untrained.w_q, untrained.w_k, w_v, b_q=untrained.b_q, distance=untrained.distance)
-    return head, {"value_choice": choice, "value_training": training_data, "rarity_words": len(vectors.vectors)}
+    return with_w_v(untrained, w_v), {"value_choice": choice, "value_training": training_data, "rarity_words": len(vectors.vectors)}
+
+
+def with_w_v(head: Head, w_v: np.ndarray) -> Head:
+    """The same head (a new object) with another value map."""
+    return Head(head.name, head.w_q, head.w_k, w_v, b_q=head.b_q, distance=head.distance)
 
 
 def untrained_value_map(context: Head, scale: float, vectors) -> Head:
     """The context head as it is, with W_V = s (I - m m^T), before its training: what training adds."""
-    return Head("context", context.w_q, context.w_k, value_map(scale, vectors), b_q=context.b_q, distance=context.distance)
+    return with_w_v(context, value_map(scale, vectors))
 
 
 def sense_margins(adjective, context, cases_file, words_file, vectors) -> dict:
@@ -366,11 +376,8 @@ def sense_margins(adjective, context, cases_file, words_file, vectors) -> dict:
     other). E' = a + c W_V is nearer the intended sense than the other exactly when g . E' > 0.
     {"a", "c", "g": [r, d], "case": [r] (an index into "e" and "word"), "mask": [r], "e": [n, d], "word": [n]}"""
     from attn_cli.inspection import Settings, inspect_text
-    from attn_cli.senses import probe_matrix, sense_centroids
 
-    cases = evaluation.parse_sense_cases(cases_file.read_text(encoding="utf-8").splitlines(), str(cases_file))
-    sense_set = read_sense_set(words_file)
-    senses = {w: (list(table), sense_centroids([probe_matrix(p, vectors) for p in table.values()])) for w, table in sense_set.items()}
+    cases, senses = sense_cases(cases_file, words_file, vectors)
     rows = {"a": [], "c": [], "g": [], "case": [], "mask": [], "e": [], "word": []}
     for mask in MASKS:
         for case in cases:
@@ -392,7 +399,7 @@ def sense_margins(adjective, context, cases_file, words_file, vectors) -> dict:
     return {k: np.array(v) for k, v in rows.items()}
 
 
-def fit_value_map(rows, prior: np.ndarray, ridge: float, steps: int = VALUE_STEPS) -> np.ndarray:  # -> [d, d]
+def fit_sense_value_map(rows, prior: np.ndarray, ridge: float, steps: int = VALUE_STEPS) -> np.ndarray:  # -> [d, d]
     """W_V that minimises the mean logistic loss of the sense margins g . (a + c W_V), measured in units
     of their spread under the prior, plus ridge * |W_V - prior|^2: the update moves each word toward the
     sense its context selects, and stays near the prior where the cases say nothing. Adam, full batch,
@@ -422,13 +429,11 @@ def value_map_figures(rows, w_v: np.ndarray, cases: np.ndarray) -> dict:
         case = rows["case"][picked]
         after = rows["a"][picked] + rows["c"][picked] @ w_v  # [r, d]: E' of each row's case
         ok = np.einsum("rd,rd->r", rows["g"][picked], after) > 0  # [r]
-        resolved = {k: True for k in case}
-        for k, good in zip(case, ok):
-            resolved[k] &= bool(good)
-        first = np.unique(case, return_index=True)[1]  # one E' per case
-        e, e_after = rows["e"][case[first]], after[first]
+        seen, first = np.unique(case, return_index=True)  # the cases, and one row (one E') of each
+        failed = np.unique(case[~ok])  # a case is resolved when every other sense's margin is positive
+        e, e_after = rows["e"][seen], after[first]
         cos = np.einsum("rd,rd->r", e, e_after) / (np.linalg.norm(e, axis=1) * np.linalg.norm(e_after, axis=1))
-        out[mask] = {"after": float(np.mean(list(resolved.values()))), "mean_cos": float(np.mean(cos)), "cases": len(resolved)}
+        out[mask] = {"after": float(np.mean(~np.isin(seen, failed))), "mean_cos": float(np.mean(cos)), "cases": len(seen)}
     return out
 
 
@@ -446,7 +451,7 @@ def train_value_map(rows, prior: np.ndarray, ridges=VALUE_RIDGES, steps: int = V
         for fold in folds:
             held = np.flatnonzero(np.isin(rows["word"], fold))  # case indices of this group's words
             train = {k: v[~np.isin(rows["case"], held)] for k, v in rows.items() if k not in ("e", "word")}
-            for mask, f in value_map_figures(rows, fit_value_map(train, prior, ridge, steps), held).items():
+            for mask, f in value_map_figures(rows, fit_sense_value_map(train, prior, ridge, steps), held).items():
                 for k in ("after", "mean_cos"):
                     pooled[mask][k] += f[k] * f["cases"]
                 pooled[mask]["cases"] += f["cases"]
@@ -454,7 +459,7 @@ def train_value_map(rows, prior: np.ndarray, ridges=VALUE_RIDGES, steps: int = V
     allowed = [t for t in tried if min(t[m]["mean_cos"] for m in MASKS) >= MIN_VALUE_COSINE] or [max(tried, key=lambda t: t["ridge"])]
     best = max(allowed, key=lambda t: (round(float(np.mean([t[m]["after"] for m in MASKS])), 6), t["ridge"]))
     every_case = np.arange(len(rows["e"]))
-    w_v = fit_value_map(rows, prior, best["ridge"], steps)
+    w_v = fit_sense_value_map(rows, prior, best["ridge"], steps)
     return w_v, {"ridge": best["ridge"], "folds": VALUE_FOLDS, "steps": steps, "min_cosine": MIN_VALUE_COSINE, "tried": tried,
                  "dev_untrained": value_map_figures(rows, prior, every_case), "dev_trained": value_map_figures(rows, w_v, every_case)}
 
