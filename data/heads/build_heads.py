@@ -5,14 +5,16 @@
 
 Training data: sentences from the grammar in sentences.py, over the words of pos_words.tsv
 (hand-written) and lexicon.tsv (from lemminflect, see build_lexicon.py), with fixed seeds. A
-seeded share of the words is held out of training altogether.
+seeded share of the words is held out of training altogether. The context head's value map is
+also fitted on running text: the Lee background corpus, read from gensim's test data (see
+corpus_sentences), where every gensim wheel ships it.
 
 Measured on sets that are *not* the training distribution, all written by hand:
 - eval/adjectives_natural.tsv, eval/adjectives_long.tsv (links: noun -> its own adjectives) and
   eval/senses_natural.tsv with eval/sense_words.tsv (ambiguous words in natural sentences):
   the held-out sets, never used to choose anything;
 - dev/adjectives.tsv, dev/senses.tsv, dev/sense_words.tsv: the development set, on which the
-  choices made from data (the heads' shapes, the context head's beta and value scale, and the
+  choices made from data (the heads' shapes, the context head's beta, value scale and corpus-map share, and the
   training of its W_V) are made; its figures are reported apart.
 Every figure stands beside the same figure for baselines (previous token, even attention, the
 identity head, even attention over the content words), computed by attn_cli.evaluation, the
@@ -60,7 +62,12 @@ CONTEXT_VALUE_SCALES = (4.0, 5.0, 6.0, 7.0, 8.0)  # candidates for s in W_V = s 
 RANK_OFFSET = 10.0  # rarity is fitted to log(rank + this): the first keys' ranks (0, 1, 2...) do not dominate
 MIN_COSINE = 0.6  # the chosen s keeps the dev set's mean cos(E, E') of the ambiguous word at least this
 MEAN_WORDS = 20_000  # m: the unit mean of the most frequent word vectors, a direction every word shares
-VALUE_RIDGES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)  # candidates for the pull of the trained W_V toward s (I - m m^T); chosen by cross-validation on dev
+CORPUS = "lee_background.cor"  # gensim's copy of the Lee background corpus, in its test data (see corpus_sentences)
+CORPUS_SHA256 = "5d78d6dafd953bbf65797bef09a9ffb9ec430583381be705f8fd460000f370fb"
+CORPUS_RIDGE = 1.0  # of the closed-form fit of the corpus map (the dev figures are the same from 0.01 to 100)
+CORPUS_MIN_SEEN = 3  # a corpus word is a training row when its head sees at least this many other tokens
+CORPUS_MIXES = (0.0, 0.25, 0.5, 0.75, 1.0)  # candidates for mu in W_V = s (mu C + (1 - mu) (I - m m^T)); chosen on the dev set
+VALUE_RIDGES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, None)  # candidates for the pull of the trained W_V toward its start (None: left as it starts); chosen by cross-validation on dev
 VALUE_FOLDS = 5  # the dev words are split into this many groups; each is predicted by a map trained on the others
 VALUE_STEPS, VALUE_LEARNING_RATE = 400, 0.02  # Adam on the value map's sense margins (converged: 1000 steps give the same choice)
 MIN_VALUE_COSINE = 0.55  # the chosen ridge keeps the mean cos(E, E') of words it was not trained on at least this (the bar is 0.5)
@@ -327,36 +334,107 @@ def rarity_key(vectors) -> np.ndarray:  # -> [d + 1]
     return ridge_regression(with_positions(x, rng), np.tile(y, POSITION_COPIES), np.ones(len(x) * POSITION_COPIES))
 
 
-def context_head(rarity: np.ndarray, beta: float, self_cost: float, scale: float, vectors) -> Head:
+def context_head(rarity: np.ndarray, beta: float, self_cost: float, w_v: np.ndarray) -> Head:
     """The context head from the rarity regression: every query asks the same question (W_Q = 0, b_Q = beta),
     each key answers with its rarity, so the scaled score of key j is beta * (u . E_j) whatever the query,
-    less `self_cost` on the query itself; W_V = s (I - m m^T) writes what those words mean."""
+    less `self_cost` on the query itself; W_V writes what those words mean."""
     d = len(rarity) - 1
     w_q, b_q, w_k = np.zeros((d, 1)), np.array([beta]), rarity[:-1, None]  # [d, 1], [1], [d, 1]; the intercept only shifts whole rows
     distance = np.array([0.0, 0.0, self_cost]) if self_cost else None
-    return Head("context", w_q, w_k, value_map(scale, vectors), b_q=b_q, distance=distance)
+    return Head("context", w_q, w_k, w_v, b_q=b_q, distance=distance)
+
+
+def corpus_sentences(vectors) -> list[list[str]]:
+    """The Lee background corpus (Lee, Pincombe and Welsh 2005: 300 news articles of the Australian
+    Broadcasting Corporation, 2,581 sentences), read from gensim's test data, where every gensim wheel
+    ships it (pinned by its SHA-256): running text on every topic, unlike the dev and held-out sets.
+    Each sentence as the tokens that have a vector."""
+    import hashlib
+    import importlib.util
+    import re
+
+    from attn_cli.tokens import tokenize
+
+    path = Path(importlib.util.find_spec("gensim").submodule_search_locations[0]) / "test" / "test_data" / CORPUS
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != CORPUS_SHA256:
+        raise SystemExit(f"{path}: not the corpus the heads were built from (SHA-256 differs)")
+    sentences = re.split(r"(?<=[.!?])\s+", data.decode("utf-8"))
+    return [[t for t in tokenize(s) if vectors.has_vector(t)] for s in sentences]
+
+
+def corpus_rows(head: Head, vectors) -> tuple[np.ndarray, np.ndarray]:  # -> [r, d], [r, d]
+    """What the corpus map is fitted on: for each content word of the corpus under both masks (when the
+    head sees at least CORPUS_MIN_SEEN other tokens), c = sum_j w_ij E_j over the head's weights (its
+    own query costs it, so c is its context) and y = the word's unit vector without the shared direction m."""
+    from attn_cli.attention import run_head
+    from attn_cli.words import is_content
+
+    plain = value_map(1.0, vectors)  # [d, d]
+    contexts, targets = [], []
+    for tokens in corpus_sentences(vectors):
+        if len(tokens) <= CORPUS_MIN_SEEN:
+            continue
+        words = np.stack([vectors.get_vector(t) for t in tokens]).astype(np.float64)  # [n, d]
+        e = input_embeddings(words)  # [n, d]
+        for mask in MASKS:
+            w = run_head(e, head, allowed_keys(Mask(mask), len(tokens))).weights  # [n, n]
+            for i, t in enumerate(tokens):
+                seen = len(tokens) - 1 if mask == Mask.none else i
+                if is_content(t) and seen >= CORPUS_MIN_SEEN:
+                    contexts.append(w[i] @ e)  # [d]
+                    y = words[i] @ plain
+                    targets.append(y / np.linalg.norm(y))
+    return np.array(contexts), np.array(targets)
+
+
+def corpus_value_map(head: Head, vectors) -> tuple[np.ndarray, dict]:  # -> [d, d]
+    """C: the map that best predicts a content word of running text from what the head gathers around
+    it (see corpus_rows): C minimises sum |c C - y|^2 + CORPUS_RIDGE |C|^2 (closed form), so c C points
+    at the words that fit such a context (after "carbon" and "dioxide", at chemistry). C is then scaled
+    so that its updates have the mean size of (I - m m^T)'s over the same rows."""
+    c, y = corpus_rows(head, vectors)  # [r, d] each
+    fitted = np.linalg.solve(c.T @ c + CORPUS_RIDGE * np.eye(c.shape[1]), c.T @ y)  # [d, d]
+    fitted *= np.mean(np.linalg.norm(c @ value_map(1.0, vectors), axis=1)) / np.mean(np.linalg.norm(c @ fitted, axis=1))
+    return fitted, {"file": f"gensim/test/test_data/{CORPUS}", "sha256": CORPUS_SHA256, "rows": len(c), "ridge": CORPUS_RIDGE}
+
+
+def best_on_dev(heads: dict, adjective, vectors) -> tuple[object, list]:
+    """The candidate head that resolves most dev sense cases (mean of both masks) among those that keep
+    the dev words' mean cos(E, E') >= MIN_COSINE under both masks; ties: the first. -> (key, every figure)."""
+    cases_file, words_file = SETS["senses_dev"]
+    tried = {}
+    for key, head in heads.items():
+        figures = sense_figures([adjective, head], cases_file, words_file, vectors)
+        tried[key] = {"after": float(np.mean([figures[m]["heads"]["after"] for m in figures])),
+                      "mean_cos": float(min(figures[m]["heads"]["mean_cos"] for m in figures))}
+    allowed = [k for k in heads if tried[k]["mean_cos"] >= MIN_COSINE] or list(heads)[:1]
+    return max(allowed, key=lambda k: round(tried[k]["after"], 6)), [{"key": k, **v} for k, v in tried.items()]
 
 
 def build_context(vectors, adjective, scales=CONTEXT_VALUE_SCALES, betas=CONTEXT_RARITY, self_costs=CONTEXT_SELF_COSTS,
-                  ridges=VALUE_RIDGES, steps=VALUE_STEPS):
-    """The rarity key, then beta, the cost on the query itself and the value scale s, chosen together on
-    the dev sense set: the most cases resolved (mean of both masks) among the choices that keep mean
-    cos(E, E') >= MIN_COSINE under both masks. Then W_V is trained on the dev cases' sense margins,
-    starting from and pulled toward s (I - m m^T) (see train_value_map)."""
+                  mixes=CORPUS_MIXES, ridges=VALUE_RIDGES, steps=VALUE_STEPS):
+    """The rarity key; beta and the cost on the query itself, chosen on the dev sense set with W_V =
+    s (I - m m^T); the corpus map C under that key; then mu and s of W_V = s (mu C + (1 - mu) (I - m m^T)),
+    chosen on dev by the same rule (see best_on_dev). Last, W_V is trained on the dev cases' sense
+    margins, starting from and pulled toward that (see train_value_map), or left as it is when
+    cross-validation says training does not help words it has not seen."""
     rarity = rarity_key(vectors)
+    plain = value_map(1.0, vectors)
+    # smaller updates first, so that a tie goes to the smaller update
+    keys = sorted(itertools.product(betas, self_costs, scales), key=lambda k: (k[2], -k[0], -k[1]))
+    (b, c, _), tried = best_on_dev({k: context_head(rarity, k[0], k[1], k[2] * plain) for k in keys}, adjective, vectors)
+    corpus, corpus_data = corpus_value_map(context_head(rarity, b, c, plain), vectors)
+    mixed = {(mu, s): mixed_value_map(corpus, mu, s, vectors) for s in sorted(scales) for mu in mixes}
+    (mu, s), mix_tried = best_on_dev({k: context_head(rarity, b, c, w) for k, w in mixed.items()}, adjective, vectors)
+    choice = {"beta": b, "self_cost": c, "scale": s, "mix": mu, "min_cosine": MIN_COSINE,
+              "tried": [{"beta": t["key"][0], "self_cost": t["key"][1], "scale": t["key"][2], "after": t["after"], "mean_cos": t["mean_cos"]} for t in tried],
+              "mix_tried": [{"mix": t["key"][0], "scale": t["key"][1], "after": t["after"], "mean_cos": t["mean_cos"]} for t in mix_tried]}
+    start = context_head(rarity, b, c, mixed[(mu, s)])
     cases_file, words_file = SETS["senses_dev"]
-    tried = {}
-    for b, c, s in itertools.product(betas, self_costs, scales):
-        figures = sense_figures([adjective, context_head(rarity, b, c, s, vectors)], cases_file, words_file, vectors)
-        tried[(b, c, s)] = {"after": float(np.mean([figures[m]["heads"]["after"] for m in figures])),
-                            "mean_cos": float(min(figures[m]["heads"]["mean_cos"] for m in figures))}
-    allowed = [k for k, v in tried.items() if v["mean_cos"] >= MIN_COSINE] or [min(tried, key=lambda k: k[2])]
-    b, c, s = max(allowed, key=lambda k: (round(tried[k]["after"], 6), -k[2], k[0], k[1]))  # ties: the smaller update
-    choice = {"beta": b, "self_cost": c, "scale": s, "min_cosine": MIN_COSINE,
-              "tried": [{"beta": k[0], "self_cost": k[1], "scale": k[2], **v} for k, v in tried.items()]}
-    untrained = context_head(rarity, b, c, s, vectors)
-    w_v, training_data = train_value_map(sense_margins(adjective, untrained, cases_file, words_file, vectors), untrained.w_v, ridges, steps)
-    return with_w_v(untrained, w_v), {"value_choice": choice, "value_training": training_data, "rarity_words": len(vectors.vectors)}
+    w_v, training_data = train_value_map(sense_margins(adjective, start, cases_file, words_file, vectors), start.w_v, ridges, steps)
+    return with_w_v(start, w_v), {"value_choice": choice, "value_training": training_data, "rarity_words": len(vectors.vectors),
+                                  "corpus": corpus_data}
 
 
 def with_w_v(head: Head, w_v: np.ndarray) -> Head:
@@ -364,9 +442,21 @@ def with_w_v(head: Head, w_v: np.ndarray) -> Head:
     return Head(head.name, head.w_q, head.w_k, w_v, b_q=head.b_q, distance=head.distance)
 
 
-def untrained_value_map(context: Head, scale: float, vectors) -> Head:
-    """The context head as it is, with W_V = s (I - m m^T), before its training: what training adds."""
+def plain_value_map(context: Head, scale: float, vectors) -> Head:
+    """The context head with W_V = s (I - m m^T): a context word's own vector, without the corpus map or training."""
     return with_w_v(context, value_map(scale, vectors))
+
+
+def mixed_value_map(corpus: np.ndarray, mix: float, scale: float, vectors) -> np.ndarray:  # [d, d] -> [d, d]
+    """W_V = s (mu C + (1 - mu) (I - m m^T)): what the corpus says fits the context, and the context itself."""
+    return scale * (mix * corpus + (1.0 - mix) * value_map(1.0, vectors))
+
+
+def start_value_map(context: Head, choice: dict, vectors) -> Head:
+    """The context head with W_V as its training on the dev cases starts (the corpus map is recomputed:
+    it depends on the head's attention only)."""
+    corpus, _ = corpus_value_map(context, vectors)
+    return with_w_v(context, mixed_value_map(corpus, choice["mix"], choice["scale"], vectors))
 
 
 def sense_margins(adjective, context, cases_file, words_file, vectors) -> dict:
@@ -441,7 +531,14 @@ def train_value_map(rows, prior: np.ndarray, ridges=VALUE_RIDGES, steps: int = V
     """Choose the ridge by cross-validation over the dev *words* (each group of words is predicted by a
     map trained on the other words' cases, so the figure is for words the map has not seen), then
     train on every dev case. The choice: the most cases resolved (mean of both masks) among the ridges
-    whose mean cos(E, E') stays >= MIN_VALUE_COSINE; ties: the larger ridge."""
+    whose mean cos(E, E') stays >= MIN_VALUE_COSINE; ties: the larger ridge. A ridge of None leaves the
+    prior as it is (no training): chosen when training does not help the words it has not seen."""
+    def fit(train, ridge):
+        return prior if ridge is None else fit_sense_value_map(train, prior, ridge, steps)
+
+    def pull(ridge):  # None pulls hardest
+        return math.inf if ridge is None else ridge
+
     words = sorted(set(rows["word"].tolist()))
     np.random.default_rng(SEED + 4).shuffle(words)
     folds = [words[k::VALUE_FOLDS] for k in range(VALUE_FOLDS)]
@@ -451,17 +548,31 @@ def train_value_map(rows, prior: np.ndarray, ridges=VALUE_RIDGES, steps: int = V
         for fold in folds:
             held = np.flatnonzero(np.isin(rows["word"], fold))  # case indices of this group's words
             train = {k: v[~np.isin(rows["case"], held)] for k, v in rows.items() if k not in ("e", "word")}
-            for mask, f in value_map_figures(rows, fit_sense_value_map(train, prior, ridge, steps), held).items():
+            for mask, f in value_map_figures(rows, fit(train, ridge), held).items():
                 for k in ("after", "mean_cos"):
                     pooled[mask][k] += f[k] * f["cases"]
                 pooled[mask]["cases"] += f["cases"]
         tried.append({"ridge": ridge, **{mask: {k: p[k] / p["cases"] for k in ("after", "mean_cos")} for mask, p in pooled.items()}})
-    allowed = [t for t in tried if min(t[m]["mean_cos"] for m in MASKS) >= MIN_VALUE_COSINE] or [max(tried, key=lambda t: t["ridge"])]
-    best = max(allowed, key=lambda t: (round(float(np.mean([t[m]["after"] for m in MASKS])), 6), t["ridge"]))
+    allowed = [t for t in tried if min(t[m]["mean_cos"] for m in MASKS) >= MIN_VALUE_COSINE] or [max(tried, key=lambda t: pull(t["ridge"]))]
+    best = max(allowed, key=lambda t: (round(float(np.mean([t[m]["after"] for m in MASKS])), 6), pull(t["ridge"])))
     every_case = np.arange(len(rows["e"]))
-    w_v = fit_sense_value_map(rows, prior, best["ridge"], steps)
+    w_v = fit(rows, best["ridge"])
     return w_v, {"ridge": best["ridge"], "folds": VALUE_FOLDS, "steps": steps, "min_cosine": MIN_VALUE_COSINE, "tried": tried,
                  "dev_untrained": value_map_figures(rows, prior, every_case), "dev_trained": value_map_figures(rows, w_v, every_case)}
+
+
+def value_map_references(adjective, context, choice, sense_set, vectors) -> dict:
+    """What each step of the value map adds, on one sense set: the same heads with W_V = s (I - m m^T)
+    ("plain_value_map") and with W_V as its dev training starts ("start_value_map"), and even attention
+    over the content words through the shipped W_V. {mask: {reference: figures}}"""
+    out = {mask: {} for mask in MASKS}
+    for mask, share in even_through_value_map(adjective, context, *sense_set, vectors).items():
+        out[mask]["even_content_value_map"] = {"after": share}
+    for name, head in (("plain_value_map", plain_value_map(context, choice["scale"], vectors)),
+                       ("start_value_map", start_value_map(context, choice, vectors))):
+        for mask, f in sense_figures([adjective, head], *sense_set, vectors).items():
+            out[mask][name] = {k: f["heads"][k] for k in ("after", "mean_cos")}
+    return out
 
 
 def measure(adjective, context, data, vectors) -> dict:
@@ -469,14 +580,12 @@ def measure(adjective, context, data, vectors) -> dict:
     adjective_metrics = {name: link_figures([adjective], SETS[name][0], vectors) for name in ("natural", "long", "dev")}
     adjective_metrics["unseen_words"] = link_figures([adjective], sentence_links(data["adjective"]["unseen"]), vectors)
     context_metrics = {name: sense_figures([adjective, context], *SETS[name], vectors) for name in SENSE_SETS}
-    untrained = untrained_value_map(context, data["context"]["value_choice"]["scale"], vectors)
+    choice = data["context"]["value_choice"]
     for name in SENSE_SETS:
-        for mask, share in even_through_value_map(adjective, context, *SETS[name], vectors).items():
-            context_metrics[name][mask]["even_content_value_map"] = {"after": share}
-        for mask, f in sense_figures([adjective, untrained], *SETS[name], vectors).items():
-            context_metrics[name][mask]["untrained_value_map"] = {k: f["heads"][k] for k in ("after", "mean_cos")}
-    context_metrics["value_choice"] = data["context"]["value_choice"]
-    context_metrics["value_training"] = data["context"]["value_training"]
+        for mask, f in value_map_references(adjective, context, choice, SETS[name], vectors).items():
+            context_metrics[name][mask].update(f)
+    for key in ("value_choice", "value_training", "corpus"):
+        context_metrics[key] = data["context"][key]
     return {"adjective": adjective_metrics, "context": context_metrics}
 
 
@@ -522,7 +631,8 @@ def link_table(m, sets=("natural", "long", "unseen_words", "dev")) -> str:
 
 def sense_table(m, sets=SENSE_SETS) -> str:
     labels = {"senses": "held-out", "senses2": "held-out, 12 other words", "senses_dev": "dev (tuning)"}
-    names = {"heads": "**adjective + context**", "untrained_value_map": "adjective + context, W_V before training (s (I - m m^T))", "identity": "identity head", "even_content": "even over other content words",
+    names = {"heads": "**adjective + context**", "start_value_map": "adjective + context, W_V before its dev training (s (mu C + (1 - mu) (I - m m^T)))",
+             "plain_value_map": "adjective + context, W_V = s (I - m m^T) (no corpus map, no training)", "identity": "identity head", "even_content": "even over other content words",
              "even_all": "even over all other tokens", "even_content_value_map": "even over other content words, through the context head's W_V"}
     lines = ["| set | mask | pattern | nearer the intended sense: E | E' | mean cos(E, E') | mean \\|ΔE\\|/\\|E\\| | cases |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -535,7 +645,7 @@ def sense_table(m, sets=SENSE_SETS) -> str:
                 if name == "even_content_value_map":  # only the share is measured for this one
                     lines.append(f"| {labels[s]} | {mask} | {label} | {f['heads']['before']:.3f} | {after} | | | {f['cases']} |")
                     continue
-                if name == "untrained_value_map":  # the share and the cosine
+                if name in ("start_value_map", "plain_value_map"):  # the share and the cosine
                     lines.append(f"| {labels[s]} | {mask} | {label} | {f['heads']['before']:.3f} | {after} | {r['mean_cos']:.3f} | | {f['cases']} |")
                     continue
                 lines.append(f"| {labels[s]} | {mask} | {label} | {r['before']:.3f} | {after} | {r['mean_cos']:.3f} | "
@@ -626,10 +736,12 @@ def context_reading(m) -> str:
             f"the same size, reaches {c['even_content']['after']:.3f} and {n['even_content']['after']:.3f} ({c2['even_content']['after']:.3f} "
             f"and {n2['even_content']['after']:.3f}); over all other tokens {c['even_all']['after']:.3f} and {n['even_all']['after']:.3f}; "
             f"the identity head {c['identity']['after']:.3f} and {n['identity']['after']:.3f}. Most of the gain over those comes from "
-            f"the value map, and its training adds to that: before it (s (I - m m^T), which only drops the direction every word shares) the same "
-            f"heads reach {c['untrained_value_map']['after']:.3f} and {n['untrained_value_map']['after']:.3f} "
-            f"({c2['untrained_value_map']['after']:.3f} and {n2['untrained_value_map']['after']:.3f}). Even attention over the "
-            f"content words through the trained map reaches {c['even_content_value_map']['after']:.3f} and "
+            f"the value map. With W_V = s (I - m m^T) alone, which only drops the direction every word shares, the same heads reach "
+            f"{c['plain_value_map']['after']:.3f} and {n['plain_value_map']['after']:.3f} ({c2['plain_value_map']['after']:.3f} and "
+            f"{n2['plain_value_map']['after']:.3f}); with the corpus map mixed in, before any training on sense cases, "
+            f"{c['start_value_map']['after']:.3f} and {n['start_value_map']['after']:.3f} ({c2['start_value_map']['after']:.3f} and "
+            f"{n2['start_value_map']['after']:.3f}). Even attention over the "
+            f"content words through the shipped map reaches {c['even_content_value_map']['after']:.3f} and "
             f"{n['even_content_value_map']['after']:.3f} ({c2['even_content_value_map']['after']:.3f} and "
             f"{n2['even_content_value_map']['after']:.3f}); the rarity key finds the content words without a word list, "
             f"and where it puts most of the weight on one rare word whose vector points elsewhere, the case is lost. "
@@ -640,14 +752,18 @@ def context_reading(m) -> str:
 
 def context_card(meta, data) -> str:
     m = meta["metrics"]
-    choice = m["value_choice"]
-    best_per_scale = {}
-    for t in choice["tried"]:
-        if t["scale"] not in best_per_scale or t["after"] > best_per_scale[t["scale"]]["after"]:
-            best_per_scale[t["scale"]] = t
-    tried = ", ".join(f"s = {s:g}: {t['after']:.3f} (cos {t['mean_cos']:.2f})" for s, t in best_per_scale.items())
-    training = m["value_training"]
-    cross = "; ".join(f"lambda = {t['ridge']:g}: {t['causal']['after']:.3f} / {t['none']['after']:.3f} "
+    choice, training, corpus = m["value_choice"], m["value_training"], m["corpus"]
+    allowed = [t for t in choice["tried"] if t["mean_cos"] >= choice["min_cosine"]]
+    step1 = max(allowed, key=lambda t: t["after"] if (t["beta"], t["self_cost"]) == (choice["beta"], choice["self_cost"]) else -1)
+    best_per_mix = {}
+    for t in choice["mix_tried"]:
+        best = best_per_mix.setdefault(t["mix"], None)
+        if t["mean_cos"] >= choice["min_cosine"] and (best is None or t["after"] > best["after"]):
+            best_per_mix[t["mix"]] = t
+    mixes = ", ".join(f"mu = {mu:g}: {t['after']:.3f} (s = {t['scale']:g}, cos {t['mean_cos']:.2f})" if t else
+                      f"mu = {mu:g}: no s keeps cos >= {choice['min_cosine']}" for mu, t in best_per_mix.items())
+    ridge = lambda r: "none (left as it starts)" if r is None else f"{r:g}"  # noqa: E731
+    cross = "; ".join(f"lambda = {ridge(t['ridge'])}: {t['causal']['after']:.3f} / {t['none']['after']:.3f} "
                       f"(cos {t['causal']['mean_cos']:.2f} / {t['none']['mean_cos']:.2f})" for t in training["tried"])
     return f"""# `context` head
 
@@ -666,22 +782,30 @@ the mechanism: it is **not** a head taken from a trained transformer.
   meaning from the others, not from a copy of itself.
 - Shapes: W_Q, W_K [50, 1], b_Q [1], W_V [50, 50] (no W_O). Built by
   `python data/heads/build_heads.py` (rebuilds this file; `--check` compares).
-- W_V starts from s (I - m m^T), where m is the unit mean of the {MEAN_WORDS:,} most frequent word
-  vectors: a context word's vector without the direction that every GloVe vector shares, which
-  says nothing about a sense. beta, the cost on the query itself and s were chosen together on
-  the dev set (`dev/senses.tsv`, {len(choice['tried'])} candidates), as the choice that resolves most dev cases while
-  the mean cos(E, E') of the ambiguous word stays >= {choice['min_cosine']}; s = {choice['scale']:g} (the best dev
-  figure for each s: {tried}).
-- W_V is then trained on the dev cases: for each case and each other sense, the margin
-  g . E' between the intended sense's centroid and the other's (g = intended - other, E' = E +
-  the adjective head's update + the context head's), through a logistic loss, plus
-  lambda |W_V - s (I - m m^T)|^2, so it stays near its start where the cases say nothing (Adam,
-  {training['steps']} steps, full batch). lambda = {training['ridge']:g} was chosen by {training['folds']}-fold
-  cross-validation over the dev *words*: each group of words is resolved by a map trained on the
-  other words' cases, so the figure is for words the map has never seen. The choice resolves
-  most of them while their mean cos(E, E') stays >= {training['min_cosine']}: {cross}.
-  On the dev cases themselves the trained map resolves {training['dev_trained']['causal']['after']:.3f} (causal) and
-  {training['dev_trained']['none']['after']:.3f} (none), against {training['dev_untrained']['causal']['after']:.3f} and {training['dev_untrained']['none']['after']:.3f} before training.
+- W_V is built in three steps; the table below measures each.
+  1. s (I - m m^T), where m is the unit mean of the {MEAN_WORDS:,} most frequent word vectors: a
+     context word's vector without the direction that every GloVe vector shares, which says
+     nothing about a sense. beta and the cost on the query itself were chosen with it on the dev set
+     (`dev/senses.tsv`, {len(choice['tried'])} candidates with s), as the choice that resolves most dev cases
+     while the mean cos(E, E') of the ambiguous word stays >= {choice['min_cosine']} ({step1['after']:.3f} of the dev cases).
+  2. The corpus map C, fitted on running text: the Lee background corpus (Lee, Pincombe and Welsh
+     2005; 300 news articles, as every gensim wheel ships it in `{corpus['file']}`, SHA-256
+     `{corpus['sha256'][:16]}...`). For each content word of the corpus under both masks
+     ({corpus['rows']:,} rows), c is what this head gathers around it and the target is the word's unit
+     vector without m; C is the ridge least-squares map from c to the target (closed form,
+     ridge {corpus['ridge']:g}), scaled to the size of (I - m m^T)'s updates. So c C points at the words
+     that fit such a context: no sense labels, and nothing from the dev or held-out sets. W_V =
+     s (mu C + (1 - mu) (I - m m^T)), with mu = {choice['mix']:g} and s = {choice['scale']:g} chosen on dev by the same rule
+     (the best dev figure for each mu: {mixes}).
+  3. Training on the dev cases: for each case and each other sense, the margin g . E' between
+     the intended sense's centroid and the other's (g = intended - other, E' = E + the adjective
+     head's update + the context head's), through a logistic loss, plus lambda |W_V - W_start|^2,
+     so it stays near its start where the cases say nothing (Adam, {training['steps']} steps, full batch).
+     lambda = {ridge(training['ridge'])} was chosen by {training['folds']}-fold cross-validation over the dev *words*: each
+     group of words is resolved by a map trained on the other words' cases, so the figure is for
+     words the map has never seen. The choice resolves most of them while their mean cos(E, E')
+     stays >= {training['min_cosine']}: {cross}. On the dev cases themselves the shipped map resolves
+     {training['dev_trained']['causal']['after']:.3f} (causal) and {training['dev_trained']['none']['after']:.3f} (none), against {training['dev_untrained']['causal']['after']:.3f} and {training['dev_untrained']['none']['after']:.3f} before this step.
   The update is large: the word keeps its identity (cos(E, E') above 0.5) but leans strongly on
   its context. Function words are no exception: they too take in the sentence's rarest words,
   and their E' lands near them ("of" in "Take a biopsy of the mole." ends nearest "biopsy").
@@ -695,8 +819,8 @@ whose selecting words come before the word; "none" all of them. The held-out set
 `eval/senses_natural.tsv` (26 words) and `eval/senses_natural2.tsv` (12 other words), are written
 by hand, their sentences contain none of the probe words, and nothing was chosen on them. The
 even-attention references get an update scaled to the same mean size as the heads'; the last
-reference of each block uses the context head's own W_V instead, and the second row of each block
-is the same heads with W_V as it was before its training. Recompute with
+reference of each block uses the context head's own W_V instead. The second and third rows of
+each block are the same heads with W_V as it was before step 3, and before steps 2 and 3. Recompute with
 `attn heads eval data/heads/eval/senses_natural.tsv --sense-set data/heads/eval/sense_words.tsv
 [--mask none]` (and `senses_natural2.tsv` with `sense_words2.tsv`).
 
