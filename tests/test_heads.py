@@ -258,7 +258,9 @@ def test_shipped_adjective_figures_are_recomputed(glove, build, adjective, recor
 
 def test_shipped_sense_figures_are_recomputed(glove, build, adjective, context, recorded):
     figures = build.sense_figures([adjective, context], *build.SETS["senses"], glove)
-    references = build.value_map_references(adjective, context, recorded["context"]["value_choice"], build.SETS["senses"], glove)
+    choice = recorded["context"]["value_choice"]
+    start = build.start_value_map(context, choice, glove)
+    references = build.value_map_references(adjective, context, start, choice["scale"], build.SETS["senses"], glove)
     for mask, f in references.items():
         figures[mask].update(f)
     assert json.loads(json.dumps(figures)) == recorded["context"]["senses"]

@@ -561,15 +561,14 @@ def train_value_map(rows, prior: np.ndarray, ridges=VALUE_RIDGES, steps: int = V
                  "dev_untrained": value_map_figures(rows, prior, every_case), "dev_trained": value_map_figures(rows, w_v, every_case)}
 
 
-def value_map_references(adjective, context, choice, sense_set, vectors) -> dict:
+def value_map_references(adjective, context, start: Head, scale: float, sense_set, vectors) -> dict:
     """What each step of the value map adds, on one sense set: the same heads with W_V = s (I - m m^T)
-    ("plain_value_map") and with W_V as its dev training starts ("start_value_map"), and even attention
-    over the content words through the shipped W_V. {mask: {reference: figures}}"""
+    ("plain_value_map") and with W_V as its dev training starts ("start_value_map", see start_value_map),
+    and even attention over the content words through the shipped W_V. {mask: {reference: figures}}"""
     out = {mask: {} for mask in MASKS}
     for mask, share in even_through_value_map(adjective, context, *sense_set, vectors).items():
         out[mask]["even_content_value_map"] = {"after": share}
-    for name, head in (("plain_value_map", plain_value_map(context, choice["scale"], vectors)),
-                       ("start_value_map", start_value_map(context, choice, vectors))):
+    for name, head in (("plain_value_map", plain_value_map(context, scale, vectors)), ("start_value_map", start)):
         for mask, f in sense_figures([adjective, head], *sense_set, vectors).items():
             out[mask][name] = {k: f["heads"][k] for k in ("after", "mean_cos")}
     return out
@@ -581,8 +580,9 @@ def measure(adjective, context, data, vectors) -> dict:
     adjective_metrics["unseen_words"] = link_figures([adjective], sentence_links(data["adjective"]["unseen"]), vectors)
     context_metrics = {name: sense_figures([adjective, context], *SETS[name], vectors) for name in SENSE_SETS}
     choice = data["context"]["value_choice"]
+    start = start_value_map(context, choice, vectors)  # the corpus map is fitted once
     for name in SENSE_SETS:
-        for mask, f in value_map_references(adjective, context, choice, SETS[name], vectors).items():
+        for mask, f in value_map_references(adjective, context, start, choice["scale"], SETS[name], vectors).items():
             context_metrics[name][mask].update(f)
     for key in ("value_choice", "value_training", "corpus"):
         context_metrics[key] = data["context"][key]
