@@ -211,6 +211,25 @@ def _share_correct(rows: np.ndarray, centroids: list[np.ndarray], intended: list
     return float(np.mean(hits)) if hits else float("nan")
 
 
+def case_rows(cases: list, e: np.ndarray, delta: np.ndarray, senses: list[tuple[list[str], np.ndarray]], intended: list[int]) -> list[dict]:
+    """One row per case (e, delta: [c, d]): the nearest sense of E and of E' = E + delta, whether E' is
+    nearer the intended sense than every other (the rule `after` counts), and by how much (the
+    intended sense's score less the best other's, before and after)."""
+    from attn_cli.results import row_cosines
+    from attn_cli.senses import sense_scores
+
+    rows = []
+    cosines = row_cosines(e, e + delta) if len(e) else []
+    for case, x, dx, (names, centroids), k, cos in zip(cases, e, delta, senses, intended, cosines):
+        before, after = sense_scores(np.stack([x, x + dx]), centroids)  # [s] each
+        margin = lambda scores: float(scores[k] - np.delete(scores, k).max())  # noqa: E731
+        rows.append({"line": getattr(case, "line", 0) or None, "word": case.word, "sense": case.sense, "context": "before" if case.context_before else "after",
+                     "nearest_before": names[int(np.argmax(before))], "nearest_after": names[int(np.argmax(after))],
+                     "resolved": margin(after) > 0, "margin_before": margin(before), "margin_after": margin(after),
+                     "cos": float(cos), "sentence": case.sentence})
+    return rows
+
+
 def _measures(e: np.ndarray, delta: np.ndarray, context: np.ndarray, centroids, intended) -> dict:  # e, delta, context: [c, d]
     from attn_cli.results import row_cosines
 
@@ -246,7 +265,8 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
     the intended sense than every other, by the mean cosine with the probe words), `after`
     (the same for E'), `mean_cos` (cos(E, E')), `mean_delta_ratio` (|Delta E| / |E|) and
     `mean_context_ratio` (|Delta E context| / |E|); the even rows also hold `scale`, the s that
-    makes their mean |Delta E| / |E| equal the heads'.
+    makes their mean |Delta E| / |E| equal the heads'. "case_rows": the heads' result case by case
+    (see case_rows).
     """
     from attn_cli.heads import identity_head
     from attn_cli.inspection import Settings, inspect_text
@@ -263,7 +283,7 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
         centroids_of[word] = (list(probes), sense_centroids([probe_matrix(p, vectors) for p in probes.values()]))
     settings = Settings(mask=Mask(mask))
     identity = [identity_head(vectors.vector_size)]
-    e_rows, centroids, intended = [], [], []
+    e_rows, centroids, intended, named = [], [], [], []
     parts = {name: ([], []) for name in ("heads", "identity")}  # name -> (delta rows, context rows)
     mixes = {"even_content": [], "even_all": []}  # unscaled sum_j w_ij E_j rows
     for case in used:
@@ -279,6 +299,7 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
         names, c = centroids_of[case.word]
         e_rows.append(result.e[i])
         centroids.append(c)
+        named.append((names, c))
         intended.append(names.index(case.sense))
         for name, r in (("heads", result), ("identity", plain)):
             parts[name][0].append(r.delta[i])
@@ -294,6 +315,7 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
         delta, context = np.array(delta).reshape(-1, d), np.array(context).reshape(-1, d)
         out[name] = _measures(e, delta, context, centroids, intended)
     out["heads"]["names"] = [h.name for h in heads]
+    out["case_rows"] = case_rows(used, e, np.array(parts["heads"][0]).reshape(-1, d), named, intended)
     target = out["heads"]["mean_delta_ratio"]
     for name, rows in mixes.items():
         mix = np.array(rows).reshape(-1, d)  # [c, d]
@@ -329,8 +351,9 @@ def check_lengths(items, source: str) -> None:
 
 
 def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: Mask | str = Mask.causal, sense_set: dict | None = None,
-                  set_name: str = ""):
-    """Read `path`, score the heads on it, and return attn_cli.results.HeadsEval."""
+                  set_name: str = "", cases: bool = False):
+    """Read `path`, score the heads on it, and return attn_cli.results.HeadsEval (with every sense
+    case's row when `cases`)."""
     from attn_cli.results import HeadsEval
 
     mask = _check_mask(mask)
@@ -338,6 +361,8 @@ def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: Mask | str
     check_lengths(items, str(path))
     path = display_path(path)
     if kind == "links":
+        if cases:
+            raise InputError(f"{path} holds links (3 fields a line); --cases lists sense cases only")
         if sense_set is not None:
             raise InputError(f"{path} holds links (3 fields a line); --sense-set applies only to sense cases")
         examples = training.links_to_examples(items, vectors, Mask.none, str(path))  # every link kept; the mask drops later
@@ -347,7 +372,7 @@ def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: Mask | str
         counts = {"sentences": len(examples), "queries": rows[0]["queries"], "dropped": rows[0]["dropped"]}
         for row in rows:
             del row["queries"], row["dropped"]
-        return HeadsEval(file=str(path), format=kind, mask=mask, counts=counts, rows=rows)
+        return HeadsEval(file=str(path), format=kind, mask=mask, counts=counts, patterns=rows)
     if sense_set is None:
         raise InputError(f"{path} holds sense cases (4 fields a line); pass --sense-set NAME|FILE giving each word's senses and probe words")
     try:
@@ -360,7 +385,8 @@ def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: Mask | str
     rows = sense_rows(metrics)
     if metrics["cases"]:
         check_finite(rows, path)
-    return HeadsEval(file=str(path), format=kind, mask=mask, counts=counts, rows=rows, sense_set=set_name or None)
+    return HeadsEval(file=str(path), format=kind, mask=mask, counts=counts, patterns=rows, sense_set=set_name or None,
+                     cases=metrics["case_rows"] if cases else None)
 
 
 def check_finite(rows: list[dict], path) -> None:

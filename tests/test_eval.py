@@ -160,6 +160,8 @@ def test_sense_metrics_takes_plain_cases_and_heads(glove):
     head = Head("plain", np.eye(50), np.eye(50), 0.5 * np.eye(50))  # a bare Head, not a NamedHead
     a = evaluation.sense_metrics([head], cases, table, glove, "none")
     b = evaluation.sense_metrics([head], parsed, table, glove, "none")
+    lines = [row.pop("line") for row in b["case_rows"]]
+    assert [row.pop("line") for row in a["case_rows"]] == [None] * len(cases) and lines == [c.line for c in parsed]
     assert a == b and a["heads"]["names"] == ["plain"]
 
 
@@ -220,10 +222,43 @@ def test_heads_eval_senses(run, cases_file):
     assert "even_content" in view.stdout and "1 skipped" in view.stdout and "sense set lesson" in view.stdout
 
 
+def test_heads_eval_cases_agree_with_the_summary_and_with_inspect(run, cases_file):
+    args = ("heads", "eval", cases_file, "--sense-set", "lesson", "--mask", "none")
+    out = parse_json(run(*args, "--json", "--cases"))
+    cases = out["case_rows"]
+    assert [c["line"] for c in cases] == [3, 4, 5, 6, 7] and len(cases) == out["cases"]
+    assert np.mean([c["resolved"] for c in cases]) == pytest.approx(out["rows"][0]["after"])  # the rule the share counts
+    assert np.mean([c["margin_before"] > 0 for c in cases]) == pytest.approx(out["rows"][0]["before"])
+    assert np.mean([c["cos"] for c in cases]) == pytest.approx(out["rows"][0]["mean_cos"])
+    for c in cases:  # each case as inspect's sense meter shows it, for the same sentence and mask
+        meter = parse_json(run("inspect", c["sentence"], "--sense-set", "lesson", "--mask", "none", "--json"))
+        row = next(r for r in meter["senses"] if r["token"] == c["word"])
+        assert (row["nearest_before"], row["nearest_after"]) == (c["nearest_before"], c["nearest_after"])
+        assert c["resolved"] == (c["margin_after"] > 0) and (c["nearest_after"] == c["sense"]) == c["resolved"]
+    assert "case_rows" not in parse_json(run(*args, "--json"))  # only when asked
+    view = run(*args, "--cases", env={"COLUMNS": "150"})
+    assert view.exit_code == 0 and f"cases: {sum(c['resolved'] for c in cases)} resolved" in view.stdout
+    assert "take a biopsy of the mole" in view.stdout
+
+
+def test_heads_eval_csv_rows(run, cases_file, links_file):
+    import csv
+    import io
+
+    per_case = list(csv.DictReader(io.StringIO(run("heads", "eval", cases_file, "--sense-set", "lesson", "--cases", "--csv").stdout)))
+    assert len(per_case) == 4 and per_case[0]["mask"] == "causal" and per_case[0]["resolved"] in ("true", "false")  # the causal mask skips one
+    summary = list(csv.DictReader(io.StringIO(run("heads", "eval", cases_file, "--sense-set", "lesson", "--tsv").stdout), delimiter="\t"))
+    assert [r["kind"] for r in summary] == ["heads", "baseline", "baseline", "baseline"]
+    assert summary[0]["scale"] == "" and float(summary[2]["scale"]) > 0  # one set of columns; empty where a pattern has none
+    links = list(csv.DictReader(io.StringIO(run("heads", "eval", links_file, "--head", "identity", "--csv").stdout)))
+    assert {r["name"] for r in links} >= {"identity", "previous", "even"} and all(r["top_on_key"] for r in links)
+
+
 @pytest.mark.parametrize(
     "content, args, message",
     [
         (CASES, (), "pass --sense-set"),
+        (LINKS, ("--cases",), "--cases lists sense cases only"),
         (LINKS, ("--sense-set", "lesson"), "applies only to sense cases"),
         ("the bat flew\tbat\tanimal\tbefore\n", ("--sense-set", "lesson"), "not in sense set lesson: 'bat' (line 1)"),
         ("the river bank\tbank\triver\tsideways\n", ("--sense-set", "lesson"), "line 1: the context must be"),

@@ -687,3 +687,16 @@ def test_readme_lesson_table_is_what_inspect_shows(run, row):
     assert (out["neighbors"]["input"][i], out["neighbors"]["output"][i]) == row["keys"]
     meter = next(r for r in out["senses"] if r["token"] == row["word"])
     assert (meter["nearest_before"], meter["nearest_after"]) == row["senses"]
+
+
+def test_readme_names_the_misses_that_heads_eval_cases_lists(run):
+    """README: with --mask none no 'nail' case about hardware is resolved, and 'sequoia' takes the trunk to the car."""
+    out = parse_json(run("heads", "eval", DATA / "eval" / "senses_natural2.tsv", "--sense-set", DATA / "eval" / "sense_words2.tsv",
+                         "--mask", "none", "--cases", "--json"))
+    nails = [c for c in out["case_rows"] if (c["word"], c["sense"]) == ("nail", "hardware")]
+    assert len(nails) == 5 and not any(c["resolved"] for c in nails)
+    sequoia = next(c for c in out["case_rows"] if "sequoia" in c["sentence"])
+    assert (sequoia["sense"], sequoia["nearest_after"], sequoia["resolved"]) == ("tree", "car", False)
+    inspected = parse_json(run("inspect", sequoia["sentence"], "--mask", "none", "--json"))
+    weights = inspected["heads"][1]["weights"][inspected["tokens"].index("trunk")]
+    assert inspected["tokens"][int(np.argmax(weights))] == "sequoia"

@@ -101,6 +101,10 @@ def evaluate(
         str | None,
         typer.Option("--sense-set", metavar="NAME|FILE", help="Senses and probe words for sense cases: a shipped set (lesson) or a TSV word<TAB>sense<TAB>probe words.", show_default=False),
     ] = None,
+    cases: Annotated[
+        bool,
+        typer.Option("--cases", help="Sense cases: also list each case, its nearest sense before and after the heads and whether it is resolved (CSV/TSV: a row per case)."),
+    ] = False,
     seed: SeedOpt = 0,
     vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
@@ -123,7 +127,7 @@ def evaluate(
     chosen, note = heads.resolve_heads(head, vectors.vector_size, seed)
     if note:
         say(note)
-    result = evaluation.evaluate_file(file, chosen, vectors, mask, table, table_name)
+    result = evaluation.evaluate_file(file, chosen, vectors, mask, table, table_name, cases)
     write(result, output, "heads_eval")
 
 

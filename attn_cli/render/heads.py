@@ -71,10 +71,33 @@ def heads_eval(result: results.HeadsEval):
     for _, label in EVAL_COLUMNS[result.format]:
         table.add_column(label, justify="right")
     table.add_column("what", style="dim")
-    for row in result.rows:
+    for row in result.patterns:
         name = Text(row["name"], style="" if row["kind"] == "baseline" else "bold cyan")
         figures = [row.get(key) for key, _ in EVAL_COLUMNS[result.format]]
         table.add_row(name, *["-" if x is None or x != x else f"{x:.3f}" for x in figures], row.get("about", ""))
     from rich.console import Group
 
-    return Group(table, Text(caption, style="dim"))
+    if result.cases is None:
+        return Group(table, Text(caption, style="dim"))
+    return Group(table, Text(caption, style="dim"), Text(""), eval_cases(result.cases))
+
+
+def eval_cases(cases: list) -> Table:
+    """`heads eval --cases`: each sense case, its nearest sense before and after the heads, resolved or not."""
+    missed = sum(not c["resolved"] for c in cases)
+    table = Table(box=box.SIMPLE, title=f"cases: {len(cases) - missed} resolved, {missed} not", title_justify="left",
+                  caption="margin: the intended sense's score less the best other's (mean cosine with the probe words); "
+                          "resolved when E′'s margin is above 0", caption_justify="left", collapse_padding=True)
+    table.add_column("line", justify="right", style="dim")
+    table.add_column("word", style="bold")
+    table.add_column("sense")
+    table.add_column("E nearest")
+    table.add_column("E′ nearest")
+    table.add_column("margin E → E′", justify="right", no_wrap=True)
+    table.add_column("sentence", overflow="fold", ratio=1)
+    for c in cases:
+        mark = Text("✓ " if c["resolved"] else "✗ ", style="green" if c["resolved"] else "red")
+        after = mark + Text(c["nearest_after"], style="" if c["resolved"] else "red")
+        table.add_row(str(c["line"] or ""), c["word"], c["sense"], c["nearest_before"], after,
+                      f"{c['margin_before']:+.3f} → {c['margin_after']:+.3f}", c["sentence"])
+    return table

@@ -50,11 +50,26 @@ class HeadsEval:
     format: str  # "links" | "senses"
     mask: str
     counts: dict  # links: sentences, queries, dropped; senses: cases, skipped
-    rows: list  # [{"name", "kind": "head" | "heads" | "baseline", "about", measures...}]
+    patterns: list  # [{"name", "kind": "head" | "heads" | "baseline", "about", measures...}]
     sense_set: str | None = None  # senses: where the senses and probe words came from
+    cases: list | None = None  # senses, when asked: the heads' result case by case (evaluation.case_rows)
 
     def to_dict(self) -> dict:
         out = {"file": self.file, "format": self.format, "mask": self.mask, **self.counts}
         if self.sense_set is not None:
             out["sense_set"] = self.sense_set
-        return out | {"rows": self.rows}
+        out["rows"] = self.patterns
+        if self.cases is not None:
+            out["case_rows"] = self.cases
+        return out
+
+    def rows(self):
+        """CSV/TSV: one row per case when they were asked for, else one per pattern (the heads and each
+        baseline), every row with the same columns (empty where a pattern has no such measure)."""
+        base = {"file": self.file, "mask": self.mask}
+        if self.cases is not None:
+            yield from (base | row for row in self.cases)
+            return
+        columns = list(dict.fromkeys(k for row in self.patterns for k in row))
+        for row in self.patterns:
+            yield base | {k: row.get(k) for k in columns}

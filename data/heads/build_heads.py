@@ -148,9 +148,13 @@ def link_figures(heads, links_file, vectors) -> dict:
 
 
 def sense_figures(heads, cases_file, words_file, vectors) -> dict:
+    """evaluation.sense_metrics under both masks, without the case-by-case rows (`attn heads eval --cases` shows them)."""
     cases = evaluation.parse_sense_cases(cases_file.read_text(encoding="utf-8").splitlines(), str(cases_file))
     sense_set = read_sense_set(words_file)
-    return {mask: evaluation.sense_metrics(heads, cases, sense_set, vectors, mask) for mask in MASKS}
+    figures = {mask: evaluation.sense_metrics(heads, cases, sense_set, vectors, mask) for mask in MASKS}
+    for f in figures.values():
+        del f["case_rows"]
+    return figures
 
 
 def sense_cases(cases_file, words_file, vectors) -> tuple[list, dict]:
