@@ -211,7 +211,7 @@ def _share_correct(rows: np.ndarray, centroids: list[np.ndarray], intended: list
     return float(np.mean(hits)) if hits else float("nan")
 
 
-def case_rows(cases: list, e: np.ndarray, delta: np.ndarray, senses: list[tuple[list[str], np.ndarray]], intended: list[int]) -> list[dict]:
+def case_rows(cases: list, e: np.ndarray, delta: np.ndarray, names: list[list[str]], centroids: list[np.ndarray], intended: list[int]) -> list[dict]:
     """One row per case (e, delta: [c, d]): the nearest sense of E and of E' = E + delta, whether E' is
     nearer the intended sense than every other (the rule `after` counts), and by how much (the
     intended sense's score less the best other's, before and after)."""
@@ -220,11 +220,12 @@ def case_rows(cases: list, e: np.ndarray, delta: np.ndarray, senses: list[tuple[
 
     rows = []
     cosines = row_cosines(e, e + delta) if len(e) else []
-    for case, x, dx, (names, centroids), k, cos in zip(cases, e, delta, senses, intended, cosines):
-        before, after = sense_scores(np.stack([x, x + dx]), centroids)  # [s] each
+    for case, x, dx, sense_names, c, k, cos in zip(cases, e, delta, names, centroids, intended, cosines):
+        before, after = sense_scores(np.stack([x, x + dx]), c)  # [s] each
         margin = lambda scores: float(scores[k] - np.delete(scores, k).max())  # noqa: E731
-        rows.append({"line": getattr(case, "line", 0) or None, "word": case.word, "sense": case.sense, "context": "before" if case.context_before else "after",
-                     "nearest_before": names[int(np.argmax(before))], "nearest_after": names[int(np.argmax(after))],
+        rows.append({"line": getattr(case, "line", 0) or None, "word": case.word, "sense": case.sense,
+                     "context": "before" if case.context_before else "after",
+                     "nearest_before": sense_names[int(np.argmax(before))], "nearest_after": sense_names[int(np.argmax(after))],
                      "resolved": margin(after) > 0, "margin_before": margin(before), "margin_after": margin(after),
                      "cos": float(cos), "sentence": case.sentence})
     return rows
@@ -283,7 +284,7 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
         centroids_of[word] = (list(probes), sense_centroids([probe_matrix(p, vectors) for p in probes.values()]))
     settings = Settings(mask=Mask(mask))
     identity = [identity_head(vectors.vector_size)]
-    e_rows, centroids, intended, named = [], [], [], []
+    e_rows, centroids, intended, sense_names = [], [], [], []
     parts = {name: ([], []) for name in ("heads", "identity")}  # name -> (delta rows, context rows)
     mixes = {"even_content": [], "even_all": []}  # unscaled sum_j w_ij E_j rows
     for case in used:
@@ -299,7 +300,7 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
         names, c = centroids_of[case.word]
         e_rows.append(result.e[i])
         centroids.append(c)
-        named.append((names, c))
+        sense_names.append(names)
         intended.append(names.index(case.sense))
         for name, r in (("heads", result), ("identity", plain)):
             parts[name][0].append(r.delta[i])
@@ -315,7 +316,7 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
         delta, context = np.array(delta).reshape(-1, d), np.array(context).reshape(-1, d)
         out[name] = _measures(e, delta, context, centroids, intended)
     out["heads"]["names"] = [h.name for h in heads]
-    out["case_rows"] = case_rows(used, e, np.array(parts["heads"][0]).reshape(-1, d), named, intended)
+    out["case_rows"] = case_rows(used, e, np.array(parts["heads"][0]).reshape(-1, d), sense_names, centroids, intended)
     target = out["heads"]["mean_delta_ratio"]
     for name, rows in mixes.items():
         mix = np.array(rows).reshape(-1, d)  # [c, d]
