@@ -25,7 +25,7 @@ from attn_cli import training
 from attn_cli.attention import Head, Mask, allowed_keys, run_head
 from attn_cli.files import display_path, read_text, tsv_rows
 from attn_cli.errors import DataError, InputError
-from attn_cli.tokens import tokenize
+from attn_cli.tokens import Oov, tokenize
 from attn_cli.words import is_content
 
 SENSE_HEADER = ["sentence", "word", "sense", "context"]
@@ -255,7 +255,7 @@ SENSE_BASELINES = {
 
 
 def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask: Mask | str = Mask.causal,
-                  set_name: str = "the sense set") -> dict:
+                  set_name: str = "the sense set", oov: Oov = Oov.error) -> dict:
     """How often the heads, run together as `inspect` runs them, move an ambiguous word's E' to its intended sense.
 
     cases: SenseCase items; sense_set: {word: {sense: [probe words]}}
@@ -267,7 +267,8 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
     (the same for E'), `mean_cos` (cos(E, E')), `mean_delta_ratio` (|Delta E| / |E|) and
     `mean_context_ratio` (|Delta E context| / |E|); the even rows also hold `scale`, the s that
     makes their mean |Delta E| / |E| equal the heads'. "case_rows": the heads' result case by case
-    (see case_rows).
+    (see case_rows). `oov`: what the sentences' other words without a vector get, as inspect's --oov;
+    the ambiguous word must have one.
     """
     from attn_cli.heads import identity_head
     from attn_cli.inspection import Settings, inspect_text
@@ -278,11 +279,14 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
     used = [c for c in cases if mask != Mask.causal or c.context_before]
     vectors.key_to_index  # many sentences: look words up in the index, not by scanning the key list
     centroids_of: dict[str, tuple[list[str], np.ndarray]] = {}
+    for case in used:
+        if not vectors.has_vector(case.word):
+            raise InputError(f"line {case.line}: the word {case.word!r} has no vector; a sense case's word needs one")
     for word in dict.fromkeys(c.word for c in used):
         probes = {name: list(entry) for name, entry in sense_set[word].items()}
         check_probes({f"{word}/{name}": p for name, p in probes.items()}, vectors, "sense set")
         centroids_of[word] = (list(probes), sense_centroids([probe_matrix(p, vectors) for p in probes.values()]))
-    settings = Settings(mask=Mask(mask))
+    settings = Settings(mask=Mask(mask), oov=oov)
     identity = [identity_head(vectors.vector_size)]
     e_rows, centroids, intended, sense_names = [], [], [], []
     parts = {name: ([], []) for name in ("heads", "identity")}  # name -> (delta rows, context rows)
@@ -352,25 +356,27 @@ def check_lengths(items, source: str) -> None:
 
 
 def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: Mask | str = Mask.causal, sense_set: dict | None = None,
-                  set_name: str = "", cases: bool = False):
+                  set_name: str = "", cases: bool = False, oov: Oov = Oov.error):
     """Read `path`, score the heads on it, and return attn_cli.results.HeadsEval (with every sense
-    case's row when `cases`)."""
+    case's row when `cases`). Words without a vector: an error, or skipped or zeroed (`oov`) and
+    listed in the counts."""
     from attn_cli.results import HeadsEval
 
     mask = _check_mask(mask)
     kind, items = read_eval_file(path)
     check_lengths(items, str(path))
+    unknown = [] if oov == Oov.error else unknown_words(items, vectors, kind == "senses" and mask == Mask.causal)
     path = display_path(path)
     if kind == "links":
         if cases:
             raise InputError(f"{path} holds links (3 fields a line); --cases lists sense cases only")
         if sense_set is not None:
             raise InputError(f"{path} holds links (3 fields a line); --sense-set applies only to sense cases")
-        examples = training.links_to_examples(items, vectors, Mask.none, str(path))  # every link kept; the mask drops later
+        examples = training.links_to_examples(items, vectors, Mask.none, str(path), oov=oov)  # every link kept; the mask drops later
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked below: one message, not NumPy's warnings
             rows = link_rows(heads, examples, mask, vectors.vector_size)
         check_finite(rows, path)
-        counts = {"sentences": len(examples), "queries": rows[0]["queries"], "dropped": rows[0]["dropped"]}
+        counts = {"sentences": len(examples), "queries": rows[0]["queries"], "dropped": rows[0]["dropped"], "unknown": unknown}
         for row in rows:
             del row["queries"], row["dropped"]
         return HeadsEval(file=str(path), format=kind, mask=mask, counts=counts, patterns=rows)
@@ -378,16 +384,22 @@ def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: Mask | str
         raise InputError(f"{path} holds sense cases (4 fields a line); pass --sense-set NAME|FILE giving each word's senses and probe words")
     try:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            metrics = sense_metrics(heads, items, sense_set, vectors, mask, f"sense set {set_name}" if set_name else "the sense set")
+            metrics = sense_metrics(heads, items, sense_set, vectors, mask, f"sense set {set_name}" if set_name else "the sense set", oov)
     except InputError as e:
         message = str(e)
         raise InputError(f"{path} {message}" if message.startswith("line ") else f"{path}: {message}") from None
-    counts = {"cases": metrics["cases"], "skipped": metrics["skipped"]}
+    counts = {"cases": metrics["cases"], "skipped": metrics["skipped"], "unknown": unknown}
     rows = sense_rows(metrics)
     if metrics["cases"]:
         check_finite(rows, path)
     return HeadsEval(file=str(path), format=kind, mask=mask, counts=counts, patterns=rows, sense_set=set_name or None,
                      cases=metrics["case_rows"] if cases else None)
+
+
+def unknown_words(items, vectors, context_before_only: bool) -> list[str]:
+    """The distinct words of the sentences scored (`items` have .sentence) that have no vector, in order of appearance."""
+    used = [item for item in items if not context_before_only or item.context_before]
+    return list(dict.fromkeys(t for item in used for t in tokenize(item.sentence) if not vectors.has_vector(t)))
 
 
 def check_finite(rows: list[dict], path) -> None:

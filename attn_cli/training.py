@@ -20,7 +20,7 @@ import numpy as np
 from attn_cli.attention import Head, Mask, allowed_keys, run_head
 from attn_cli.files import read_text, tsv_rows
 from attn_cli.errors import InputError, UnknownWordsError
-from attn_cli.tokens import embed, tokenize
+from attn_cli.tokens import Oov, embed, tokenize
 
 
 INITIAL_DISTANCE = (0.5, 0.5, 0.0)  # (before, after, self) when learned from scratch
@@ -89,7 +89,8 @@ def _nearest(tokens: list[str], word: str, to: int) -> int | None:
 
 
 def links_to_examples(
-    links: list[Link], vectors, mask: Mask | str, source: str = "<links>", strict: bool = True, self_links: bool = False
+    links: list[Link], vectors, mask: Mask | str, source: str = "<links>", strict: bool = True, self_links: bool = False,
+    oov: Oov = Oov.error,
 ) -> list[Example]:
     """Group links by sentence and resolve words to token positions.
 
@@ -97,6 +98,8 @@ def links_to_examples(
     Under the causal mask a key after its query cannot be seen: an error when `strict`,
     otherwise dropped (the row then falls back to attending to itself). A link from a word to
     itself is dropped, unless `self_links` (then a linked query shares its target with itself).
+    Other words without a vector are an error, dropped or zeroed (`oov`, as inspect's --oov);
+    a linked word must have one.
     """
     mask = Mask(mask)
     by_sentence: dict[str, list[Link]] = {}
@@ -104,11 +107,15 @@ def links_to_examples(
         by_sentence.setdefault(link.sentence, []).append(link)
     examples = []
     for sentence, group in by_sentence.items():
-        tokens = tokenize(sentence)
+        for link in group:
+            for role, word in (("query", link.query), ("key", link.key)):
+                if not vectors.has_vector(word):
+                    raise InputError(f"{source} line {link.line}: the {role} word {word!r} has no vector; a linked word needs one")
         try:
-            embedded = embed(tokens, vectors)
+            embedded = embed(tokenize(sentence), vectors, oov)
         except UnknownWordsError as e:
-            raise InputError(f"{source} line {group[0].line}: no vector for {', '.join(e.words)}") from None
+            raise InputError(f"{source} line {group[0].line}: {e}") from None
+        tokens = embedded.tokens
         pairs: dict[int, list[int]] = {}
         for link in group:
             q = tokens.index(link.query) if link.query in tokens else None
@@ -331,7 +338,7 @@ def split_sentences(links: list[Link], holdout: float, seed: int) -> tuple[list[
 
 
 def train_from_links(links_path: Path, out: Path, vectors, *, d_k: int, steps: int, seed: int, holdout: float, mask: Mask | str,
-                     replace: bool = False, progress=None, distance: bool = False, query_bias: bool = False):
+                     replace: bool = False, progress=None, distance: bool = False, query_bias: bool = False, oov: Oov = Oov.error):
     """`attn heads train`: read the links, hold out a share of the sentences, train a head on the
     rest, measure it on the held-out ones, and save it (with its metrics) at `out`."""
     from attn_cli import evaluation, heads
@@ -343,8 +350,8 @@ def train_from_links(links_path: Path, out: Path, vectors, *, d_k: int, steps: i
     evaluation.check_lengths(all_links, str(links_path))
     train_links, held_links = split_sentences(all_links, holdout, seed)
     config = TrainConfig(d_k=d_k, steps=steps, seed=seed, distance=distance, query_bias=query_bias)
-    train_ex = links_to_examples(train_links, vectors, mask, str(links_path))
-    held_ex = links_to_examples(held_links, vectors, mask, str(links_path)) if held_links else []
+    train_ex = links_to_examples(train_links, vectors, mask, str(links_path), oov=oov)
+    held_ex = links_to_examples(held_links, vectors, mask, str(links_path), oov=oov) if held_links else []
     head = train_link_head(out.stem, train_ex, config, progress)
     final_loss = attention_loss(head.w_q, head.w_k, make_batches(train_ex, config.self_weight), config.l2, 0.0, head.distance, head.b_q)[0]
     metrics = evaluation.link_metrics(head, held_ex, mask) if held_ex else {}

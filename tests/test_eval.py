@@ -265,6 +265,9 @@ def test_heads_eval_csv_rows(run, cases_file, links_file):
         ("one\ttwo\n", (), "line 1: expected 3 tab-separated fields (links: sentence, query, key) or 4"),
         ("the qxzvw bank\tbank\triver\tbefore\n", ("--sense-set", "lesson"), "line 1: unknown word: 'qxzvw'"),
         ("the dog ran .\tdog\tzebra\n", (), "line 1: key word 'zebra'"),
+        ("the qxzvw dog ran .\tqxzvw\tdog\n", ("--oov", "skip"), "line 1: the query word 'qxzvw' has no vector"),
+        ("the qxzvw dog ran .\tdog\tqxzvw\n", ("--oov", "zero"), "line 1: the key word 'qxzvw' has no vector"),
+        ("the qxzvw dog ran .\tdog\tthe\n", (), "line 1: unknown word: 'qxzvw'; use --oov skip|zero"),
         ("# nothing\n", (), "nothing to evaluate"),
     ],
 )
@@ -280,3 +283,49 @@ def test_heads_eval_errors_are_one_line_exit_2(run, tmp_path, content, args, mes
 def test_heads_eval_missing_file(run, tmp_path):
     result = run("heads", "eval", tmp_path / "nope.tsv", "--head", "identity")
     assert result.exit_code == 2 and "no such file" in result.stderr
+
+
+def test_heads_eval_oov_skip_scores_the_sentences_without_those_words(run, tmp_path, links_file):
+    """--oov skip is the file with the unknown words taken out (and names them); --oov zero keeps a
+    zero vector in their place, so the figures move; without --oov they are an error."""
+    unknown, plain = tmp_path / "unknown.tsv", tmp_path / "plain.tsv"
+    unknown.write_text(CASES.replace("take a biopsy", "take a qxzvw biopsy").replace("the river bank", "the river zzqxw bank"))
+    plain.write_text(CASES)
+    args = ("--sense-set", "lesson", "--mask", "none", "--json", "--cases")
+    error = run("heads", "eval", unknown, *args)
+    assert error.exit_code == 2 and "unknown word: 'qxzvw'; use --oov skip|zero" in error.stderr
+    skipped = parse_json(run("heads", "eval", unknown, *args, "--oov", "skip"))
+    expected = parse_json(run("heads", "eval", plain, *args))
+    assert skipped["unknown"] == ["qxzvw", "zzqxw"] and expected["unknown"] == []
+    assert skipped["rows"] == expected["rows"]
+    assert [{k: v for k, v in c.items() if k != "sentence"} for c in skipped["case_rows"]] == [
+        {k: v for k, v in c.items() if k != "sentence"} for c in expected["case_rows"]]
+    zeroed = parse_json(run("heads", "eval", unknown, *args, "--oov", "zero"))
+    assert zeroed["unknown"] == ["qxzvw", "zzqxw"] and zeroed["rows"][0]["mean_cos"] != expected["rows"][0]["mean_cos"]
+    view = run("heads", "eval", unknown, "--sense-set", "lesson", "--oov", "skip", env={"COLUMNS": "150"})
+    assert view.exit_code == 0 and "without a vector (--oov): qxzvw, zzqxw" in view.stdout
+
+    links = tmp_path / "links_unknown.tsv"
+    links.write_text(links_file.read_text().replace("the fluffy dog", "the qxzvw fluffy dog"))
+    skipped = parse_json(run("heads", "eval", links, "--oov", "skip", "--json"))
+    expected = parse_json(run("heads", "eval", links_file, "--json"))
+    assert skipped["unknown"] == ["qxzvw"] and skipped["rows"] == expected["rows"]
+
+
+def test_heads_eval_a_sense_case_word_needs_a_vector(run, tmp_path):
+    words, cases = tmp_path / "words.tsv", tmp_path / "cases.tsv"
+    words.write_text("word\tsense\tprobes\nqxzvw\tanimal\tcat dog\nqxzvw\tplace\tcity town\n")
+    cases.write_text("the qxzvw barked\tqxzvw\tanimal\tbefore\n")
+    for oov in ("error", "skip", "zero"):
+        result = run("heads", "eval", cases, "--sense-set", words, "--oov", oov)
+        assert result.exit_code == 2 and "line 1: the word 'qxzvw' has no vector" in result.stderr
+
+
+def test_heads_train_oov(run, tmp_path, links_file):
+    links = tmp_path / "links.tsv"
+    links.write_text(links_file.read_text().replace("the fluffy dog", "the qxzvw fluffy dog"))
+    refused = run("heads", "train", links, tmp_path / "a.npz", "--steps", "3", "--mask", "none")
+    assert refused.exit_code == 2 and "unknown word: 'qxzvw'; use --oov skip|zero" in refused.stderr
+    assert not (tmp_path / "a.npz").exists()
+    trained = run("heads", "train", links, tmp_path / "b.npz", "--steps", "3", "--mask", "none", "--oov", "skip", "--json")
+    assert trained.exit_code == 0 and (tmp_path / "b.npz").exists()

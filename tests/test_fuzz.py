@@ -280,6 +280,7 @@ def test_heads_list(args):
 @given(argv(["heads", "eval"], ["--json"], {
     "--head": HEADS, "--mask": st.sampled_from(["causal", "none", "x"]), "--seed": integer,
     "--sense-set": st.sampled_from(["lesson", "links.tsv", "missing.tsv"]), "--vectors": st.just("small"),
+    "--oov": st.sampled_from(["error", "skip", "zero", "bad"]),
 }, st.nothing(), required=[mostly(st.sampled_from(["links.tsv", "cases.tsv"]), st.sampled_from(["latin1.tsv", "empty.txt", "missing.tsv", ".", "-"]))],
     max_items=3))
 def test_heads_eval(args):
@@ -293,7 +294,7 @@ def test_heads_eval(args):
     argv([], ["--json", "--force"], {
         "--steps": st.sampled_from(["1", "2", "0", "-1", "x"]), "--d-k": st.sampled_from(["1", "4", "0", "513", "x"]),
         "--holdout": st.sampled_from(["0", "0.5", "0.95", "-1", "nan"]), "--mask": st.sampled_from(["causal", "none", "x"]),
-        "--seed": integer, "--vectors": st.just("small"),
+        "--seed": integer, "--vectors": st.just("small"), "--oov": st.sampled_from(["skip", "zero", "bad"]),
     }, st.sampled_from(["extra", "links.tsv"]), max_items=4),
 )
 def test_heads_train(links, out, options):

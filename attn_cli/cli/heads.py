@@ -9,8 +9,9 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples, say
-from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, SeedOpt, TrustOpt, VectorsOpt, check_new_file, load_vectors
+from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, check_new_file, load_vectors
 from attn_cli.attention import Mask
+from attn_cli.tokens import Oov
 from attn_cli.writers import check_format, write
 from attn_cli.errors import InputError
 
@@ -59,6 +60,7 @@ def train(
     mask: Annotated[Mask, typer.Option("--mask", help="Train under the causal mask (keys must precede their query) or none.")] = Mask.causal,
     distance: Annotated[bool, typer.Option("--distance", help="Also learn distance costs: per token before and after the query (ALiBi), and on itself.")] = False,
     query_bias: Annotated[bool, typer.Option("--query-bias", help="Also learn a query bias b_Q (Q = E W_Q + b_Q): lets a key matter to every query.")] = False,
+    oov: OovOpt = Oov.error,
     vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
@@ -82,7 +84,7 @@ def train(
     with train_progress(steps) as progress:
         result = training.train_from_links(links, out, load_vectors(vectors_path, limit, trust_pickle), d_k=d_k, steps=steps, seed=seed,
                                            holdout=holdout, mask=mask, replace=force, progress=progress,
-                                           distance=distance, query_bias=query_bias)
+                                           distance=distance, query_bias=query_bias, oov=oov)
     write(result, output, "head_trained")
 
 
@@ -106,6 +108,7 @@ def evaluate(
         typer.Option("--cases", help="Sense cases: also list each case, its nearest sense before and after the heads and whether it is resolved (CSV/TSV: a row per case)."),
     ] = False,
     seed: SeedOpt = 0,
+    oov: OovOpt = Oov.error,
     vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
@@ -127,7 +130,7 @@ def evaluate(
     chosen, note = heads.resolve_heads(head, vectors.vector_size, seed)
     if note:
         say(note)
-    result = evaluation.evaluate_file(file, chosen, vectors, mask, table, table_name, cases)
+    result = evaluation.evaluate_file(file, chosen, vectors, mask, table, table_name, cases, oov)
     write(result, output, "heads_eval")
 
 

@@ -66,6 +66,9 @@ def heads_eval(result: results.HeadsEval):
         caption += ("\nbefore / after: share of cases where E / E′ of the word is nearer its intended sense than every other "
                     "(mean cosine with the probe words); the even rows spread the weight evenly over the visible tokens other than the word "
                     "(content words: not function words or punctuation), ΔE = s Σ_j w_ij E_j, s giving the heads' mean ‖ΔE‖/‖E‖")
+    if c.get("unknown"):
+        words = ", ".join(c["unknown"][:10]) + (f" and {len(c['unknown']) - 10} more" if len(c["unknown"]) > 10 else "")
+        caption += f"\nwithout a vector (--oov): {words}"
     table = Table(box=box.SIMPLE, title=f"heads eval: {result.file}", title_justify="left", collapse_padding=True)
     table.add_column("", style="bold", no_wrap=True)
     for _, label in EVAL_COLUMNS[result.format]:
