@@ -178,7 +178,7 @@ def variants(word: str) -> set[str]:
     return out
 
 
-def check_senses(path: Path, v, table, required=REQUIRED_WORDS, min_words=24, min_cases=240):
+def check_senses(path: Path, v, table, required=REQUIRED_WORDS, min_words=24, min_cases=240, max_tokens=25):
     cases = list(rows(path, 4, ["sentence", "word", "sense", "context"]))
     if len({f[0] for _, f in cases}) != len(cases):
         err(f"{path.name}: a sentence is used twice")
@@ -198,8 +198,8 @@ def check_senses(path: Path, v, table, required=REQUIRED_WORDS, min_words=24, mi
             err(f"{where}: context must be before or after, not {context!r}")
         if tokens.count(word) != 1:
             err(f"{where}: {word!r} occurs {tokens.count(word)} times (want exactly 1)")
-        if not 6 <= len(tokens) <= 25:
-            err(f"{where}: {len(tokens)} tokens, want 6-25")
+        if not 6 <= len(tokens) <= max_tokens:
+            err(f"{where}: {len(tokens)} tokens, want 6-{max_tokens}")
         probes = {p for ps in table[word].values() for p in ps}
         hits = [t for t in tokens if t != word and any(t in variants(p) for p in probes)]
         if hits:
@@ -243,6 +243,10 @@ def main():
     if clash := sorted(set(second) & (set(table) | set(check_sense_words(HERE.parent / "dev" / "sense_words.tsv", v)))):
         err(f"sense_words2.tsv: {clash} are also in another sense set")
     check_senses(HERE / "senses_natural2.tsv", v, second, SECOND_WORDS, 12, 120)
+    third = check_sense_words(HERE / "sense_words3.tsv", v)
+    if clash := sorted(set(third) & (set(table) | set(second) | set(check_sense_words(HERE.parent / "dev" / "sense_words.tsv", v)))):
+        err(f"sense_words3.tsv: {clash} are also in another sense set")
+    check_senses(HERE / "senses_natural3.tsv", v, third, (), 12, 120, max_tokens=40)
     for w in warnings:
         print("warning:", w)
     for e in errors:
