@@ -79,8 +79,10 @@ SETS = {  # name -> (file, sense words or None); dev is the tuning set
     "senses": (HERE / "eval" / "senses_natural.tsv", HERE / "eval" / "sense_words.tsv"),
     "senses_dev": (HERE / "dev" / "senses.tsv", HERE / "dev" / "sense_words.tsv"),
     "senses2": (HERE / "eval" / "senses_natural2.tsv", HERE / "eval" / "sense_words2.tsv"),  # 12 words of no other set
+    "senses3": (HERE / "eval" / "senses_natural3.tsv", HERE / "eval" / "sense_words3.tsv"),  # 12 more, written after the head was built
 }
-SENSE_SETS = ("senses", "senses2", "senses_dev")
+HELDOUT_SENSES = {"senses": "held-out", "senses2": "held-out, 12 other words", "senses3": "held-out, 12 more words"}  # name -> label
+SENSE_SETS = (*HELDOUT_SENSES, "senses_dev")
 
 
 # --- words --------------------------------------------------------------------------------------
@@ -608,10 +610,11 @@ def adjective_summary(m) -> str:
 
 def context_summary(m) -> str:
     c, n = m["senses"]["causal"]["heads"], m["senses"]["none"]["heads"]
-    c2, n2 = m["senses2"]["causal"]["heads"], m["senses2"]["none"]["heads"]
+    others = "; ".join(f"{HELDOUT_SENSES[name].removeprefix('held-out, ')} {m[name]['causal']['heads']['after']:.3f} and "
+                       f"{m[name]['none']['heads']['after']:.3f} (before: {m[name]['causal']['heads']['before']:.3f}, "
+                       f"{m[name]['none']['heads']['before']:.3f})" for name in list(HELDOUT_SENSES)[1:])
     return (f"hand-written held-out sense cases: E' nearer the intended sense {c['after']:.3f} causal, "
-            f"{n['after']:.3f} mask none (E before: {c['before']:.3f}, {n['before']:.3f}); over 12 other words "
-            f"{c2['after']:.3f} and {n2['after']:.3f} (before: {c2['before']:.3f}, {n2['before']:.3f})")
+            f"{n['after']:.3f} mask none (E before: {c['before']:.3f}, {n['before']:.3f}); {others}")
 
 
 def head_meta(name, description, metrics, summary) -> dict:
@@ -634,7 +637,7 @@ def link_table(m, sets=("natural", "long", "unseen_words", "dev")) -> str:
 
 
 def sense_table(m, sets=SENSE_SETS) -> str:
-    labels = {"senses": "held-out", "senses2": "held-out, 12 other words", "senses_dev": "dev (tuning)"}
+    labels = {**HELDOUT_SENSES, "senses_dev": "dev (tuning)"}
     names = {"heads": "**adjective + context**", "start_value_map": "adjective + context, W_V before its dev training (s (mu C + (1 - mu) (I - m m^T)))",
              "plain_value_map": "adjective + context, W_V = s (I - m m^T) (no corpus map, no training)", "identity": "identity head", "even_content": "even over other content words",
              "even_all": "even over all other tokens", "even_content_value_map": "even over other content words, through the context head's W_V"}
@@ -727,27 +730,29 @@ Recompute any row with `attn heads eval FILE --head adjective [--mask none]`.
 
 def context_reading(m) -> str:
     """What the table says, in words, from the figures themselves."""
+    sets = list(HELDOUT_SENSES)
+
+    def pair(name, key):  # causal and none of one set
+        return f"{m[name]['causal'][key]['after']:.3f} and {m[name]['none'][key]['after']:.3f}"
+
+    def figures(key):  # the first set's pair, then the others' in parentheses
+        return f"{pair(sets[0], key)} ({'; '.join(pair(name, key) for name in sets[1:])})"
+
     c, n = m["senses"]["causal"], m["senses"]["none"]
-    c2, n2 = m["senses2"]["causal"], m["senses2"]["none"]
     bar = 0.9
-    short = [f"{label} {f['heads']['after']:.3f}" for label, f in (("held-out causal", c), ("held-out none", n),
-             ("second set causal", c2), ("second set none", n2)) if f["heads"]["after"] < bar]
-    verdict = (f"Below the {bar} we set for it: {', '.join(short)}." if short else f"Every held-out figure is at least {bar}.")
+    short = [f"{HELDOUT_SENSES[name]} ({mask}) {m[name][mask]['heads']['after']:.3f}" for name in sets for mask in MASKS
+             if m[name][mask]["heads"]["after"] < bar]
+    verdict = (f"Below the {bar} we set for it: {'; '.join(short)}." if short else f"Every held-out figure is at least {bar}.")
     return (f"Before the heads, the ambiguous word is nearer its intended sense in {c['heads']['before']:.3f} of the cases "
             f"(its vector leans to one sense whatever the sentence); after them in {c['heads']['after']:.3f} (causal) and "
-            f"{n['heads']['after']:.3f} (`--mask none`), and in {c2['heads']['after']:.3f} and {n2['heads']['after']:.3f} on the "
-            f"second set, whose 12 words appear in no other set. Even attention over the other content words, with an update of "
-            f"the same size, reaches {c['even_content']['after']:.3f} and {n['even_content']['after']:.3f} ({c2['even_content']['after']:.3f} "
-            f"and {n2['even_content']['after']:.3f}); over all other tokens {c['even_all']['after']:.3f} and {n['even_all']['after']:.3f}; "
+            f"{n['heads']['after']:.3f} (`--mask none`), and in {'; '.join(pair(name, 'heads') for name in sets[1:])} on the "
+            f"other sets, whose words appear in no other set. Even attention over the other content words, with an update of "
+            f"the same size, reaches {figures('even_content')}; over all other tokens {c['even_all']['after']:.3f} and {n['even_all']['after']:.3f}; "
             f"the identity head {c['identity']['after']:.3f} and {n['identity']['after']:.3f}. Most of the gain over those comes from "
             f"the value map. With W_V = s (I - m m^T) alone, which only drops the direction every word shares, the same heads reach "
-            f"{c['plain_value_map']['after']:.3f} and {n['plain_value_map']['after']:.3f} ({c2['plain_value_map']['after']:.3f} and "
-            f"{n2['plain_value_map']['after']:.3f}); with the corpus map mixed in, before any training on sense cases, "
-            f"{c['start_value_map']['after']:.3f} and {n['start_value_map']['after']:.3f} ({c2['start_value_map']['after']:.3f} and "
-            f"{n2['start_value_map']['after']:.3f}). Even attention over the "
-            f"content words through the shipped map reaches {c['even_content_value_map']['after']:.3f} and "
-            f"{n['even_content_value_map']['after']:.3f} ({c2['even_content_value_map']['after']:.3f} and "
-            f"{n2['even_content_value_map']['after']:.3f}); the rarity key finds the content words without a word list, "
+            f"{figures('plain_value_map')}; with the corpus map mixed in, before any training on sense cases, "
+            f"{figures('start_value_map')}. Even attention over the "
+            f"content words through the shipped map reaches {figures('even_content_value_map')}; the rarity key finds the content words without a word list, "
             f"and where it puts most of the weight on one rare word whose vector points elsewhere, the case is lost. "
             f"{verdict} The update is large (mean |ΔE|/|E| "
             f"{c['heads']['mean_delta_ratio']:.1f}), and the word keeps its identity only as far as a mean cos(E, E') of "
@@ -820,13 +825,14 @@ A case counts when the ambiguous word is nearer (mean cosine with the probe word
 `sense_words.tsv`) to the intended sense than to every other, before the heads (E) and after
 them (E'), with both default heads running as `inspect` runs them. "causal" uses the sentences
 whose selecting words come before the word; "none" all of them. The held-out sets,
-`eval/senses_natural.tsv` (26 words) and `eval/senses_natural2.tsv` (12 other words), are written
+`eval/senses_natural.tsv` (26 words), `eval/senses_natural2.tsv` (12 other words) and
+`eval/senses_natural3.tsv` (12 more, written after this head was built), are written
 by hand, their sentences contain none of the probe words, and nothing was chosen on them. The
 even-attention references get an update scaled to the same mean size as the heads'; the last
 reference of each block uses the context head's own W_V instead. The second and third rows of
 each block are the same heads with W_V as it was before step 3, and before steps 2 and 3. Recompute with
 `attn heads eval data/heads/eval/senses_natural.tsv --sense-set data/heads/eval/sense_words.tsv
-[--mask none]` (and `senses_natural2.tsv` with `sense_words2.tsv`).
+[--mask none]` (and `senses_natural2.tsv` with `sense_words2.tsv`, `senses_natural3.tsv` with `sense_words3.tsv`).
 
 {sense_table(m)}
 
