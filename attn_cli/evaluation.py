@@ -183,6 +183,14 @@ def link_rows(heads: list[Head], examples: list[training.Example], mask: Mask | 
 # --- senses ---------------------------------------------------------------------------------------
 
 
+def sense_index(sense: str, names: list[str]) -> int | None:
+    """Where a case's sense is among the set's sense names: the same name, else the only one that differs in case alone."""
+    if sense in names:
+        return names.index(sense)
+    folded = [i for i, name in enumerate(names) if name.casefold() == sense.casefold()]
+    return folded[0] if len(folded) == 1 else None
+
+
 def check_cases(cases: list, sense_set: dict, set_name: str = "the sense set") -> None:
     """Every case's word and sense must be in the set, with at least one other sense to tell it from."""
     problems = []
@@ -191,12 +199,12 @@ def check_cases(cases: list, sense_set: dict, set_name: str = "the sense set") -
         senses = sense_set.get(case.word)
         if senses is None:
             problems.append(f"{case.word!r}{where}")
-        elif case.sense not in senses:
-            problems.append(f"{case.word}/{case.sense}{where}")
+        elif sense_index(case.sense, list(senses)) is None:
+            problems.append(f"{case.word}/{case.sense}{where[:-1] + '; ' if where else ' ('}the set has {' / '.join(senses)})")
         elif len(senses) < 2:
             problems.append(f"{case.word!r} has one sense only{where}")
     if problems:
-        shown = ", ".join(dict.fromkeys(problems[:10])) + (f" and {len(problems) - 10} more" if len(problems) > 10 else "")
+        shown = "; ".join(dict.fromkeys(problems[:10])) + (f" and {len(problems) - 10} more" if len(problems) > 10 else "")
         raise InputError(f"not in {set_name}: {shown}")
 
 
@@ -223,7 +231,7 @@ def case_rows(cases: list, e: np.ndarray, delta: np.ndarray, names: list[list[st
     for case, x, dx, sense_names, c, k, cos in zip(cases, e, delta, names, centroids, intended, cosines):
         before, after = sense_scores(np.stack([x, x + dx]), c)  # [s] each
         margin = lambda scores: float(scores[k] - np.delete(scores, k).max())  # noqa: E731
-        rows.append({"line": getattr(case, "line", 0) or None, "word": case.word, "sense": case.sense,
+        rows.append({"line": getattr(case, "line", 0) or None, "word": case.word, "sense": sense_names[k],
                      "context": "before" if case.context_before else "after",
                      "nearest_before": sense_names[int(np.argmax(before))], "nearest_after": sense_names[int(np.argmax(after))],
                      "resolved": margin(after) > 0, "margin_before": margin(before), "margin_after": margin(after),
@@ -305,7 +313,7 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
         e_rows.append(result.e[i])
         centroids.append(c)
         sense_names.append(names)
-        intended.append(names.index(case.sense))
+        intended.append(sense_index(case.sense, names))
         for name, r in (("heads", result), ("identity", plain)):
             parts[name][0].append(r.delta[i])
             parts[name][1].append(r.delta_context[i])

@@ -167,7 +167,7 @@ def test_sense_metrics_takes_plain_cases_and_heads(glove):
 
 def test_sense_metrics_names_words_missing_from_the_set(glove):
     cases = evaluation.parse_sense_cases(["the bat flew\tbat\tanimal\tbefore", "the river bank\tbank\tsky\tbefore"])
-    with pytest.raises(InputError, match=r"'bat' \(line 1\), bank/sky \(line 2\)"):
+    with pytest.raises(InputError, match=r"'bat' \(line 1\); bank/sky \(line 2; the set has river / money\)"):
         evaluation.sense_metrics([heads.identity_head(50)], cases, {"bank": {"river": ["river"], "money": ["money"]}}, glove)
 
 
@@ -261,6 +261,7 @@ def test_heads_eval_csv_rows(run, cases_file, links_file):
         (LINKS, ("--cases",), "--cases lists sense cases only"),
         (LINKS, ("--sense-set", "lesson"), "applies only to sense cases"),
         ("the bat flew\tbat\tanimal\tbefore\n", ("--sense-set", "lesson"), "not in sense set lesson: 'bat' (line 1)"),
+        ("the river bank\tbank\tforest\tbefore\n", ("--sense-set", "lesson"), "bank/forest (line 1; the set has river / money)"),
         ("the river bank\tbank\triver\tsideways\n", ("--sense-set", "lesson"), "line 1: the context must be"),
         ("one\ttwo\n", (), "line 1: expected 3 tab-separated fields (links: sentence, query, key) or 4"),
         ("the qxzvw bank\tbank\triver\tbefore\n", ("--sense-set", "lesson"), "line 1: unknown word: 'qxzvw'"),
@@ -329,3 +330,17 @@ def test_heads_train_oov(run, tmp_path, links_file):
     assert not (tmp_path / "a.npz").exists()
     trained = run("heads", "train", links, tmp_path / "b.npz", "--steps", "3", "--mask", "none", "--oov", "skip", "--json")
     assert trained.exit_code == 0 and (tmp_path / "b.npz").exists()
+
+
+def test_heads_eval_reads_files_as_editors_write_them(run, tmp_path):
+    """A BOM, CRLF line ends, capitalised words, senses and contexts: the same cases as the plain file."""
+    plain, edited = tmp_path / "plain.tsv", tmp_path / "edited.tsv"
+    plain.write_text(CASES)
+    lines = CASES.splitlines()
+    edited.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(
+        line if line.startswith(("#", "sentence")) else "\t".join(f.capitalize() for f in line.split("\t")) for line in lines
+    ).encode() + b"\r\n")
+    args = ("--sense-set", "lesson", "--mask", "none", "--cases", "--json")
+    got, expected = parse_json(run("heads", "eval", edited, *args)), parse_json(run("heads", "eval", plain, *args))
+    assert got["rows"] == expected["rows"]
+    assert [(c["word"], c["sense"], c["context"]) for c in got["case_rows"]] == [(c["word"], c["sense"], c["context"]) for c in expected["case_rows"]]
