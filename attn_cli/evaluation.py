@@ -200,7 +200,8 @@ def check_cases(cases: list, sense_set: dict, set_name: str = "the sense set") -
         if senses is None:
             problems.append(f"{case.word!r}{where}")
         elif sense_index(case.sense, list(senses)) is None:
-            problems.append(f"{case.word}/{case.sense}{where[:-1] + '; ' if where else ' ('}the set has {' / '.join(senses)})")
+            line = f"line {case.line}; " if getattr(case, "line", 0) else ""
+            problems.append(f"{case.word}/{case.sense} ({line}the set has {' / '.join(senses)})")
         elif len(senses) < 2:
             problems.append(f"{case.word!r} has one sense only{where}")
     if problems:
