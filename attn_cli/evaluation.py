@@ -6,8 +6,9 @@ Two kinds of file:
   where does each linked query put its attention? `link_metrics` scores one attention pattern
   (a head, or a function giving weights) on linked queries: `top_on_key`, `exact_top`,
   `key_weight`; the baselines are the previous token, even attention and the identity head.
-- sense cases (4 fields, `sentence<TAB>word<TAB>sense<TAB>before|after`, with a sense set giving
-  each word's senses and probe words): does E' of the word land nearer its intended sense?
+- sense cases (4 fields, `sentence<TAB>word<TAB>sense<TAB>before|after`, or 3 without the context
+  column, with a sense set giving each word's senses and probe words): does E' of the word land
+  nearer its intended sense?
   `sense_metrics` runs the heads together exactly as `inspect` does and measures the word's E
   and E' with the sense meter (attn_cli.senses), beside the identity head and even attention
   over the other (content) tokens with an update of the same size.
@@ -44,47 +45,67 @@ class SenseCase:
     sentence: str
     word: str
     sense: str
-    context_before: bool  # all the selecting context precedes the word (visible under the causal mask)
+    context_before: bool | None  # the selecting context precedes the word (visible under the causal mask); None: not known
     line: int = 0  # the line of the file it came from, for error messages (0: none)
 
 
-def parse_sense_cases(lines, source: str = "<cases>") -> list[SenseCase]:
-    """Lines `sentence<TAB>word<TAB>sense<TAB>before|after`; '#' comments, blank lines and the
-    header line `sentence<TAB>word<TAB>sense<TAB>context` are skipped. Bad lines raise InputError."""
+def context_from_position(sentence: str, word: str) -> bool | None:
+    """Where a case without a context column has its context, when the sentence alone says so: before
+    the word when no content word follows it, after when none precedes it; None when there are content
+    words on both sides (or the word is not a token: that is reported when the case is scored)."""
+    tokens = tokenize(sentence)
+    if word not in tokens:
+        return None
+    i = tokens.index(word)
+    before, after = any(map(is_content, tokens[:i])), any(map(is_content, tokens[i + 1:]))
+    return True if not after else False if not before else None
+
+
+def parse_sense_cases(lines, source: str = "<cases>", fields: int = 4) -> list[SenseCase]:
+    """Lines `sentence<TAB>word<TAB>sense<TAB>before|after` (or, with fields=3, without the context, which
+    is then taken from the word's position: see context_from_position); '#' comments, blank lines and
+    the header line `sentence<TAB>word<TAB>sense[<TAB>context]` are skipped. Bad lines raise InputError."""
     cases = []
-    for number, (sentence, word, sense, where) in tsv_rows(lines, SENSE_HEADER, "sentence, word, sense, before|after", source):
-        if where.lower() not in CONTEXTS:
-            raise InputError(f"{source} line {number}: the context must be 'before' or 'after', not {where!r}")
-        cases.append(SenseCase(sentence, word.lower(), sense, where.lower() == "before", number))
+    header, names = SENSE_HEADER[:fields], "sentence, word, sense" + (", before|after" if fields == 4 else "")
+    for number, (sentence, word, sense, *where) in tsv_rows(lines, header, names, source):
+        if where and where[0].lower() not in CONTEXTS:
+            raise InputError(f"{source} line {number}: the context must be 'before' or 'after', not {where[0]!r}")
+        before = where[0].lower() == "before" if where else context_from_position(sentence, word.lower())
+        cases.append(SenseCase(sentence, word.lower(), sense, before, number))
     if not cases:
         raise InputError(f"{source}: no sense cases")
     return cases
 
 
-def file_format(lines: list[str], source: str) -> str:
-    """"links" or "senses", from the header or the number of fields of the first line that is not a comment."""
+def file_format(lines: list[str], source: str, senses_expected: bool = False) -> tuple[str, int, bool]:
+    """("links" | "senses", fields a line, guessed), from the header or else the number of fields of the
+    first line that is not a comment. Three fields without a header are links, unless `senses_expected`
+    (a sense set was given): then they are sense cases without the context column. `guessed`: read
+    from the number of fields alone (3, no header), so an error can say how the lines were read."""
     for number, line in enumerate(lines, start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         fields = [f.strip().lower() for f in line.rstrip("\r\n").split("\t")]
-        if fields == training.LINK_HEADER or (len(fields) == 3 and fields != SENSE_HEADER[:3]):
-            return "links"
-        if len(fields) == 4:
-            return "senses"
+        if fields == training.LINK_HEADER:
+            return "links", 3, False
+        if fields in (SENSE_HEADER, SENSE_HEADER[:3]) or len(fields) == 4:
+            return "senses", len(fields), False
+        if len(fields) == 3:
+            return ("senses" if senses_expected else "links"), 3, True
         raise InputError(
-            f"{source} line {number}: expected 3 tab-separated fields (links: sentence, query, key) "
-            f"or 4 (sense cases: sentence, word, sense, before|after), found {len(fields)}"
+            f"{source} line {number}: expected 3 tab-separated fields (links: sentence, query, key; or sense cases "
+            f"without a context column) or 4 (sense cases: sentence, word, sense, before|after), found {len(fields)}"
         )
     raise InputError(f"{source}: nothing to evaluate (only comments or blank lines)")
 
 
-def read_eval_file(path: str | Path) -> tuple[str, list]:
-    """("links", [training.Link]) or ("senses", [SenseCase]) from a TSV file."""
+def read_eval_file(path: str | Path, senses_expected: bool = False) -> tuple[str, list, bool]:
+    """("links", [training.Link], False) or ("senses", [SenseCase], guessed) from a TSV file (see file_format)."""
     lines = read_text(path, "a TSV file").splitlines()
-    kind = file_format(lines, str(path))
+    kind, fields, guessed = file_format(lines, str(path), senses_expected)
     if kind == "links":
-        return kind, training.parse_links(lines, str(path))
-    return kind, parse_sense_cases(lines, str(path))
+        return kind, training.parse_links(lines, str(path)), guessed
+    return kind, parse_sense_cases(lines, str(path), fields), guessed
 
 
 # --- links ----------------------------------------------------------------------------------------
@@ -233,7 +254,7 @@ def case_rows(cases: list, e: np.ndarray, delta: np.ndarray, names: list[list[st
         before, after = sense_scores(np.stack([x, x + dx]), c)  # [s] each
         margin = lambda scores: float(scores[k] - np.delete(scores, k).max())  # noqa: E731
         rows.append({"line": getattr(case, "line", 0) or None, "word": case.word, "sense": sense_names[k],
-                     "context": "before" if case.context_before else "after",
+                     "context": {True: "before", False: "after", None: "unknown"}[case.context_before],
                      "nearest_before": sense_names[int(np.argmax(before))], "nearest_after": sense_names[int(np.argmax(after))],
                      "resolved": margin(after) > 0, "margin_before": margin(before), "margin_after": margin(after),
                      "cos": float(cos), "sentence": case.sentence})
@@ -288,12 +309,19 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
     used = [c for c in cases if mask != Mask.causal or c.context_before]
     vectors.key_to_index  # many sentences: look words up in the index, not by scanning the key list
     centroids_of: dict[str, tuple[list[str], np.ndarray]] = {}
+    for case in cases:  # every case, also those the mask skips: a mistake in the file is one whatever the mask
+        tokens = tokenize(case.sentence)
+        if case.word not in tokens:
+            where = f"line {case.line}: " if getattr(case, "line", 0) else ""
+            near = [t for t in dict.fromkeys(tokens) if t.startswith(case.word) or case.word.startswith(t) and len(t) > 2]
+            hint = f" (it has {', '.join(map(repr, near))}; the word column names a token exactly)" if near else ""
+            raise InputError(f"{where}{case.word!r} is not a token of {case.sentence!r}{hint}")
     for case in used:
         if not vectors.has_vector(case.word):
             raise InputError(f"line {case.line}: the word {case.word!r} has no vector; a sense case's word needs one")
     for word in dict.fromkeys(c.word for c in used):
         probes = {name: list(entry) for name, entry in sense_set[word].items()}
-        check_probes({f"{word}/{name}": p for name, p in probes.items()}, vectors, "sense set")
+        check_probes({f"{word}/{name}": p for name, p in probes.items()}, vectors, set_name)
         centroids_of[word] = (list(probes), sense_centroids([probe_matrix(p, vectors) for p in probes.values()]))
     settings = Settings(mask=Mask(mask), oov=oov)
     identity = [identity_head(vectors.vector_size)]
@@ -306,10 +334,7 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
             plain = inspect_text(case.sentence, vectors, identity, settings)
         except InputError as e:
             raise InputError(f"line {case.line}: {e}" if getattr(case, "line", 0) else str(e)) from None
-        if case.word not in result.tokens:
-            where = f"line {case.line}: " if getattr(case, "line", 0) else ""
-            raise InputError(f"{where}{case.word!r} is not a token of {case.sentence!r}")
-        i = result.tokens.index(case.word)
+        i = result.tokens.index(case.word)  # a token: checked above
         names, c = centroids_of[case.word]
         e_rows.append(result.e[i])
         centroids.append(c)
@@ -372,7 +397,7 @@ def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: Mask | str
     from attn_cli.results import HeadsEval
 
     mask = _check_mask(mask)
-    kind, items = read_eval_file(path)
+    kind, items, guessed = read_eval_file(path, senses_expected=sense_set is not None)
     check_lengths(items, str(path))
     unknown = [] if oov == Oov.error else unknown_words(items, vectors, kind == "senses" and mask == Mask.causal)
     path = display_path(path)
@@ -381,7 +406,11 @@ def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: Mask | str
             raise InputError(f"{path} holds links (3 fields a line); --cases lists sense cases only")
         if sense_set is not None:
             raise InputError(f"{path} holds links (3 fields a line); --sense-set applies only to sense cases")
-        examples = training.links_to_examples(items, vectors, Mask.none, str(path), oov=oov)  # every link kept; the mask drops later
+        try:
+            examples = training.links_to_examples(items, vectors, Mask.none, str(path), oov=oov)  # every link kept; the mask drops later
+        except InputError as e:  # a sense-cases file without its sense set fails here: say how its lines were read
+            hint = " (3 fields a line without a header, read as links: sentence, query, key; for sense cases pass --sense-set)"
+            raise InputError(f"{e}{hint if guessed else ''}") from None
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked below: one message, not NumPy's warnings
             rows = link_rows(heads, examples, mask, vectors.vector_size)
         check_finite(rows, path)
@@ -390,14 +419,21 @@ def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: Mask | str
             del row["queries"], row["dropped"]
         return HeadsEval(file=str(path), format=kind, mask=mask, counts=counts, patterns=rows)
     if sense_set is None:
-        raise InputError(f"{path} holds sense cases (4 fields a line); pass --sense-set NAME|FILE giving each word's senses and probe words")
+        raise InputError(f"{path} holds sense cases; pass --sense-set NAME|FILE giving each word's senses and probe words")
+    set_name_shown = f"sense set {set_name}" if set_name else "the sense set"
+    try:
+        check_cases(items, sense_set, set_name_shown)
+    except InputError as e:  # a links file given a sense set by mistake fails here: say how its lines were read
+        hint = " (3 fields a line without a header, read as sentence, word, sense because --sense-set was given)" if guessed else ""
+        raise InputError(f"{path}: {e}{hint}") from None
     try:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            metrics = sense_metrics(heads, items, sense_set, vectors, mask, f"sense set {set_name}" if set_name else "the sense set", oov)
+            metrics = sense_metrics(heads, items, sense_set, vectors, mask, set_name_shown, oov)
     except InputError as e:
         message = str(e)
         raise InputError(f"{path} {message}" if message.startswith("line ") else f"{path}: {message}") from None
-    counts = {"cases": metrics["cases"], "skipped": metrics["skipped"], "unknown": unknown}
+    unplaced = sum(c.context_before is None for c in items) if mask == Mask.causal else 0  # skipped for want of a context column
+    counts = {"cases": metrics["cases"], "skipped": metrics["skipped"], "unplaced": unplaced, "unknown": unknown}
     rows = sense_rows(metrics)
     if metrics["cases"]:
         check_finite(rows, path)

@@ -30,11 +30,11 @@ SenseSet = dict[str, dict[str, list[str]]]  # word -> sense name -> probe words
 
 
 def parse_sense_set(lines, source: str = "<senses>") -> SenseSet:
-    """A sense set from lines `word<TAB>sense<TAB>probe words`; bad lines raise InputError naming them.
+    """A sense set from lines `word<TAB>sense<TAB>probe words` (separated by spaces or commas); bad lines raise InputError naming them.
     A sense given on several lines gathers the probes of all of them."""
     table: SenseSet = {}
     for _, (word, sense, probes) in tsv_rows(lines, HEADER, "word, sense, probe words", source):
-        word, probes = word.lower(), probes.lower().split()
+        word, probes = word.lower(), probes.lower().replace(",", " ").split()  # spaces or commas, as --sense takes them
         known = table.setdefault(word, {}).setdefault(sense, [])
         known += [p for p in probes if p not in known]
     if not table:

@@ -263,7 +263,9 @@ def test_heads_eval_csv_rows(run, cases_file, links_file):
         ("the bat flew\tbat\tanimal\tbefore\n", ("--sense-set", "lesson"), "not in sense set lesson: 'bat' (line 1)"),
         ("the river bank\tbank\tforest\tbefore\n", ("--sense-set", "lesson"), "bank/forest (line 1; the set has river / money)"),
         ("the river bank\tbank\triver\tsideways\n", ("--sense-set", "lesson"), "line 1: the context must be"),
-        ("one\ttwo\n", (), "line 1: expected 3 tab-separated fields (links: sentence, query, key) or 4"),
+        ("one\ttwo\n", (), "line 1: expected 3 tab-separated fields (links: sentence, query, key; or sense cases without a context column) or 4"),
+        ("the fluffy dog ran .\tdog\tfluffy\n", ("--sense-set", "lesson"), "read as sentence, word, sense because --sense-set was given"),
+        ("the moles dug\tmole\tanimal\tafter\n", ("--sense-set", "lesson"), "'mole' is not a token of 'the moles dug' (it has 'moles';"),
         ("the qxzvw bank\tbank\triver\tbefore\n", ("--sense-set", "lesson"), "line 1: unknown word: 'qxzvw'"),
         ("the dog ran .\tdog\tzebra\n", (), "line 1: key word 'zebra'"),
         ("the qxzvw dog ran .\tqxzvw\tdog\n", ("--oov", "skip"), "line 1: the query word 'qxzvw' has no vector"),
@@ -344,3 +346,49 @@ def test_heads_eval_reads_files_as_editors_write_them(run, tmp_path):
     got, expected = parse_json(run("heads", "eval", edited, *args)), parse_json(run("heads", "eval", plain, *args))
     assert got["rows"] == expected["rows"]
     assert [(c["word"], c["sense"], c["context"]) for c in got["case_rows"]] == [(c["word"], c["sense"], c["context"]) for c in expected["case_rows"]]
+
+
+@pytest.mark.parametrize("sentence, word, expected", [
+    ("the river bank", "bank", True),  # nothing that could select a sense after the word
+    ("the bank of the river .", "bank", False),  # nothing before it
+    ("a mole dug the lawn", "mole", False),
+    ("the old bank by the river", "bank", None),  # content words on both sides: the sentence alone cannot say
+    ("the moles dug", "mole", None),  # not a token: reported when the case is scored
+])
+def test_context_from_position(sentence, word, expected):
+    assert evaluation.context_from_position(sentence, word) is expected
+
+
+def test_heads_eval_sense_cases_without_a_context_column(run, tmp_path, cases_file):
+    """Three fields (with the sense header, or with --sense-set and no header) are sense cases; where the
+    sentence says where the context is, they score exactly as with the column; the others are scored
+    under --mask none only, and the causal view says how many and why."""
+    full, three, bare = tmp_path / "full.tsv", tmp_path / "three.tsv", tmp_path / "bare.tsv"
+    cases = CASES + "the old bank by the river\tbank\triver\tbefore\n"
+    full.write_text(cases)
+    rows = [line.rsplit("\t", 1)[0] for line in cases.splitlines()]
+    three.write_text("\n".join(rows) + "\n")
+    bare.write_text("\n".join(r for r in rows if not r.startswith(("sentence", "#"))) + "\n")
+    args = ("--sense-set", "lesson", "--cases", "--json")
+    for path in (three, bare):
+        none, expected = parse_json(run("heads", "eval", path, *args, "--mask", "none")), parse_json(run("heads", "eval", full, *args, "--mask", "none"))
+        assert none["format"] == "senses" and none["rows"] == expected["rows"] and none["unplaced"] == 0
+        assert [c["context"] for c in none["case_rows"]] == ["before", "before", "after", "before", "before", "unknown"]
+        causal = parse_json(run("heads", "eval", path, *args))
+        assert causal["cases"] == 4 and causal["skipped"] == 2 and causal["unplaced"] == 1
+        assert causal["rows"] == parse_json(run("heads", "eval", cases_file, *args))["rows"]  # the file without the unplaced case
+    view = run("heads", "eval", three, "--sense-set", "lesson", env={"COLUMNS": "150"})
+    assert "1 of the skipped cases have no context column" in view.stdout
+    as_links = run("heads", "eval", bare)  # no sense set, no header: links, as heads train reads them
+    assert as_links.exit_code == 2 and "key word 'animal' is not a token" in as_links.stderr
+    assert "read as links: sentence, query, key; for sense cases pass --sense-set" in as_links.stderr
+
+
+def test_sense_set_probes_may_be_separated_by_commas(run, tmp_path, cases_file):
+    spaced, commas = tmp_path / "spaced.tsv", tmp_path / "commas.tsv"
+    spaced.write_text("mole\tanimal\trat shrew burrow\nmole\tchemistry\tatom molecule gram\nmole\tskin\tskin wart\n"
+                      "bank\triver\triver shore\nbank\tmoney\tloan cash\n")
+    commas.write_text(spaced.read_text().replace(" ", ", "))
+    assert senses.read_sense_set(commas) == senses.read_sense_set(spaced)
+    got = [parse_json(run("heads", "eval", cases_file, "--sense-set", p, "--json", "--mask", "none")) for p in (commas, spaced)]
+    assert got[0]["rows"] == got[1]["rows"]

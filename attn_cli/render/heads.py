@@ -63,6 +63,9 @@ def heads_eval(result: results.HeadsEval):
     else:
         caption = (f"{c['cases']} cases, sense set {result.sense_set}; mask {result.mask}"
                    + (f"; {c['skipped']} skipped (context after the word, hidden by the causal mask)" if c["skipped"] else ""))
+        if c.get("unplaced"):
+            caption += (f"\n{c['unplaced']} of the skipped cases have no context column and content words on both sides of the word: "
+                        "add before|after as a 4th column to score them under the causal mask")
         caption += ("\nbefore / after: share of cases where E / E′ of the word is nearer its intended sense than every other "
                     "(mean cosine with the probe words); the even rows spread the weight evenly over the visible tokens other than the word "
                     "(content words: not function words or punctuation), ΔE = s Σ_j w_ij E_j, s giving the heads' mean ‖ΔE‖/‖E‖")

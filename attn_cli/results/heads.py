@@ -49,7 +49,7 @@ class HeadsEval:
     file: str
     format: str  # "links" | "senses"
     mask: str
-    counts: dict  # links: sentences, queries, dropped; senses: cases, skipped; both: unknown (words without a vector, under --oov skip|zero)
+    counts: dict  # links: sentences, queries, dropped; senses: cases, skipped, unplaced (skipped for want of a context column); both: unknown (words without a vector, under --oov skip|zero)
     patterns: list  # [{"name", "kind": "head" | "heads" | "baseline", "about", measures...}]
     sense_set: str | None = None  # senses: where the senses and probe words came from
     cases: list | None = None  # senses, when asked: the heads' result case by case (evaluation.case_rows)
