@@ -392,3 +392,15 @@ def test_sense_set_probes_may_be_separated_by_commas(run, tmp_path, cases_file):
     assert senses.read_sense_set(commas) == senses.read_sense_set(spaced)
     got = [parse_json(run("heads", "eval", cases_file, "--sense-set", p, "--json", "--mask", "none")) for p in (commas, spaced)]
     assert got[0]["rows"] == got[1]["rows"]
+
+
+def test_heads_eval_view_keeps_each_row_on_one_line_when_narrow(run, cases_file):
+    """At 80 columns the rows' descriptions move under the table; at 150 they are its last column."""
+    args = ("heads", "eval", cases_file, "--sense-set", "lesson", "--mask", "none")
+    narrow, wide = run(*args, env={"COLUMNS": "80"}).stdout, run(*args, env={"COLUMNS": "150"}).stdout
+    for name in ("identity", "even_content", "even_all"):
+        row = next(line for line in narrow.splitlines() if line.strip().startswith(name + " "))
+        assert len(row.split()) == 7, row  # the name and its six figures, nothing wrapped
+        assert f"  {name}: " in narrow and f"  {name}: " not in wide
+    assert "what" in wide.splitlines()[2] and "what" not in narrow.splitlines()[2]
+    assert max(map(len, narrow.splitlines())) <= 80

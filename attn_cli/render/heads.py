@@ -72,20 +72,44 @@ def heads_eval(result: results.HeadsEval):
     if c.get("unknown"):
         words = ", ".join(c["unknown"][:10]) + (f" and {len(c['unknown']) - 10} more" if len(c["unknown"]) > 10 else "")
         caption += f"\nwithout a vector (--oov): {words}"
-    table = Table(box=box.SIMPLE, title=f"heads eval: {result.file}", title_justify="left", collapse_padding=True)
-    table.add_column("", style="bold", no_wrap=True)
-    for _, label in EVAL_COLUMNS[result.format]:
-        table.add_column(label, justify="right")
-    table.add_column("what", style="dim")
-    for row in result.patterns:
-        name = Text(row["name"], style="" if row["kind"] == "baseline" else "bold cyan")
-        figures = [row.get(key) for key, _ in EVAL_COLUMNS[result.format]]
-        table.add_row(name, *["-" if x is None or x != x else f"{x:.3f}" for x in figures], row.get("about", ""))
     from rich.console import Group
 
-    if result.cases is None:
-        return Group(table, Text(caption, style="dim"))
-    return Group(table, Text(caption, style="dim"), Text(""), eval_cases(result.cases))
+    parts = [EvalTable(result), Text(caption, style="dim")]
+    return Group(*parts) if result.cases is None else Group(*parts, Text(""), eval_cases(result.cases))
+
+
+class EvalTable:
+    """The measures of `heads eval`, a row per pattern: what each row is goes in a last column when the
+    console is wide enough for it to read, else in lines under the table, so the figures never wrap."""
+
+    WHAT_WIDTH = 30  # the narrowest "what" column that still reads as prose
+
+    def __init__(self, result: results.HeadsEval):
+        self.result = result
+
+    def table(self, with_what: bool) -> Table:
+        result = self.result
+        table = Table(box=box.SIMPLE, title=f"heads eval: {result.file}", title_justify="left", collapse_padding=True)
+        table.add_column("", style="bold", no_wrap=True)
+        for _, label in EVAL_COLUMNS[result.format]:
+            table.add_column(label, justify="right", no_wrap=True)
+        if with_what:
+            table.add_column("what", style="dim")
+        for row in result.patterns:
+            name = Text(row["name"], style="" if row["kind"] == "baseline" else "bold cyan")
+            figures = ["-" if x is None or x != x else f"{x:.3f}" for x in (row.get(key) for key, _ in EVAL_COLUMNS[result.format])]
+            table.add_row(name, *figures, *([row.get("about", "")] if with_what else []))
+        return table
+
+    def __rich_console__(self, console, options):
+        plain = self.table(with_what=False)
+        if console.measure(plain, options=options).maximum + self.WHAT_WIDTH <= options.max_width:
+            yield self.table(with_what=True)
+            return
+        yield plain
+        for row in self.result.patterns:
+            if row.get("about"):
+                yield Text.assemble((f"  {row['name']}: ", "bold"), (row["about"], "dim"))
 
 
 def eval_cases(cases: list) -> Table:
