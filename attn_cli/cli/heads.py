@@ -95,7 +95,7 @@ def train(
 def evaluate(
     file: Annotated[
         Path,
-        typer.Argument(metavar="FILE", help="Links (sentence<TAB>query<TAB>key) or sense cases (sentence<TAB>word<TAB>sense<TAB>before|after).", show_default=False),
+        typer.Argument(metavar="FILE", help="Links (sentence<TAB>query<TAB>key) or sense cases (sentence<TAB>word<TAB>sense[<TAB>before|after]).", show_default=False),
     ],
     head: HeadsOpt = None,
     mask: Annotated[Mask, typer.Option("--mask", help="causal: a token sees only itself and earlier tokens; none: every token.")] = Mask.causal,
