@@ -237,6 +237,7 @@ def main():
     v = load()
     check_adjectives(HERE / "adjectives_natural.tsv", v, 8, 24, 120, 280, min_adjs=100, min_nouns=150)
     check_adjectives(HERE / "adjectives_long.tsv", v, 25, 40, 45, 150, long=True)
+    check_adjectives(HERE / "adjectives_natural3.tsv", v, 8, 40, 80, 220, min_adjs=120, min_nouns=160)
     table = check_sense_words(HERE / "sense_words.tsv", v)
     check_senses(HERE / "senses_natural.tsv", v, table)
     second = check_sense_words(HERE / "sense_words2.tsv", v)
