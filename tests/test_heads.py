@@ -243,13 +243,14 @@ def recorded():
     return {name: heads.read_meta(DATA / f"{name}.npz")["metrics"] for name in ("adjective", "context")}
 
 
-@pytest.mark.parametrize("name", ["natural", "long"])
+@pytest.mark.parametrize("name", ["natural", "long", "natural3", "natural3_long"])
 def test_shipped_adjective_figures_are_recomputed(glove, build, adjective, recorded, name):
-    figures = build.link_figures([adjective], build.SETS[name][0], glove)
+    links = build.long_links(build.SETS["natural3"][0]) if name == "natural3_long" else build.SETS[name][0]
+    figures = build.link_figures([adjective], links, glove)
     assert json.loads(json.dumps(figures)) == recorded["adjective"][name]
     for mask in ("causal", "none"):
         head, previous, identity = (figures[mask][k] for k in ("adjective", "previous", "identity"))
-        assert head["queries"] >= 240
+        assert head["queries"] >= (150 if name == "natural3_long" else 240)
         assert head["top_on_key"] > identity["top_on_key"] + 0.2
         assert head["others_on_self"] > previous["others_on_self"] + 0.1  # not the previous token with another name
         if name == "natural":  # where nouns often have two adjectives, all of them get the weight
@@ -287,13 +288,17 @@ def readme_table(header_start: str) -> list[list[str]]:
 
 def test_readme_figure_tables_are_the_recorded_metrics(recorded):
     """README's adjective and sense tables show the figures the build recorded, row by row."""
-    blocks = iter([(s, m) for s in ("natural", "long") for m in ("causal", "none")])
+    blocks = iter([(s, m) for s in ("natural", "long", "natural3", "natural3_long") for m in ("causal", "none")])
     names = {"adjective": "adjective", "previous token": "previous", "identity": "identity"}
     for cells in readme_table("| held-out set (mask) | head |"):
         if cells[0]:
             block = next(blocks)
         row = recorded["adjective"][block[0]][block[1]][names[cells[1]]]
         assert cells[2:] == [f"{row[k]:.3f}" for k in ("top_on_key", "exact_top", "key_weight", "others_on_self")], cells
+    third, third_long = (recorded["adjective"][s]["causal"] for s in ("natural3", "natural3_long"))
+    assert (f"{third['adjective']['top_on_key']:.3f} and {third['adjective']['exact_top']:.3f} ({third_long['adjective']['top_on_key']:.3f} and "
+            f"{third_long['adjective']['exact_top']:.3f}\n  in its sentences of 25 tokens or more), against the previous token's "
+            f"{third['previous']['top_on_key']:.3f} and {third['previous']['exact_top']:.3f}") in (DATA.parent.parent / "README.md").read_text(encoding="utf-8")
     blocks = iter([(s, m) for s in ("senses", "senses2", "senses3") for m in ("causal", "none")])
     patterns = {"adjective + context": "heads", "before its training": "start_value_map", "W_V = s (I - m mᵀ)": "plain_value_map",
                 "identity": "identity", "update of the same size": "even_content", "through the context head's W_V": "even_content_value_map"}
