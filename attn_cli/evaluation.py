@@ -359,7 +359,7 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
     for name, rows in mixes.items():
         mix = np.array(rows).reshape(-1, d)  # [c, d]
         raw = float(np.mean(np.linalg.norm(mix, axis=1) / np.linalg.norm(e, axis=1))) if len(e) else float("nan")
-        s = target / raw if raw > 0 else 0.0
+        s = target / raw if raw > 0 else 0.0 if raw == 0 else float("nan")  # nan: no case to size it on
         delta = s * mix  # all the weight is on other tokens: the whole update is context
         out[name] = {**_measures(e, delta, delta, centroids, intended), "scale": s}
     return out

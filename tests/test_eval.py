@@ -404,3 +404,14 @@ def test_heads_eval_view_keeps_each_row_on_one_line_when_narrow(run, cases_file)
         assert f"  {name}: " in narrow and f"  {name}: " not in wide
     assert "what" in wide.splitlines()[2] and "what" not in narrow.splitlines()[2]
     assert max(map(len, narrow.splitlines())) <= 80
+
+
+def test_heads_eval_with_no_case_under_the_mask_shows_no_figure(run, tmp_path):
+    """Every case hidden by the causal mask: no figure at all (not a scale of 0), and the view says why."""
+    path = tmp_path / "after.tsv"
+    path.write_text("one mole of carbon dioxide\tmole\tchemistry\tafter\n")
+    out = parse_json(run("heads", "eval", path, "--sense-set", "lesson", "--json"))
+    assert out["cases"] == 0 and out["skipped"] == 1
+    assert all(v is None for row in out["rows"] for k, v in row.items() if k not in ("name", "kind", "about"))
+    view = run("heads", "eval", path, "--sense-set", "lesson", env={"COLUMNS": "150"}).stdout
+    assert "0 cases" in view and "1 skipped (context after the word" in view and "0.000" not in view

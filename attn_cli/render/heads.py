@@ -110,6 +110,7 @@ class EvalTable:
         for row in self.result.patterns:
             if row.get("about"):
                 yield Text.assemble((f"  {row['name']}: ", "bold"), (row["about"], "dim"))
+        yield Text("")
 
 
 def eval_cases(cases: list) -> Table:
