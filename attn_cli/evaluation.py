@@ -24,7 +24,7 @@ import numpy as np
 
 from attn_cli import training
 from attn_cli.attention import Head, Mask, allowed_keys, run_head
-from attn_cli.files import display_path, read_text, tsv_rows
+from attn_cli.files import input_name, read_input, tsv_rows
 from attn_cli.errors import DataError, InputError
 from attn_cli.tokens import Oov, tokenize
 from attn_cli.words import is_content
@@ -100,12 +100,12 @@ def file_format(lines: list[str], source: str, senses_expected: bool = False) ->
 
 
 def read_eval_file(path: str | Path, senses_expected: bool = False) -> tuple[str, list, bool]:
-    """("links", [training.Link], False) or ("senses", [SenseCase], guessed) from a TSV file (see file_format)."""
-    lines = read_text(path, "a TSV file").splitlines()
-    kind, fields, guessed = file_format(lines, str(path), senses_expected)
+    """("links", [training.Link], False) or ("senses", [SenseCase], guessed) from a TSV file or '-', stdin (see file_format)."""
+    lines, source = read_input(path, "a TSV file").splitlines(), input_name(path)
+    kind, fields, guessed = file_format(lines, source, senses_expected)
     if kind == "links":
-        return kind, training.parse_links(lines, str(path)), guessed
-    return kind, parse_sense_cases(lines, str(path), fields), guessed
+        return kind, training.parse_links(lines, source), guessed
+    return kind, parse_sense_cases(lines, source, fields), guessed
 
 
 # --- links ----------------------------------------------------------------------------------------
@@ -398,9 +398,9 @@ def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: Mask | str
 
     mask = _check_mask(mask)
     kind, items, guessed = read_eval_file(path, senses_expected=sense_set is not None)
-    check_lengths(items, str(path))
+    path = input_name(path)
+    check_lengths(items, path)
     unknown = [] if oov == Oov.error else unknown_words(items, vectors, kind == "senses" and mask == Mask.causal)
-    path = display_path(path)
     if kind == "links":
         if cases:
             raise InputError(f"{path} holds links (3 fields a line); --cases lists sense cases only")

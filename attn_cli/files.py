@@ -29,6 +29,16 @@ def read_text(path: str | Path, kind: str) -> str:
     return decode_utf8(raw.removeprefix(BOM), str(path))
 
 
+def read_input(path: str | Path, kind: str) -> str:
+    """read_text, where the path '-' is standard input (as every command takes it)."""
+    return stdin_text() if str(path) == "-" else read_text(path, kind)
+
+
+def input_name(path: str | os.PathLike) -> str:
+    """How messages name an input: 'stdin' for '-', else the path (display_path)."""
+    return "stdin" if str(path) == "-" else display_path(path)
+
+
 def tsv_rows(lines, header: list[str], fields_are: str, source: str):
     """(line number, fields) of each data line of a TSV text, fields stripped of spaces.
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from attn_cli.attention import Head, Mask, allowed_keys, run_head
-from attn_cli.files import read_text, tsv_rows
+from attn_cli.files import input_name, read_input, tsv_rows
 from attn_cli.errors import InputError, UnknownWordsError
 from attn_cli.tokens import Oov, embed, tokenize
 
@@ -67,9 +67,9 @@ LINK_HEADER = ["sentence", "query", "key"]
 
 
 def read_links(path: str | Path) -> list[Link]:
-    """Read a links file: three tab-separated fields a line; '#' comments, blank lines and a
+    """Read a links file ('-': stdin): three tab-separated fields a line; '#' comments, blank lines and a
     header line "sentence<TAB>query<TAB>key" are skipped. Bad lines raise InputError naming them."""
-    return parse_links(read_text(path, "a links file").splitlines(), str(path))
+    return parse_links(read_input(path, "a links file").splitlines(), input_name(path))
 
 
 def parse_links(lines: Iterable[str], source: str = "<links>") -> list[Link]:
@@ -346,12 +346,12 @@ def train_from_links(links_path: Path, out: Path, vectors, *, d_k: int, steps: i
     from attn_cli.results import HeadTrained
 
     mask = Mask(mask).value  # as the head file and the result carry it
-    all_links = read_links(links_path)
-    evaluation.check_lengths(all_links, str(links_path))
+    all_links, source = read_links(links_path), input_name(links_path)
+    evaluation.check_lengths(all_links, source)
     train_links, held_links = split_sentences(all_links, holdout, seed)
     config = TrainConfig(d_k=d_k, steps=steps, seed=seed, distance=distance, query_bias=query_bias)
-    train_ex = links_to_examples(train_links, vectors, mask, str(links_path), oov=oov)
-    held_ex = links_to_examples(held_links, vectors, mask, str(links_path), oov=oov) if held_links else []
+    train_ex = links_to_examples(train_links, vectors, mask, source, oov=oov)
+    held_ex = links_to_examples(held_links, vectors, mask, source, oov=oov) if held_links else []
     head = train_link_head(out.stem, train_ex, config, progress)
     final_loss = attention_loss(head.w_q, head.w_k, make_batches(train_ex, config.self_weight), config.l2, 0.0, head.distance, head.b_q)[0]
     metrics = evaluation.link_metrics(head, held_ex, mask) if held_ex else {}

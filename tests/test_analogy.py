@@ -272,6 +272,13 @@ def test_similarity_all_pairs(run):
         assert p["alignment"] == nb.alignment(p["cosine"])
 
 
+def test_similarity_reads_its_words_from_stdin(run):
+    piped = parse_json(run("similarity", "-", "--json", input="cat dog\nthe  fluffy\n"))
+    assert piped == parse_json(run("similarity", "cat", "dog", "the", "fluffy", "--json"))
+    alone = run("similarity", "-", input="cat\n")
+    assert alone.exit_code == 2 and "needs at least two words" in alone.stderr
+
+
 def test_alignment_words():
     assert nb.alignment(0.5) == "aligned"
     assert nb.alignment(0.0) == "unrelated"

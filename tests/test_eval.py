@@ -415,3 +415,14 @@ def test_heads_eval_with_no_case_under_the_mask_shows_no_figure(run, tmp_path):
     assert all(v is None for row in out["rows"] for k, v in row.items() if k not in ("name", "kind", "about"))
     view = run("heads", "eval", path, "--sense-set", "lesson", env={"COLUMNS": "150"}).stdout
     assert "0 cases" in view and "1 skipped (context after the word" in view and "0.000" not in view
+
+
+def test_heads_eval_and_train_read_stdin(run, tmp_path, cases_file, links_file):
+    """'-' is standard input, as for every command: the same figures as the file, named 'stdin' in messages."""
+    args = ("--sense-set", "lesson", "--mask", "none", "--json")
+    piped = parse_json(run("heads", "eval", "-", *args, input=cases_file.read_text()))
+    assert piped["rows"] == parse_json(run("heads", "eval", cases_file, *args))["rows"] and piped["file"] == "stdin"
+    bad = run("heads", "eval", "-", "--sense-set", "lesson", input="the bat flew\tbat\tanimal\tbefore\n")
+    assert bad.exit_code == 2 and bad.stderr.startswith("attn: stdin: not in sense set lesson")
+    trained = run("heads", "train", "-", tmp_path / "h.npz", "--steps", "3", "--mask", "none", "--json", input=links_file.read_text())
+    assert trained.exit_code == 0 and (tmp_path / "h.npz").exists()

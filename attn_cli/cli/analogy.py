@@ -21,10 +21,10 @@ class Method(str, Enum):
 
 def read_probes(path: Path) -> list[str]:
     """Probe words from a file (or '-' for stdin), separated by spaces or new lines; '#' starts a comment."""
-    from attn_cli.files import read_text, stdin_text
+    from attn_cli.files import read_input
 
     try:
-        text = stdin_text() if str(path) == "-" else read_text(path, "a probes file")
+        text = read_input(path, "a probes file")
     except AttnError as e:
         raise DataError(f"cannot read the probes ({e})") from None
     words = [w for line in text.splitlines() for w in line.split("#", 1)[0].split()]

@@ -51,7 +51,7 @@ def train_progress(steps: int) -> Iterator[Callable[[int, float], None] | None]:
     'attn inspect "the big red dog barked" --head mine.npz',
 ))
 def train(
-    links: Annotated[Path, typer.Argument(metavar="LINKS", help="Labelled links: sentence<TAB>query word<TAB>key word per line; '#' comments.", show_default=False)],
+    links: Annotated[Path, typer.Argument(metavar="LINKS", help="Labelled links: sentence<TAB>query word<TAB>key word per line; '#' comments; - reads stdin.", show_default=False)],
     out: Annotated[Path, typer.Argument(metavar="FILE", help="The .npz head file to write.", show_default=False)],
     d_k: Annotated[int, typer.Option("--d-k", min=1, max=512, help="Size of queries and keys.")] = 16,
     steps: Annotated[int, typer.Option("--steps", min=1, help="Adam steps on W_Q, W_K.")] = 300,
@@ -95,7 +95,7 @@ def train(
 def evaluate(
     file: Annotated[
         Path,
-        typer.Argument(metavar="FILE", help="Links (sentence<TAB>query<TAB>key) or sense cases (sentence<TAB>word<TAB>sense[<TAB>before|after]).", show_default=False),
+        typer.Argument(metavar="FILE", help="Links (sentence<TAB>query<TAB>key) or sense cases (sentence<TAB>word<TAB>sense[<TAB>before|after]); - reads stdin.", show_default=False),
     ],
     head: HeadsOpt = None,
     mask: Annotated[Mask, typer.Option("--mask", help="causal: a token sees only itself and earlier tokens; none: every token.")] = Mask.causal,
@@ -148,7 +148,7 @@ class FindSort(str, Enum):
 def find(
     links: Annotated[
         str,
-        typer.Argument(metavar="LINKS", help="A links file (sentence<TAB>query word<TAB>key word), or a shipped set: adjective, determiner, previous.", show_default=False),
+        typer.Argument(metavar="LINKS", help="A links file (sentence<TAB>query word<TAB>key word; - reads stdin), or a shipped set: adjective, determiner, previous.", show_default=False),
     ],
     model: ModelOpt = None,
     top: Annotated[int, typer.Option("--top", metavar="N", min=1, help="Heads to list in the terminal (JSON has all).")] = 10,
@@ -160,7 +160,7 @@ def find(
     Example: attn heads find adjective --model PATH, "which head attends from a noun to its adjectives?".
     """
     from attn_cli import training
-    from attn_cli.files import display_path
+    from attn_cli.files import input_name
     from attn_cli.models import inspection, transformer
 
     from attn_cli.models.results import HeadsFound
@@ -169,5 +169,5 @@ def find(
         raise InputError("heads find needs --model PATH|NAME (a BERT or GPT-2 checkpoint)")
     check_format(output, HeadsFound)
     path = inspection.link_set(links)
-    found = inspection.find_heads(transformer.load(model), training.read_links(path), display_path(path), sort.value)
+    found = inspection.find_heads(transformer.load(model), training.read_links(path), input_name(path), sort.value)
     write(found, output, "heads_found", top)

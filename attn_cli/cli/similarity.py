@@ -14,7 +14,7 @@ MAX_SIMILARITY_WORDS = 200  # 19,900 pairs: every pair is a line of the table an
 
 @app.command(cls=AttnCommand, epilog=examples("attn similarity cat dog", "attn similarity good bad king apple", "attn similarity cat dog --json"))
 def similarity(
-    words: Annotated[list[str], typer.Argument(metavar="WORD", help="Two or more words.", show_default=False)],
+    words: Annotated[list[str], typer.Argument(metavar="WORD", help="Two or more words; - reads them from stdin (separated by spaces or new lines).", show_default=False)],
     vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
@@ -27,9 +27,11 @@ def similarity(
     unrelated (as aligned as two words picked at random). The dot product is written out: the
     largest component products a_i b_i and what the other components add.
     """
-    from attn_cli.files import check_text
+    from attn_cli.files import check_text, stdin_text
     from attn_cli.similarity import compare
 
+    if words == ["-"]:
+        words = stdin_text().split()
     if len(words) < 2:
         raise InputError("similarity needs at least two words")
     if len(words) > MAX_SIMILARITY_WORDS:
