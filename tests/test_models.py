@@ -358,6 +358,10 @@ def test_heads_find_cli_ranks_minilm_on_the_shipped_adjective_set(run):
     assert out["queries"] > 300 and len(out["heads"]) == 72
     assert out["heads"][0]["top_on_key"] >= out["heads"][-1]["top_on_key"]
     assert run("heads", "find", "adjective").exit_code == 2
+    links = (checkpoints.FIXTURES.parents[2] / "data" / "links" / "determiner.tsv").read_text()
+    piped = json.loads(run("heads", "find", "-", "--model", checkpoints.tiny_gpt2_folder(), "--json", input=links).stdout)
+    named = json.loads(run("heads", "find", "determiner", "--model", checkpoints.tiny_gpt2_folder(), "--json").stdout)
+    assert piped["heads"] == named["heads"] and piped["file"] == "stdin"
 
 
 def test_the_glove_path_imports_neither_safetensors_nor_tokenizers():
