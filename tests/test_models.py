@@ -16,7 +16,7 @@ from attn_cli.errors import DataError, InputError
 from attn_cli.models import checkpoint, inspection, transformer
 from tests import checkpoints
 
-TOLERANCE = 1e-4  # float32 against transformers' float32: the issue's bar
+TOLERANCE = 1e-4  # float32 against transformers' float32: the bar we hold the forward pass to
 
 
 @cache

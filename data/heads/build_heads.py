@@ -43,7 +43,7 @@ from attn_cli.tokens import embed, tokenize  # noqa: E402
 
 SEED = 2024
 MASKS = tuple(m.value for m in Mask)  # "causal", "none": every figure is measured under both
-LONG_TOKENS = 25  # a long sentence, as the 25-40 tokens
+LONG_TOKENS = 25  # a long sentence has at least this many tokens, as in eval/adjectives_long.tsv
 HELDOUT_SHARE = 0.2  # of the lexicon's adjectives and nouns, never in a training sentence
 
 ADJECTIVE_CONFIG = training.TrainConfig(d_k=2, steps=0, seed=SEED, self_weight=0.05)  # W_V's fit: value_scale, value_ridge, self_weight
@@ -366,7 +366,6 @@ def corpus_sentences(vectors) -> list[list[str]]:
     import hashlib
     import importlib.util
     import re
-
 
     path = Path(importlib.util.find_spec("gensim").submodule_search_locations[0]) / "test" / "test_data" / CORPUS
     data = path.read_bytes()

@@ -3,7 +3,7 @@
 
 Run by hand:  PYTHONPATH=. python tests/benchmarks/bench_convert.py [--runs 1]
 
-Targets (issue #11): attn >= 5x faster than gensim; attn's peak RSS <= 1.5x the size of the
+Targets: attn >= 5x faster than gensim; attn's peak RSS <= 1.5x the size of the
 folder it writes. attn is timed as a whole new process (start-up, parsing, writing, fsync);
 gensim only for its load call, in a process of its own (its import excluded), which favours gensim.
 The text file is built once from the pinned wheel (tests/benchmarks/glove400k.py).

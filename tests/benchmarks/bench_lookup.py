@@ -3,7 +3,7 @@ folder), against minimal NumPy scripts doing the same work, in the same run.
 
 Run by hand:  PYTHONPATH=. python tests/benchmarks/bench_lookup.py [--runs 11] [--folder DIR] [--bytecode]
 
-Target (issue #11): each <= 1.2x its peer. The peers are what a person would write with NumPy
+Target: each <= 1.2x its peer. The peers are what a person would write with NumPy
 alone: np.load(mmap_mode="r"), a scan of keys.txt's bytes for the few words, and for the analogy
 3CosAdd over every key (norms with einsum, one matrix-vector product, argpartition for the top 5).
 Both are new processes, timed as wholes, interleaved; medians. The answers are compared.

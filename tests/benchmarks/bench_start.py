@@ -2,7 +2,7 @@
 
 Run by hand:  PYTHONPATH=. python tests/benchmarks/bench_start.py [--runs 21]
 
-Targets (issue #11): `softmax 1 2 3 --json` <= 1.25x the floor; the terminal view of
+Targets: `softmax 1 2 3 --json` <= 1.25x the floor; the terminal view of
 `inspect "<the lesson's sentence>"` (COLUMNS=100) <= 1.8x, its peak RSS <= 60 MiB.
 Runs are interleaved (floor, softmax, inspect, floor, ...) so a busy machine slows all alike;
 figures are medians. Python runs with the environment's PYTHONDONTWRITEBYTECODE as it is;
