@@ -754,3 +754,12 @@ def test_readme_says_the_update_can_overrule_a_vector_that_was_right(run):
     boxer = next(c for c in out["case_rows"] if "retired as a professional boxer" in c["sentence"])
     assert (boxer["nearest_before"], boxer["nearest_after"], boxer["resolved"]) == ("fighter", "dog", False)
     assert boxer["margin_before"] > 0 > boxer["margin_after"]
+
+
+def test_readme_says_how_many_words_the_first_sense_set_shares_with_dev():
+    def words(path):
+        return {line.split("\t")[0] for line in path.read_text(encoding="utf-8").splitlines() if line and not line.startswith(("#", "word\t"))}
+
+    first, dev = words(DATA / "eval" / "sense_words.tsv"), words(DATA / "dev" / "sense_words.tsv")
+    text = " ".join((DATA.parent.parent / "README.md").read_text(encoding="utf-8").split())
+    assert f"shares {len(first & dev)} of its {len(first)} words with the development set" in text
