@@ -749,13 +749,15 @@ def context_reading(m) -> str:
         return f"{pair(sets[0], key)} ({'; '.join(pair(name, key) for name in sets[1:])})"
 
     c, n = m["senses"]["causal"], m["senses"]["none"]
+    first, dev = (set(read_sense_set(SETS[name][1])) for name in ("senses", "senses_dev"))
     bar = 0.9
     short = [f"{HELDOUT_SENSES[name]} ({mask}) {m[name][mask]['heads']['after']:.3f}" for name in sets for mask in MASKS
              if m[name][mask]["heads"]["after"] < bar]
     verdict = (f"Below the {bar} we set for it: {'; '.join(short)}." if short else f"Every held-out figure is at least {bar}.")
     return (f"Before the heads, the ambiguous word is nearer its intended sense in {c['heads']['before']:.3f} of the cases "
             f"(its vector leans to one sense whatever the sentence); after them in {c['heads']['after']:.3f} (causal) and "
-            f"{n['heads']['after']:.3f} (`--mask none`), and in {'; '.join(pair(name, 'heads') for name in sets[1:])} on the "
+            f"{n['heads']['after']:.3f} (`--mask none`) on the first set, which shares {len(first & dev)} of its {len(first)} words with the "
+            f"development set (in other sentences), and in {'; '.join(pair(name, 'heads') for name in sets[1:])} on the "
             f"other sets, whose words appear in no other set. Even attention over the other content words, with an update of "
             f"the same size, reaches {figures('even_content')}; over all other tokens {c['even_all']['after']:.3f} and {n['even_all']['after']:.3f}; "
             f"the identity head {c['identity']['after']:.3f} and {n['identity']['after']:.3f}. Most of the gain over those comes from "
