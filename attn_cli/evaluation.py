@@ -241,23 +241,46 @@ def _share_correct(rows: np.ndarray, centroids: list[np.ndarray], intended: list
     return float(np.mean(hits)) if hits else float("nan")
 
 
-def case_rows(cases: list, e: np.ndarray, delta: np.ndarray, names: list[list[str]], centroids: list[np.ndarray], intended: list[int]) -> list[dict]:
+PULLS_SHOWN = 3  # the tokens whose share of the update moves the margin most, per case
+
+
+def token_shares(result, heads: list[Head], i: int) -> tuple[list[int], np.ndarray]:
+    """What each other token wrote into token i's update, over all the heads: sum_h w^h_ij v^h_j (then
+    W_O), for the tokens the mask lets i see. -> (their indices, [m, d]); with the self part, these add up to Delta E_i."""
+    seen = [j for j in range(len(result.tokens)) if j != i and (result.heads[0].allowed is None or result.heads[0].allowed[i, j])]
+    shares = np.zeros((len(seen), result.e.shape[1]))  # [m, d]
+    for head, view in zip(heads, result.heads):
+        v = result.e[seen] @ head.w_v  # [m, d_v]
+        shares += view.weights[i, seen][:, None] * (v if head.w_o is None else v @ head.w_o)  # [m, d]
+    return seen, shares
+
+
+def case_rows(cases: list, e: np.ndarray, delta: np.ndarray, names: list[list[str]], centroids: list[np.ndarray], intended: list[int],
+              shares: list | None = None) -> list[dict]:
     """One row per case (e, delta: [c, d]): the nearest sense of E and of E' = E + delta, whether E' is
     nearer the intended sense than every other (the rule `after` counts), and by how much (the
-    intended sense's score less the best other's, before and after)."""
+    intended sense's score less the best other's, before and after). With `shares` (per case: the
+    (index, token) pairs and their token_shares), "pulls": the tokens whose share alone, added to E,
+    moves that margin most, with the move."""
     from attn_cli.results import row_cosines
     from attn_cli.senses import sense_scores
 
     rows = []
     cosines = row_cosines(e, e + delta) if len(e) else []
-    for case, x, dx, sense_names, c, k, cos in zip(cases, e, delta, names, centroids, intended, cosines):
+    for n, (case, x, dx, sense_names, c, k, cos) in enumerate(zip(cases, e, delta, names, centroids, intended, cosines)):
         before, after = sense_scores(np.stack([x, x + dx]), c)  # [s] each
         margin = lambda scores: float(scores[k] - np.delete(scores, k).max())  # noqa: E731
-        rows.append({"line": getattr(case, "line", 0) or None, "word": case.word, "sense": sense_names[k],
-                     "context": {True: "before", False: "after", None: "unknown"}[case.context_before],
-                     "nearest_before": sense_names[int(np.argmax(before))], "nearest_after": sense_names[int(np.argmax(after))],
-                     "resolved": margin(after) > 0, "margin_before": margin(before), "margin_after": margin(after),
-                     "cos": float(cos), "sentence": case.sentence})
+        row = {"line": getattr(case, "line", 0) or None, "word": case.word, "sense": sense_names[k],
+               "context": {True: "before", False: "after", None: "unknown"}[case.context_before],
+               "nearest_before": sense_names[int(np.argmax(before))], "nearest_after": sense_names[int(np.argmax(after))],
+               "resolved": margin(after) > 0, "margin_before": margin(before), "margin_after": margin(after),
+               "cos": float(cos), "sentence": case.sentence}
+        if shares is not None:
+            tokens, parts = shares[n]
+            moved = [margin(scores) - row["margin_before"] for scores in sense_scores(x + parts, c)] if len(tokens) else []  # [m]
+            order = sorted(range(len(tokens)), key=lambda j: -abs(moved[j]))[:PULLS_SHOWN]
+            row["pulls"] = [{"token": tokens[j][1], "index": tokens[j][0], "pull": moved[j]} for j in order]
+        rows.append(row)
     return rows
 
 
@@ -325,7 +348,7 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
         centroids_of[word] = (list(probes), sense_centroids([probe_matrix(p, vectors) for p in probes.values()]))
     settings = Settings(mask=Mask(mask), oov=oov)
     identity = [identity_head(vectors.vector_size)]
-    e_rows, centroids, intended, sense_names = [], [], [], []
+    e_rows, centroids, intended, sense_names, shares = [], [], [], [], []
     parts = {name: ([], []) for name in ("heads", "identity")}  # name -> (delta rows, context rows)
     mixes = {"even_content": [], "even_all": []}  # unscaled sum_j w_ij E_j rows
     for case in used:
@@ -340,6 +363,8 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
         centroids.append(c)
         sense_names.append(names)
         intended.append(sense_index(case.sense, names))
+        visible, share = token_shares(result, heads, i)
+        shares.append(([(j, result.tokens[j]) for j in visible], share))
         for name, r in (("heads", result), ("identity", plain)):
             parts[name][0].append(r.delta[i])
             parts[name][1].append(r.delta_context[i])
@@ -354,7 +379,7 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
         delta, context = np.array(delta).reshape(-1, d), np.array(context).reshape(-1, d)
         out[name] = _measures(e, delta, context, centroids, intended)
     out["heads"]["names"] = [h.name for h in heads]
-    out["case_rows"] = case_rows(used, e, np.array(parts["heads"][0]).reshape(-1, d), sense_names, centroids, intended)
+    out["case_rows"] = case_rows(used, e, np.array(parts["heads"][0]).reshape(-1, d), sense_names, centroids, intended, shares)
     target = out["heads"]["mean_delta_ratio"]
     for name, rows in mixes.items():
         mix = np.array(rows).reshape(-1, d)  # [c, d]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from attn_cli import evaluation, heads, senses, training
-from attn_cli.attention import Head, causal_mask, input_embeddings, run_head
+from attn_cli.attention import Head, Mask, causal_mask, input_embeddings, run_head
 from attn_cli.errors import InputError
 from attn_cli.tokens import tokenize
 from attn_cli.words import FUNCTION_WORDS, is_content
@@ -143,6 +143,31 @@ def test_sense_metrics_against_an_independent_computation(glove):
         assert got[row]["mean_context_ratio"] == pytest.approx(got["heads"]["mean_delta_ratio"])
         assert got[row]["before"] == got["heads"]["before"]
     assert got["even_content"]["scale"] == pytest.approx(np.mean(ratios) / np.mean(content_mix))
+
+
+@pytest.mark.parametrize("mask", ["causal", "none"])
+def test_case_pulls_against_a_loop_over_the_heads_and_tokens(glove, mask):
+    """A case's pulls: each visible token's share of Delta E (sum over heads of w_ij v_j), added to E alone,
+    and the margin it moves, recomputed token by token; the shares and the self parts add up to Delta E."""
+    from attn_cli.inspection import Settings, inspect_text
+
+    table = senses.read_sense_set(senses.SENSES_DIR / "lesson.tsv")
+    shipped = [heads.resolve_head(n, 50) for n in ("adjective", "context")]
+    cases = [c for c in evaluation.parse_sense_cases(CASES.splitlines()) if mask == "none" or c.context_before]
+    rows = evaluation.sense_metrics(shipped, cases, table, glove, mask)["case_rows"]
+    for case, row in zip(cases, rows):
+        result = inspect_text(case.sentence, glove, shipped, Settings(mask=Mask(mask)))
+        i, e = result.tokens.index(case.word), result.e
+        visible = [j for j in range(len(e)) if j != i and (mask == "none" or j < i)]
+        shares = {j: sum(h.weights[i, j] * (e[j] @ head.w_v) for head, h in zip(shipped, result.heads)) for j in visible}
+        assert np.allclose(sum(shares.values()) + result.delta_self[i], result.delta[i])
+
+        def margin(x):
+            scores = word_scores(x, table[case.word], glove)
+            return scores[case.sense] - max(v for k, v in scores.items() if k != case.sense)
+
+        moved = sorted(((margin(e[i] + share) - margin(e[i]), result.tokens[j]) for j, share in shares.items()), key=lambda m: -abs(m[0]))
+        assert [(p["token"], pytest.approx(p["pull"])) for p in row["pulls"]] == [(t, m) for m, t in moved[:evaluation.PULLS_SHOWN]]
 
 
 def test_sense_metrics_under_the_causal_mask_skips_context_after(glove):

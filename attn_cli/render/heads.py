@@ -118,17 +118,23 @@ def eval_cases(cases: list) -> Table:
     missed = sum(not c["resolved"] for c in cases)
     table = Table(box=box.SIMPLE, title=f"cases: {len(cases) - missed} resolved, {missed} not", title_justify="left",
                   caption="margin: the intended sense's score less the best other's (mean cosine with the probe words); "
-                          "resolved when E′'s margin is above 0", caption_justify="left", collapse_padding=True)
+                          "resolved when E′'s margin is above 0. pulls: the words whose share of ΔE, added to E alone, "
+                          "moves the margin most (+ toward the intended sense)", caption_justify="left", collapse_padding=True)
     table.add_column("line", justify="right", style="dim")
     table.add_column("word", style="bold")
     table.add_column("sense")
     table.add_column("E nearest")
     table.add_column("E′ nearest")
     table.add_column("margin E → E′", justify="right", no_wrap=True)
+    table.add_column("pulls")
     table.add_column("sentence", overflow="fold", ratio=1)
     for c in cases:
         mark = Text("✓ " if c["resolved"] else "✗ ", style="green" if c["resolved"] else "red")
         after = mark + Text(c["nearest_after"], style="" if c["resolved"] else "red")
+        shown = [p["token"] for p in c.get("pulls", [])]
+        label = lambda p: f"{p['token']}#{p['index']}" if shown.count(p["token"]) > 1 else p["token"]  # noqa: E731  a word twice: which one
+        pulls = Text("\n").join(Text(f"{label(p)} ").append(f"{p['pull']:+.2f}", style="green" if p["pull"] > 0 else "red")
+                                for p in c.get("pulls", []))
         table.add_row(str(c["line"] or ""), c["word"], c["sense"], c["nearest_before"], after,
-                      f"{c['margin_before']:+.3f} → {c['margin_after']:+.3f}", c["sentence"])
+                      f"{c['margin_before']:+.3f} → {c['margin_after']:+.3f}", pulls, c["sentence"])
     return table

@@ -67,8 +67,9 @@ class HeadsEval:
         """CSV/TSV: one row per case when they were asked for, else one per pattern (the heads and each
         baseline), every row with the same columns (empty where a pattern has no such measure)."""
         base = {"file": self.file, "mask": self.mask}
-        if self.cases is not None:
-            yield from (base | row for row in self.cases)
+        if self.cases is not None:  # a case's pulls as one cell: "token +0.123; token -0.045"
+            yield from (base | row | ({"pulls": "; ".join(f"{p['token']} {p['pull']:+.3f}" for p in row["pulls"])} if "pulls" in row else {})
+                        for row in self.cases)
             return
         columns = list(dict.fromkeys(k for row in self.patterns for k in row))
         for row in self.patterns:
