@@ -765,7 +765,8 @@ def context_reading(m) -> str:
             f"{figures('plain_value_map')}; with the corpus map mixed in, before any training on sense cases, "
             f"{figures('start_value_map')}. Even attention over the "
             f"content words through the shipped map reaches {figures('even_content_value_map')}; the rarity key finds the content words without a word list, "
-            f"and where it puts most of the weight on one rare word whose vector points elsewhere, the case is lost. "
+            f"and `attn heads eval --cases` shows what each word pulled: in most misses the context pulls the right way, but not far "
+            f"enough against a vector that leans to the other sense; in the rest one word pulls the wrong way. "
             f"{verdict} The update is large (mean |ΔE|/|E| "
             f"{c['heads']['mean_delta_ratio']:.1f}), and the word keeps its identity only as far as a mean cos(E, E') of "
             f"{c['heads']['mean_cos']:.2f} says.")
