@@ -100,7 +100,7 @@ def file_format(lines: list[str], source: str, senses_expected: bool = False) ->
 
 
 def read_eval_file(path: str | Path, senses_expected: bool = False) -> tuple[str, list, bool]:
-    """("links", [training.Link], False) or ("senses", [SenseCase], guessed) from a TSV file or '-', stdin (see file_format)."""
+    """("links", [training.Link], guessed) or ("senses", [SenseCase], guessed) from a TSV file or '-', stdin (see file_format)."""
     lines, source = read_input(path, "a TSV file").splitlines(), input_name(path)
     kind, fields, guessed = file_format(lines, source, senses_expected)
     if kind == "links":
