@@ -41,8 +41,11 @@ matrix = np.load(folder + "/vectors.npy", mmap_mode="r", allow_pickle=False)
 with open(folder + "/keys.txt", encoding="utf-8") as f:
     index = {{k: i for i, k in enumerate(f.read().split("\n")) if k}}
 stored = np.load(heads_file, allow_pickle=False)
-heads = [(str(stored[f"name{{h}}"]), stored[f"q{{h}}"], stored[f"k{{h}}"], stored[f"v{{h}}"],
-          stored[f"o{{h}}"] if f"o{{h}}" in stored.files else None) for h in range(int(stored["count"]))]
+def extra(key, h):
+    return stored[f"{{key}}{{h}}"] if f"{{key}}{{h}}" in stored.files else None
+
+heads = [(str(stored[f"name{{h}}"]), stored[f"q{{h}}"], stored[f"k{{h}}"], stored[f"v{{h}}"], extra("o", h), extra("b", h), extra("dist", h), extra("sink", h))
+         for h in range(int(stored["count"]))]
 n_max, d = 512, matrix.shape[1]
 rate = 1.0 / 10000 ** (np.arange(0, d, 2) / d)
 angles = np.arange(n_max)[:, None] * rate
@@ -65,9 +68,16 @@ for n_line, line in enumerate(sys.stdin, 1):
     e = np.asarray(matrix[rows], dtype=np.float64) + pe[:n]
     allowed = np.tril(np.ones((n, n), dtype=bool))
     delta = np.zeros_like(e); own = np.zeros_like(e); objs = []
-    for name, w_q, w_k, w_v, w_o in heads:
-        s = np.where(allowed, (e @ w_q) @ (e @ w_k).T / np.sqrt(w_q.shape[1]), -np.inf)
-        w = np.exp(s - s.max(axis=1, keepdims=True)); w /= w.sum(axis=1, keepdims=True)
+    gap = np.arange(n)[:, None] - np.arange(n)[None, :]
+    for name, w_q, w_k, w_v, w_o, b_q, dist, sink in heads:
+        q = e @ w_q if b_q is None else e @ w_q + b_q
+        s = q @ (e @ w_k).T / np.sqrt(w_q.shape[1])
+        if dist is not None:
+            s -= np.where(gap > 0, dist[0] * gap, np.where(gap < 0, -dist[1] * gap, dist[2]))
+        s = np.where(allowed, s, -np.inf)
+        top = s.max(axis=1, keepdims=True) if sink is None else np.maximum(s.max(axis=1, keepdims=True), sink)
+        w = np.exp(s - top)
+        w /= w.sum(axis=1, keepdims=True) + (0.0 if sink is None else np.exp(sink - top))
         v = e @ w_v
         dh, sh = w @ v, np.diag(w)[:, None] * v
         if w_o is not None:
@@ -102,6 +112,9 @@ def write_floor(folder: Path, specs: list[str]) -> tuple[Path, Path]:
         arrays |= {f"name{h}": np.array(head.name), f"q{h}": head.w_q, f"k{h}": head.w_k, f"v{h}": head.w_v}
         if head.w_o is not None:
             arrays[f"o{h}"] = head.w_o
+        for key, value in (("b", head.b_q), ("dist", head.distance), ("sink", head.sink)):
+            if value is not None:
+                arrays[f"{key}{h}"] = np.asarray(value)
     np.savez(folder / "heads.npz", **arrays)
     script = folder / "floor.py"
     script.write_text(FLOOR.format(pattern=TOKEN.pattern, flags=int(TOKEN.flags), quotes=QUOTES, scale=POSITION_SCALE))
