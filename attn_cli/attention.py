@@ -82,10 +82,10 @@ class Head(Record):
     compiles its methods then (~0.3 ms each class). Holds arrays: compared by identity.
     """
 
-    __slots__ = ("name", "w_q", "w_k", "w_v", "w_o", "b_q", "distance")
+    __slots__ = ("name", "w_q", "w_k", "w_v", "w_o", "b_q", "distance", "sink")
 
     def __init__(self, name: str, w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray, w_o: np.ndarray | None = None,
-                 b_q: np.ndarray | None = None, distance: np.ndarray | None = None):
+                 b_q: np.ndarray | None = None, distance: np.ndarray | None = None, sink: float | None = None):
         self.name = name
         self.w_q = w_q  # [d, d_k]
         self.w_k = w_k  # [d, d_k]
@@ -93,6 +93,7 @@ class Head(Record):
         self.w_o = w_o  # [d_v, d]; None when d_v == d
         self.b_q = b_q  # [d_k] query bias, Q = E W_Q + b_Q (as a model's linear layers have): lets a key matter to every query
         self.distance = distance  # [3] (before, after, self): a key k tokens before / after the query loses k times that slope (ALiBi), the query itself `self`
+        self.sink = sink  # score of one more key that every query sees and that writes nothing (value 0), as the masked scores are compared: weight a query puts there is an update not made
 
     @property
     def d_k(self) -> int:
@@ -102,16 +103,17 @@ class Head(Record):
 class HeadResult(Record):
     """One head over one sentence, every array in E's precision (float32 or float64). A plain class, as Head."""
 
-    __slots__ = ("scores", "masked", "weights", "delta", "delta_self", "delta_context")
+    __slots__ = ("scores", "masked", "weights", "delta", "delta_self", "delta_context", "sink")
 
     def __init__(self, scores: np.ndarray, masked: np.ndarray, weights: np.ndarray, delta: np.ndarray,
-                 delta_self: np.ndarray | None = None, delta_context: np.ndarray | None = None):
+                 delta_self: np.ndarray | None = None, delta_context: np.ndarray | None = None, sink: np.ndarray | None = None):
         self.scores = scores  # [n, n] Q K^T, before scaling
         self.masked = masked  # [n, n] scores / sqrt(d_k) (scores alone when not scaled) - distance penalty (heads with one), -inf where masked
-        self.weights = weights  # [n, n] softmax over keys; rows sum to 1 (0 for a fully masked row)
+        self.weights = weights  # [n, n] softmax over keys; rows sum to 1 (0 for a fully masked row; with a sink, 1 less its weight)
         self.delta = delta  # [n, d] this head's contribution to Delta E
         self.delta_self = delta_self  # [n, d] w_ii v_i (then W_O): the token's own value, copied
         self.delta_context = delta_context  # [n, d] sum_{j != i} w_ij v_j (then W_O): what the other tokens wrote
+        self.sink = sink  # [n] each query's weight on the sink (heads with one; else None): weights[i].sum() + sink[i] = 1
 
 
 ROW_BLOCK_BYTES = 1 << 19  # a block of rows of one [n, n] matrix (512 KiB): the block stays in cache while it is scaled, masked, exponentiated and normalised (256 KiB to 1 MiB measure about the same)
@@ -171,19 +173,40 @@ def row_spans(mask: np.ndarray | None, n_rows: int, n: int, block_rows: int) -> 
     return spans
 
 
-def softmax_rows_into(x: np.ndarray, out: np.ndarray) -> None:  # [..., m] -> out [..., m]
+def softmax_rows_into(x: np.ndarray, out: np.ndarray, sink: np.ndarray | None = None) -> np.ndarray | None:  # [..., m] -> out [..., m]
     """out = softmax(x) along the last axis, written into `out` (x is left as it is).
 
     The usual case (every row has a finite maximum) in four in-place passes; a block with a
     fully masked row, +inf or NaN goes through `softmax`, which defines those cases.
+    `sink` [..., 1]: the score of one more column that is not written out; returns its weights [..., 1]
+    (the row's other weights then sum to 1 minus it). None: no such column (returns None).
     """
+    if sink is not None:
+        return _softmax_with_sink(x, out, sink)
     top = np.maximum.reduce(x, axis=-1, keepdims=True)  # [..., 1]
     if not np.isfinite(top).all():
         out[...] = softmax(x)
-        return
+        return None
     np.subtract(x, top, out=out)  # <= 0: exp cannot overflow
     np.exp(out, out=out)  # masked entries are -inf here: exp gives exactly 0
     np.divide(out, np.add.reduce(out, axis=-1, keepdims=True), out=out)  # each sum is >= 1: the maximum's own exp(0)
+    return None
+
+
+def _softmax_with_sink(x: np.ndarray, out: np.ndarray, sink: np.ndarray) -> np.ndarray:  # [..., m], [..., 1] -> [..., 1]
+    """softmax over [x, sink] along the last axis: the x part into `out`, the sink's weight returned.
+    A finite sink gives every row a finite maximum (a head of the stack without one has sink -inf)."""
+    top = np.maximum(np.maximum.reduce(x, axis=-1, keepdims=True), sink)  # [..., 1]
+    if not np.isfinite(top).all():  # +inf or NaN among the scores: softmax defines those
+        both = softmax(np.concatenate([x, np.broadcast_to(sink, top.shape).astype(x.dtype)], axis=-1))
+        out[...] = both[..., :-1]
+        return both[..., -1:]
+    np.subtract(x, top, out=out)
+    np.exp(out, out=out)
+    rest = np.exp(sink - top)  # [..., 1]
+    total = np.add.reduce(out, axis=-1, keepdims=True) + rest  # >= 1: the maximum's own exp(0)
+    np.divide(out, total, out=out)
+    return rest / total
 
 
 def distance_penalty(rows: np.ndarray, n: int, slopes: np.ndarray) -> np.ndarray:  # [b], n, [h, 3] -> [h, b, n]
@@ -202,13 +225,17 @@ def head_slopes(heads: list, dtype: np.dtype) -> np.ndarray | None:  # -> [h, 3]
 
 
 def scaled_softmax(scores: np.ndarray, root: float | None, mask: np.ndarray | None, spans: list, masked: np.ndarray, weights: np.ndarray,
-                   slopes: np.ndarray | None = None) -> None:
+                   slopes: np.ndarray | None = None, sinks: np.ndarray | None = None) -> np.ndarray | None:
     """masked = scores / root (root None: scores as they are) - distance penalty, -inf where hidden; weights = softmax of its rows.
 
     All [..., n, n] (a stack of heads shares the mask); `weights` must start as zeros: keys
     hidden from a whole block of rows are never written. slopes: [h, 3] per head of the stack (distance_penalty), or None.
+    sinks: [h] per head, the score of a key every query sees that writes nothing (-inf: none), or None;
+    then returns each query's weight on it, [..., n].
     """
     n = scores.shape[-1]
+    sunk = None if sinks is None else np.zeros(scores.shape[:-1], weights.dtype)  # [..., n]
+    sink_column = None if sinks is None else np.asarray(sinks, dtype=weights.dtype).reshape(*scores.shape[:-2], 1, 1)  # [h, 1, 1] or [1, 1]
     for r0, r1, lo, hi in spans:
         m, w = masked[..., r0:r1, :], weights[..., r0:r1, :]  # [..., b, n] views
         if hi < n:
@@ -223,7 +250,12 @@ def scaled_softmax(scores: np.ndarray, root: float | None, mask: np.ndarray | No
         if lo < hi:  # keys some rows of the block see and others do not
             np.copyto(m[..., lo:hi], -np.inf, where=~mask[r0:r1, lo:hi])
         if hi:
-            softmax_rows_into(m[..., :hi], w[..., :hi])
+            rest = softmax_rows_into(m[..., :hi], w[..., :hi], sink_column)
+            if rest is not None:
+                sunk[..., r0:r1] = rest[..., 0]
+        elif sunk is not None:  # rows that see no key at all: what weight there is goes to the sink
+            sunk[..., r0:r1] = np.where(np.isfinite(sink_column[..., 0]), 1.0, 0.0)
+    return sunk
 
 
 def block_rows(n: int, stack: int, dtype: np.dtype) -> int:
@@ -231,12 +263,14 @@ def block_rows(n: int, stack: int, dtype: np.dtype) -> int:
     return ROW_BLOCK_BYTES // max(1, stack * n * dtype.itemsize)
 
 
-def attention_weights(scores: np.ndarray, d_k: int, mask: np.ndarray | None, scale: bool = True, distance: np.ndarray | None = None):  # [n, n] -> [n, n], [n, n]
+def attention_weights(scores: np.ndarray, d_k: int, mask: np.ndarray | None, scale: bool = True, distance: np.ndarray | None = None,
+                      sink: float | None = None):  # [n, n] -> [n, n], [n, n]
     """(masked, weights): scores / sqrt(d_k) (or as they are, `scale=False`), -inf where the mask hides a key; softmax of each row.
 
     Runs in the precision of `scores` (float32 stays float32), one block of rows at a time, and
     only over the keys a block can see: a key hidden from every row of a block is filled in
-    (-inf, weight 0) but never divided, exponentiated or summed.
+    (-inf, weight 0) but never divided, exponentiated or summed. With a `sink` score, each row's
+    weights sum to 1 less the sink's (see Head.sink).
     """
     scores = np.asarray(scores)
     dtype = float_type(scores)
@@ -245,7 +279,8 @@ def attention_weights(scores: np.ndarray, d_k: int, mask: np.ndarray | None, sca
     masked, weights = zero_matrices((2, n_rows, n), dtype)  # [n, n] each
     spans = row_spans(mask, n_rows, n, block_rows(n, 1, dtype))
     slopes = None if distance is None else np.asarray(distance, dtype=dtype)[None, :]  # [1, 3]
-    scaled_softmax(scores, dtype.type(math.sqrt(d_k)) if scale else None, mask, spans, masked, weights, slopes)
+    sinks = None if sink is None else np.array([sink], dtype=dtype)  # [1]
+    scaled_softmax(scores, dtype.type(math.sqrt(d_k)) if scale else None, mask, spans, masked, weights, slopes, sinks)
     return masked, weights
 
 
@@ -298,12 +333,13 @@ def run_heads(e: np.ndarray, heads: list[Head], mask: np.ndarray | None, scale: 
     scores, masked, weights = zero_matrices((3, h, n, n), dtype)  # [h, n, n] each
     np.matmul(q, k.transpose(0, 2, 1), out=scores)  # [h, n, d_k] x [h, d_k, n] -> [h, n, n]
     spans = row_spans(mask, n, n, block_rows(n, h, dtype))
-    scaled_softmax(scores, dtype.type(math.sqrt(d_k)) if scale else None, mask, spans, masked, weights, head_slopes(heads, dtype))
+    sinks = None if all(x.sink is None for x in heads) else np.array([-np.inf if x.sink is None else x.sink for x in heads], dtype=dtype)  # [h]
+    sunk = scaled_softmax(scores, dtype.type(math.sqrt(d_k)) if scale else None, mask, spans, masked, weights, head_slopes(heads, dtype), sinks)
     delta = weighted_values(weights, v, spans)  # [h, n, n] x [h, n, d_v] -> [h, n, d_v]
     if w_o is not None:
         delta = delta @ w_o  # [h, n, d_v] x [h, d_v, d] -> [h, n, d]
     own, context = split_update(weights, v, delta, w_o)  # [h, n, d], [h, n, d]
-    return [HeadResult(scores[i], masked[i], weights[i], delta[i], own[i], context[i]) for i in range(h)]
+    return [HeadResult(scores[i], masked[i], weights[i], delta[i], own[i], context[i], None if heads[i].sink is None else sunk[i]) for i in range(h)]
 
 
 def run_head(e: np.ndarray, head: Head, mask: np.ndarray | None, scale: bool = True) -> HeadResult:  # e: [n, d]

@@ -3,7 +3,8 @@
 A head file is an `.npz` with arrays `w_q` [d, d_k], `w_k` [d, d_k] and `w_v` [d, d], or
 `w_v` [d, d_v] with `w_o` [d_v, d]; optionally `b_q` [d_k], a query bias
 (Q = E W_Q + b_Q); optionally `distance` [3], (before, after, self): a key k tokens before or after the
-query loses k times the first or second from its score (ALiBi), the query itself the third; optionally `meta`, a 0-d unicode array holding JSON
+query loses k times the first or second from its score (ALiBi), the query itself the third; optionally `sink`
+(a 0-d float): the score of one more key, seen by every query, that writes nothing; optionally `meta`, a 0-d unicode array holding JSON
 ({"name", "description", "d_k", "metrics": {...}, ...}). Files are read with
 allow_pickle=False and checked (keys, shapes, dtype, finiteness) before use.
 """
@@ -25,7 +26,7 @@ BUILT_IN = ("identity", "random")
 RANDOM_D_K = 16  # a small d_k, as in the shipped heads
 RANDOM_VALUE_SCALE = 0.5  # keeps a random head's Delta E smaller than the embeddings it moves
 REQUIRED = ("w_q", "w_k", "w_v")
-KNOWN = (*REQUIRED, "w_o", "b_q", "distance", "meta")
+KNOWN = (*REQUIRED, "w_o", "b_q", "distance", "sink", "meta")
 MAX_SLOPE = 1e3  # a distance slope beyond this hides every other key: not a head anyone meant
 MAX_WIDTH = 4096  # largest d_k or d_v a head file may have (beyond d itself): bounds what reading one can cost
 MAX_META_BYTES = 1 << 20  # a head's JSON description; anything larger is not a description
@@ -38,8 +39,8 @@ class NamedHead(Head):
 
     def __init__(self, name: str, w_q: np.ndarray, w_k: np.ndarray, w_v: np.ndarray, w_o: np.ndarray | None = None,
                  b_q: np.ndarray | None = None, distance: np.ndarray | None = None, source: str = "", trained: bool = True,
-                 noise: bool = False, meta: dict | None = None):
-        super().__init__(name, w_q, w_k, w_v, w_o, b_q, distance)
+                 noise: bool = False, meta: dict | None = None, sink: float | None = None):
+        super().__init__(name, w_q, w_k, w_v, w_o, b_q, distance, sink)
         self.source = source  # "built-in" or the file it was read from
         self.trained = trained  # weights learned from data
         self.noise = noise  # untrained random weights: whatever pattern they show means nothing
@@ -248,6 +249,7 @@ def load_head(path: str | os.PathLike, d: int, name: str | None = None) -> Named
         arrays = {k: _read_array(npz, k, path, bounds[k], math.prod(bounds[k]) * 8) for k in (*REQUIRED, "w_o") if k in keys}
         meta = _read_meta(npz, path)
         distance = _read_distance(npz, path) if "distance" in keys else None
+        sink = _read_sink(npz, path) if "sink" in keys else None
         b_q = _read_array(npz, "b_q", path, (width,), width * 8) if "b_q" in keys else None
     _check_matrices(arrays, d, path)
     if b_q is not None and (b_q.shape != (arrays["w_q"].shape[1],) or b_q.dtype.kind != "f" or not np.isfinite(b_q).all()):
@@ -257,6 +259,7 @@ def load_head(path: str | os.PathLike, d: int, name: str | None = None) -> Named
     return NamedHead(
         name or path.stem, as_float["w_q"], as_float["w_k"], as_float["w_v"], as_float.get("w_o"),
         b_q=None if b_q is None else np.asarray(b_q, dtype=np.float64), distance=distance, source=str(path), trained=meta.get("trained", not untrained), noise=untrained, meta=meta,
+        sink=sink,
     )
 
 
@@ -265,6 +268,13 @@ def _read_distance(npz, path: Path) -> np.ndarray:  # -> [3]
     if a.shape != (3,) or a.dtype.kind != "f" or not np.isfinite(a).all() or (a < 0).any() or (a > MAX_SLOPE).any():
         raise InputError(f"{path}: distance must be 3 floats from 0 to {MAX_SLOPE:g} (per token before and after the query, and at itself), found {a!r}")
     return np.asarray(a, dtype=np.float64)
+
+
+def _read_sink(npz, path: Path) -> float:
+    a = _read_array(npz, "sink", path, (), 8)
+    if a.shape != () or a.dtype.kind != "f" or not np.isfinite(a):
+        raise InputError(f"{path}: sink must be one finite float (the score of the key that writes nothing), found {a!r}")
+    return float(a)
 
 
 def read_meta(path: str | os.PathLike) -> dict:
@@ -288,6 +298,8 @@ def save_head(head: Head, path: str | os.PathLike, meta: dict | None = None, *, 
         arrays["b_q"] = np.asarray(head.b_q, dtype=np.float64)
     if head.distance is not None:
         arrays["distance"] = np.asarray(head.distance, dtype=np.float64)
+    if head.sink is not None:
+        arrays["sink"] = np.array(float(head.sink))
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, lambda f: np.savez(f, **arrays), force=replace)
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attn_cli.attention import Head, causal_mask, input_embeddings, multi_head, run_head
+from attn_cli.attention import Head, attention_weights, causal_mask, input_embeddings, multi_head, run_head
 
 
 # --- an independent implementation: lists and loops, no NumPy -------------------------------
@@ -18,27 +18,31 @@ def matmul(a: list, b: list) -> list:
 
 
 def loop_head(e: list, w_q: list, w_k: list, w_v: list, w_o: list | None, causal: bool, b_q: list | None = None,
-              distance: tuple | None = None):
-    """weights[i][j] and delta[i] of one head, written out the long way."""
+              distance: tuple | None = None, sink: float | None = None):
+    """weights[i][j] and delta[i] of one head, written out the long way (with a sink: one more key, scored
+    `sink`, whose value is zero; its weights are returned third)."""
     q, k, v = matmul(e, w_q), matmul(e, w_k), matmul(e, w_v)
     d_k = len(w_q[0])
     n = len(e)
     if b_q is not None:
         q = [[x + b for x, b in zip(row, b_q)] for row in q]
     before, after, itself = distance or (0.0, 0.0, 0.0)
-    weights = []
+    weights, sunk = [], []
     for i in range(n):
         seen = [j for j in range(n) if not causal or j <= i]
         cost = {j: before * (i - j) if j < i else after * (j - i) if j > i else itself for j in seen}
         scaled = {j: sum(q[i][t] * k[j][t] for t in range(d_k)) / math.sqrt(d_k) - cost[j] for j in seen}
+        if sink is not None:
+            scaled["sink"] = sink
         top = max(scaled.values())
         exps = {j: math.exp(s - top) for j, s in scaled.items()}
         total = sum(exps.values())
         weights.append([exps[j] / total if j in exps else 0.0 for j in range(n)])
-    delta = matmul(weights, v)
+        sunk.append(exps["sink"] / total if sink is not None else None)
+    delta = matmul(weights, v)  # the sink's value is zero: it adds nothing
     if w_o is not None:
         delta = matmul(delta, w_o)
-    return weights, delta
+    return (weights, delta, sunk) if sink is not None else (weights, delta)
 
 
 def random_head(rng, d: int, d_k: int, d_v: int | None) -> Head:
@@ -84,6 +88,58 @@ def test_query_bias_and_distance_slopes_match_the_loop(seed, dtype, causal):
     plain = run_head(e, Head("h", head.w_q, head.w_k, head.w_v), None)
     np.testing.assert_array_equal(out.scores, (e @ head.w_q + head.b_q) @ (e @ head.w_k).T) if dtype == np.float64 else None
     assert not np.allclose(out.weights, plain.weights)  # both additions change what the head does
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("sink", [-3.0, 0.4, 6.0])
+def test_a_sink_is_a_key_that_writes_nothing_as_in_the_loop(sink, dtype, causal):
+    """The sink: one more key every query sees, with its own score and a zero value; weights on the tokens
+    and on the sink sum to 1, and Delta E is the tokens' part alone."""
+    rng = np.random.default_rng(int(sink * 10) % 7)
+    n, d, d_k = 7, 6, 2
+    e = rng.normal(0, 2, (n, d))
+    head = random_head(rng, d, d_k, None)
+    head.distance, head.sink = np.array([0.3, 0.9, 2.0]), sink
+    out = run_head(e.astype(dtype), head, causal_mask(n) if causal else None)
+    weights, delta, sunk = loop_head(e.tolist(), head.w_q.tolist(), head.w_k.tolist(), head.w_v.tolist(), None, causal,
+                                     None, tuple(head.distance), sink)
+    tolerance = 1e-5 if dtype == np.float32 else 1e-9
+    np.testing.assert_allclose(out.weights, weights, atol=tolerance)
+    np.testing.assert_allclose(out.sink, sunk, atol=tolerance)
+    np.testing.assert_allclose(out.delta, delta, atol=100 * tolerance)
+    np.testing.assert_allclose(out.weights.sum(axis=1) + out.sink, 1.0, atol=tolerance)
+    np.testing.assert_allclose(out.delta_self + out.delta_context, out.delta, atol=100 * tolerance)
+    masked, alone = attention_weights(out.scores, d_k, causal_mask(n) if causal else None, distance=head.distance, sink=sink)
+    np.testing.assert_allclose(alone, out.weights, atol=tolerance)  # the single-matrix route agrees
+
+
+def test_a_sink_out_of_reach_changes_nothing_and_a_stack_mixes_heads_with_and_without():
+    rng = np.random.default_rng(4)
+    e = rng.normal(0, 2, (8, 6))
+    plain, sunk = random_head(rng, 6, 3, None), random_head(rng, 6, 3, None)
+    sunk.sink = -1e4  # never wins any weight
+    outs, *_ = multi_head(e, [plain, sunk], causal_mask(8))
+    assert outs[0].sink is None and outs[1].sink is not None
+    np.testing.assert_array_equal(outs[0].weights, run_head(e, plain, causal_mask(8)).weights)
+    np.testing.assert_allclose(outs[1].weights, run_head(e, Head("h", sunk.w_q, sunk.w_k, sunk.w_v), causal_mask(8)).weights, atol=1e-12)
+    np.testing.assert_array_equal(outs[1].sink, 0.0)
+    sunk.sink = 1e4  # takes all the weight: nothing is written
+    out = run_head(e, sunk, causal_mask(8))
+    np.testing.assert_array_equal(out.sink, 1.0)
+    np.testing.assert_array_equal(out.delta, 0.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 12), st.floats(-20, 20), st.booleans(), st.integers(0, 2**16))
+def test_weights_and_sink_always_sum_to_one(n, sink, causal, seed):
+    rng = np.random.default_rng(seed)
+    e = rng.normal(0, 3, (n, 5))
+    head = random_head(rng, 5, 2, None)
+    head.sink = sink
+    out = run_head(e, head, causal_mask(n) if causal else None)
+    assert np.all(out.weights >= 0) and np.all((out.sink >= 0) & (out.sink <= 1))
+    np.testing.assert_allclose(out.weights.sum(axis=1) + out.sink, 1.0, atol=1e-12)
 
 
 def test_a_stack_mixes_heads_with_and_without_slopes():
@@ -311,7 +367,7 @@ from contextlib import contextmanager  # noqa: E402
 import mmap  # noqa: E402
 
 from attn_cli import attention  # noqa: E402
-from attn_cli.attention import attention_weights, row_spans, run_heads, softmax, zero_matrices  # noqa: E402
+from attn_cli.attention import row_spans, run_heads, softmax, zero_matrices  # noqa: E402
 
 
 @contextmanager

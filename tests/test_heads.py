@@ -163,8 +163,12 @@ def test_small_budget_rebuild_is_deterministic(glove, build):
 
 def test_small_budget_rebuild_of_the_context_head(glove, build, adjective):
     head, data = build.build_context(glove, adjective, scales=(2.0, 6.0), betas=(0.5, 1.5), self_costs=(0.0,), mixes=(0.0, 0.5),
-                                     ridges=(1e-2, 1.0), steps=60)
+                                     ridges=(1e-2, 1.0), steps=60, sink_ranks=(None, 3000), boosts=(1.0, 2.0))
     choice = data["value_choice"]
+    assert {(t["boost"], t["sink_rank"]) for t in choice["sink_tried"]} == {(1.0, None), (1.0, 3000), (2.0, None), (2.0, 3000)}
+    chosen = next(t for t in choice["sink_tried"] if (t["boost"], t["sink_rank"]) == (choice["boost"], choice["sink_rank"]))
+    assert chosen["alone_cos"] >= build.MIN_ALONE_COSINE or not any(t["alone_cos"] >= build.MIN_ALONE_COSINE for t in choice["sink_tried"])
+    assert head.sink == choice["sink"] and (head.sink is None) == (choice["sink_rank"] is None)
     assert choice["scale"] in (2.0, 6.0) and {(t["beta"], t["scale"]) for t in choice["tried"]} == {(0.5, 2.0), (0.5, 6.0), (1.5, 2.0), (1.5, 6.0)}
     assert {(t["mix"], t["scale"]) for t in choice["mix_tried"]} == {(0.0, 2.0), (0.0, 6.0), (0.5, 2.0), (0.5, 6.0)}
     assert head.w_q.shape == (50, 1) and not head.w_q.any() and head.b_q.tolist() == [choice["beta"]]  # one question, the same for every token
@@ -264,7 +268,10 @@ def test_shipped_sense_figures_are_recomputed(glove, build, adjective, context, 
     references = build.value_map_references(adjective, context, start, choice["scale"], build.SETS["senses"], glove)
     for mask, f in references.items():
         figures[mask].update(f)
+    figures["alone"] = build.alone_figures(adjective, context, build.SETS["senses"][0], glove)
     assert json.loads(json.dumps(figures)) == recorded["context"]["senses"]
+    alone = figures.pop("alone")  # words with no content word before them (causal): the sink leaves them themselves
+    assert alone["heads"] >= 0.8 and alone["heads"] > alone["without_sink"] + 0.2
     for mask in ("causal", "none"):
         f = figures[mask]
         assert f["cases"] >= 120
@@ -630,15 +637,20 @@ def test_hand_written_sets_pass_their_checks(script):
 # --- query bias and distance slopes in head files -------------------------------------------------
 
 
-def test_a_head_file_keeps_its_query_bias_and_distance_slopes(tmp_path):
+def test_a_head_file_keeps_its_query_bias_distance_slopes_and_sink(tmp_path):
     rng = np.random.default_rng(4)
-    head = Head("h", rng.normal(size=(5, 2)), rng.normal(size=(5, 2)), np.eye(5), b_q=np.array([0.5, -1.0]), distance=np.array([1.5, 4.5, 2.0]))
+    head = Head("h", rng.normal(size=(5, 2)), rng.normal(size=(5, 2)), np.eye(5), b_q=np.array([0.5, -1.0]), distance=np.array([1.5, 4.5, 2.0]),
+                sink=0.25)
     heads.save_head(head, tmp_path / "h.npz")
     back = heads.load_head(tmp_path / "h.npz", 5)
     np.testing.assert_array_equal(back.b_q, head.b_q)
     np.testing.assert_array_equal(back.distance, head.distance)
+    assert back.sink == 0.25
     e = rng.normal(size=(6, 5))
     np.testing.assert_array_equal(run_head(e, back, None).weights, run_head(e, head, None).weights)
+    head.sink = None  # a head without one is written without one
+    heads.save_head(head, tmp_path / "plain.npz")
+    assert heads.load_head(tmp_path / "plain.npz", 5).sink is None and "sink" not in np.load(tmp_path / "plain.npz").files
 
 
 @pytest.mark.parametrize("arrays, message", [
@@ -649,6 +661,9 @@ def test_a_head_file_keeps_its_query_bias_and_distance_slopes(tmp_path):
     ({"distance": np.array([1, 2, 3])}, "distance must be 3 floats from 0"),
     ({"b_q": np.array([1.0, 2.0, 3.0])}, "b_q must be 2 finite floats"),
     ({"b_q": np.array([1.0, np.inf])}, "b_q must be 2 finite floats"),
+    ({"sink": np.array(np.nan)}, "sink must be one finite float"),
+    ({"sink": np.array(3)}, "sink must be one finite float"),
+    ({"sink": np.array([1.0, 2.0])}, "'sink' has shape (2,)"),
 ])
 def test_a_bad_query_bias_or_distance_is_one_clear_error(tmp_path, arrays, message):
     path = tmp_path / "bad.npz"
@@ -775,3 +790,17 @@ def test_readme_says_how_many_words_the_first_sense_set_shares_with_dev():
     first, dev = words(DATA / "eval" / "sense_words.tsv"), words(DATA / "dev" / "sense_words.tsv")
     text = " ".join((DATA.parent.parent / "README.md").read_text(encoding="utf-8").split())
     assert f"shares {len(first & dev)} of its {len(first)} words with the development set" in text
+
+
+def test_readme_states_the_sink_as_recorded(recorded):
+    """README's account of the context head's sink: its rank and the words-alone cosines, as the build recorded them."""
+    text = " ".join((DATA.parent.parent / "README.md").read_text(encoding="utf-8").split())
+    m = recorded["context"]
+    rank = m["value_choice"]["sink_rank"]
+    assert text.count(f"scored as a word of frequency rank {rank:,} would") == 1 and f"sink scores as a word of frequency rank {rank:,} would" in text
+    dev, held = m["senses_dev"]["alone"], [m[name]["alone"] for name in ("senses", "senses2", "senses3")]
+    assert f"keep a mean cos(E, E') of {dev['heads']:.2f}, against {dev['without_sink']:.2f} without the sink" in text
+    with_sink = [f"{a['heads']:.2f}" for a in held]
+    without = ", ".join(f"{a['without_sink']:.2f}" for a in held)
+    assert f"on the held-out sets {with_sink[0]}, {with_sink[1]} and {with_sink[2]} ({without} without)" in text
+    assert f"while keeping that cosine at least {m['value_choice']['min_alone_cosine']}" in text

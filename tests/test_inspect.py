@@ -320,6 +320,46 @@ def test_heatmap_lists_top_entries_as_index_token_when_not_even_the_compact_grid
     assert "keys as index:token" in listed and "1:word1       → 0:word0 .50, 1:word1 .50" in listed
 
 
+MOLE_FIRST = "The mole dug tunnels under my garden."
+
+
+def test_a_head_with_a_sink_shows_it_in_json_csv_and_the_view(run, tmp_path):
+    """Weight on the sink is an update not made: JSON gives its score and each query's weight (the tokens'
+    weights and it sum to 1), CSV a row per query with the key token ∅, the view a ∅ column and focus row."""
+    head = rng_head("sunk", seed=3)
+    head.sink = 0.5
+    save_head(head, tmp_path / "sunk.npz")
+    out = parse_json(run("inspect", MOLE_FIRST, "--head", str(tmp_path / "sunk.npz"), "--head", "identity", "--json"))
+    sunk, plain = out["heads"]
+    assert "sink" not in plain and sunk["sink"]["score"] == 0.5
+    weights, sink = np.array(sunk["weights"]), np.array(sunk["sink"]["weights"])
+    np.testing.assert_allclose(weights.sum(axis=1) + sink, 1.0, atol=1e-6)
+    assert np.all(sink > 0)
+    rows = [line.split(",") for line in run("inspect", MOLE_FIRST, "--head", str(tmp_path / "sunk.npz"), "--csv").stdout.splitlines()]
+    header, body = rows[0], rows[1:]
+    token, weight, query = header.index("key_token"), header.index("weight"), header.index("query")
+    sink_rows = [r for r in body if r[token] == "∅"]
+    assert len(sink_rows) == len(weights) and [float(r[weight]) for r in sink_rows] == pytest.approx(sink, abs=1e-6)
+    per_query = np.zeros(len(weights))
+    for r in body:
+        per_query[int(r[query])] += float(r[weight])
+    np.testing.assert_allclose(per_query, 1.0, atol=1e-5)
+    view = run("inspect", MOLE_FIRST, "--head", str(tmp_path / "sunk.npz"), "--focus", "mole", env=WIDE).stdout
+    assert "∅: a key every query sees that writes nothing (score 0.5)" in view
+    assert "∅ nothing" in view and " ∅ " in view.split("what 'mole'")[0]  # the focus row, and the heatmap's column
+
+
+def test_the_context_heads_sink_leaves_a_word_with_nothing_before_it_itself(run):
+    """Under the causal mask the first words of a sentence have nothing rarer before them to attend to: the
+    shipped context head puts their weight on its sink, so they stay near what they were."""
+    out = parse_json(run("inspect", MOLE_FIRST, "--json"))
+    context = next(h for h in out["heads"] if h["name"] == "context")
+    sink = context["sink"]["weights"]
+    assert sink[0] > 0.99 and sink[1] > 0.5  # "the" sees only itself (which costs it) and the sink; "mole" only "the"
+    assert sink[2] < 0.5  # "dug" sees "mole"
+    assert out["cosines"][0] > 0.95 and out["cosines"][1] > 0.7
+
+
 def test_human_view_shows_tokens_heatmap_and_shift_table(run):
     result = run("inspect", "one mole of carbon dioxide", "--head", "identity", env=WIDE)
     assert result.exit_code == 0, result.stderr

@@ -285,12 +285,14 @@ def token_list(result: results.InspectResult) -> Text:
     return text
 
 
-def head_heading(head: results.HeadView, result: results.InspectResult, stage: str) -> Text:
+def head_heading(head: results.HeadView, result: results.InspectResult, stage: str, transpose: bool = False) -> Text:
     mask = "causal mask" if result.mask == "causal" else "no mask"
     text = Text(f"head {head.name}", style="bold cyan")
     text.append(f"  d_k={head.d_k} · {mask} · {stage}{'' if result.scale else ' · not divided by √d_k'}", style="dim")
     if head.distance is not None:
         text.append(f"\n{distance_note(head.distance)}", style="dim")
+    if head.sink is not None:
+        text.append(f"\n{sink_note(head.sink, 'column' if transpose else 'row')}", style="dim")
     if head.description:
         text.append(f"\n{head.description}", style="yellow" if head.noise else "dim")
     if head.top_weight_scaled is not None:
@@ -309,12 +311,23 @@ def distance_note(distance: list) -> str:
     return "distance (ALiBi): " + (", ".join(p for p in parts if p) or "no cost")
 
 
+def sink_note(score: float, line: str = "row") -> str:
+    return (f"{results.SINK_TOKEN}: a key every query sees that writes nothing (score {score:.3g}); "
+            f"weight on it is an update not made, and each {line} sums to 1 with it")
+
+
 def heatmap(head: results.HeadView, tokens: list[str], stage: str, transpose: bool) -> Heatmap:
+    import numpy as np
+
     matrix = head.stage_matrix(stage)
+    keys = tokens
+    if head.sink is not None and stage != "scores":  # the sink as one more key column (it has no Q.K)
+        column = head.sink_weights if stage == "weights" else np.full(len(tokens), head.sink)
+        matrix, keys = np.column_stack([matrix, column]), [*tokens, results.SINK_TOKEN]
     kind = "weights" if stage == "weights" else "scores"
     if transpose:
-        return Heatmap(matrix.T, tokens, tokens, kind=kind, corner="key ↓ query →")
-    return Heatmap(matrix, tokens, tokens, kind=kind)
+        return Heatmap(matrix.T, keys, tokens, kind=kind, corner="key ↓ query →")
+    return Heatmap(matrix, tokens, keys, kind=kind)
 
 
 def focus_table(head: results.HeadView, tokens: list[str], i: int, scale: bool = True) -> Table:
@@ -331,6 +344,9 @@ def focus_table(head: results.HeadView, tokens: list[str], i: int, scale: bool =
             continue
         w = float(head.weights[i, j])
         table.add_row(f"{j}:{token}", f"{head.scaled[i, j]:.3f}", f"{w:.3f}", bar(w))
+    if head.sink is not None:
+        w = float(head.sink_weights[i])
+        table.add_row(f"{results.SINK_TOKEN} nothing", f"{head.sink:.3f}", f"{w:.3f}", bar(w))
     return table
 
 
@@ -421,7 +437,7 @@ def inspect_view(result: results.InspectResult, *, stage: str = "weights", trans
         parts.append(Text(RELATIVE_NOTE, style="dim"))
     for h, head in enumerate(result.heads):
         parts.append(Rule(style="dim"))
-        parts.append(head_heading(head, result, stage))
+        parts.append(head_heading(head, result, stage, transpose))
         parts.append(heatmap(head, result.tokens, stage, transpose))
         if focus is not None:
             parts.append(focus_table(head, result.tokens, focus, result.scale))

@@ -13,7 +13,7 @@ MODULES = ("inspection", "analogy", "heads", "vectors")
 WHERE = {
     "VectorsInfo": "vectors", "VectorsConverted": "vectors",
     "ProbeScore": "analogy", "Neighbor": "analogy", "Answer": "analogy", "AnalogyResult": "analogy",
-    "HeadView": "inspection", "SenseRow": "inspection", "InspectResult": "inspection",
+    "HeadView": "inspection", "SenseRow": "inspection", "InspectResult": "inspection", "SINK_TOKEN": "inspection",
     "HeadInfo": "heads", "HeadsList": "heads", "HeadTrained": "heads", "HeadsEval": "heads",
 }  # fmt: skip
 

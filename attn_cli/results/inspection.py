@@ -4,11 +4,14 @@ The result objects are plain classes (attn_cli.records), not dataclasses: they a
 every start of `inspect`, and a dataclass compiles its methods then (~0.3 ms each class).
 """
 
+from functools import lru_cache
+
 from attn_cli.records import Record, ValueRecord
 
 
 WEIGHT_DIGITS = 7  # 7 significant digits keep every row's sum within 5e-7 of 1
 NUMBER_DIGITS = 6  # scores, norms, embeddings
+SINK_TOKEN = "∅"  # the key that writes nothing (a head with a sink), where a key token is named
 
 
 _TENS: list = []  # [10^0 .. 10^22] as one array, built on first use
@@ -34,6 +37,12 @@ def significant(a, digits):
     decimals = np.fmin(np.fmax(digits - 1 - np.floor(exponent), 0), 22)  # inf -> 0 decimals
     scale = _powers_of_ten()[decimals.astype(np.intp)]
     return np.rint(a * scale) / scale
+
+
+@lru_cache(maxsize=64)
+def rounded_score(x: float) -> float:
+    """A head's fixed number (its sink's score) as JSON writes it: rounded once, not on every line."""
+    return float(significant(x, NUMBER_DIGITS))
 
 
 def _with_nulls(a, hidden) -> list:
@@ -80,18 +89,18 @@ class HeadView(Record):
     """One head over one sentence: its matrices at every step (queries are rows). Holds arrays: compared by identity."""
 
     __slots__ = ("name", "d_k", "noise", "description", "scores", "scaled", "weights", "allowed", "delta", "delta_self",
-                 "delta_context", "top_weight", "top_weight_scaled", "distance")
+                 "delta_context", "top_weight", "top_weight_scaled", "distance", "sink", "sink_weights")
 
     def __init__(self, name: str, d_k: int, noise: bool, description: str, scores, scaled, weights, allowed, delta=None,
                  delta_self=None, delta_context=None, top_weight: float | None = None, top_weight_scaled: float | None = None,
-                 distance: list | None = None):
+                 distance: list | None = None, sink: float | None = None, sink_weights=None):
         self.name = name
         self.d_k = d_k
         self.noise = noise  # untrained random weights: the pattern means nothing
         self.description = description
         self.scores = scores  # [n, n] Q K^T before scaling
         self.scaled = scaled  # [n, n] Q K^T / sqrt(d_k) (Q K^T itself with --no-scale) - distance penalty (heads with one), -inf where masked
-        self.weights = weights  # [n, n] softmax over keys; rows sum to 1
+        self.weights = weights  # [n, n] softmax over keys; rows sum to 1 (less the sink's weight, for a head with one)
         self.allowed = allowed  # [n, n] bool, True where the query may see the key; None = every key
         self.delta = delta  # [n, d] this head's Delta E
         self.delta_self = delta_self  # [n, d] its self part, w_ii v_i (then W_O)
@@ -99,6 +108,8 @@ class HeadView(Record):
         self.top_weight = top_weight  # with --no-scale: mean over rows of the largest weight, as run
         self.top_weight_scaled = top_weight_scaled  # with --no-scale: the same had the scores been divided by sqrt(d_k)
         self.distance = distance  # [before, after, self]: the score a key loses per token before / after the query (ALiBi), and the query itself; None = none
+        self.sink = sink  # the score of the key every query sees that writes nothing (None: the head has none)
+        self.sink_weights = sink_weights  # [n] each query's weight on it (None without a sink)
 
     def stage_matrix(self, stage: str):
         """The matrix at `stage` with NaN where masked (for the raw scores: where the mask will hide them)."""
@@ -221,24 +232,34 @@ class InspectResult(Record):
 
         n, n_heads = len(self.tokens), len(self.heads)
         n_weights = n * n * n_heads if with_weights else 0
-        flat = np.concatenate([h.weights.ravel() for h in self.heads if with_weights] + [self.number_rows().ravel()])
-        digits = np.repeat([WEIGHT_DIGITS, NUMBER_DIGITS], [n_weights, len(flat) - n_weights])
+        sunk = [h for h in range(n_heads) if self.heads[h].sink is not None]  # heads whose sink weights are written too
+        numbers = self.number_rows()
+        flat = np.concatenate([h.weights.ravel() for h in self.heads if with_weights] + [numbers.ravel()]
+                              + [self.heads[h].sink_weights for h in sunk])
+        digits = np.repeat([WEIGHT_DIGITS, NUMBER_DIGITS, WEIGHT_DIGITS], [n_weights, numbers.size, n * len(sunk)])
         flat = significant(flat, digits)
-        numbers = flat[n_weights:].reshape(-1, n).tolist()
+        end = n_weights + numbers.size
+        numbers = flat[n_weights:end].reshape(-1, n).tolist()
         weights = flat[:n_weights].reshape(n_heads, n, n).tolist() if with_weights else None
         per_token = dict(zip(TOKEN_NUMBERS, numbers))
         rest = numbers[len(TOKEN_NUMBERS):]
         per_head = [dict(zip(HEAD_NUMBERS, rest[3 * h : 3 * h + 3])) for h in range(n_heads)]
+        for h, row in zip(sunk, flat[end:].reshape(-1, n).tolist()):
+            per_head[h]["sink"] = row
         return weights, per_token, per_head
 
     def head_dict(self, h: int, weights, norms: dict, stream: bool = False) -> dict:
         head = self.heads[h]
+        norms = dict(norms)
+        sink_weights = norms.pop("sink", None)  # rounded with the other numbers (rounded_numbers)
         cosines, context_cosines = (significant(c, NUMBER_DIGITS).tolist() for c in self.head_cosines(h))
         out = {"name": head.name, "d_k": head.d_k, "description": head.description, "noise": head.noise,
                "weights": _streamed(head.weights, WEIGHT_DIGITS) if stream else weights, **norms,
                "cosines": cosines, "context_cosines": context_cosines}
         if head.distance is not None:  # [before, after, self]: what a key loses for where it stands
             out["distance"] = head.distance
+        if head.sink is not None:  # the key that writes nothing: its score and each query's weight on it
+            out["sink"] = {"score": rounded_score(head.sink), "weights": sink_weights}
         if head.top_weight is not None:  # --no-scale: how peaked the rows are, as run and had they been scaled
             out["mean_top_weight"] = float(significant(head.top_weight, NUMBER_DIGITS))
             out["mean_top_weight_scaled"] = float(significant(head.top_weight_scaled, NUMBER_DIGITS))
@@ -264,9 +285,13 @@ class InspectResult(Record):
             scores = _with_nulls(significant(head.scores, NUMBER_DIGITS), hidden)
             scaled = _with_nulls(significant(head.scaled, NUMBER_DIGITS), hidden)
             weights = significant(head.weights, WEIGHT_DIGITS).ravel().tolist()
+            sunk = None if head.sink is None else significant(head.sink_weights, WEIGHT_DIGITS).tolist()
             for c, (i, j) in enumerate(zip(queries.tolist(), keys.tolist())):
                 yield {"layer": 0, "head": head.name, "query": i, "key": j, "query_token": self.tokens[i], "key_token": self.tokens[j],
                        "score": scores[i][j], "scaled": scaled[i][j], "weight": weights[c]}
+                if sunk is not None and j == n - 1:  # the sink after each query's keys: no token, no Q.K, its score as compared
+                    yield {"layer": 0, "head": head.name, "query": i, "key": None, "query_token": self.tokens[i], "key_token": SINK_TOKEN,
+                           "score": None, "scaled": rounded_score(head.sink), "weight": sunk[i]}
 
     def to_dict(self, stream: bool = False) -> dict:
         """The JSON document. With `stream`, each head's [n, n] matrices are output.Rows, rounded

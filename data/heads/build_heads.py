@@ -63,6 +63,9 @@ CONTEXT_SELF_COSTS = (0.0, 8.0, 16.0)  # candidates for the cost of attending to
 CONTEXT_VALUE_SCALES = (4.0, 5.0, 6.0, 7.0, 8.0)  # candidates for s in W_V = s (I - m m^T); chosen on the dev set
 RANK_OFFSET = 10.0  # rarity is fitted to log(rank + this): the first keys' ranks (0, 1, 2...) do not dominate
 MIN_COSINE = 0.6  # the chosen s keeps the dev set's mean cos(E, E') of the ambiguous word at least this
+SINK_RANKS = (None, 1_000, 3_000, 10_000, 30_000, 100_000)  # candidates for the sink's score: that of a key of this frequency rank (None: no sink); chosen on the dev set
+SINK_BOOSTS = (1.0, 1.5, 2.0, 2.5, 3.0)  # candidates for the factor on W_V that comes with the sink (weight on the sink shrinks every update); chosen on the dev set
+MIN_ALONE_COSINE = 0.8  # the chosen sink keeps the mean cos(E, E') of the dev words with no content word before them (causal mask) at least this
 MEAN_WORDS = 20_000  # m: the unit mean of the most frequent word vectors, a direction every word shares
 CORPUS = "lee_background.cor"  # gensim's copy of the Lee background corpus, in its test data (see corpus_sentences)
 CORPUS_SHA256 = "5d78d6dafd953bbf65797bef09a9ffb9ec430583381be705f8fd460000f370fb"
@@ -179,7 +182,8 @@ def sense_cases(cases_file, words_file, vectors) -> tuple[list, dict]:
 def even_through_value_map(adjective, context, cases_file, words_file, vectors) -> dict:
     """The context head's attention replaced by even weights over the other content words the word can
     see, through the head's own W_V (the adjective head as it is): what the value map does without
-    the head's choice of where to look. {mask: share of cases resolved}."""
+    the head's choice of where to look. The weight spread is what the head gives to tokens (1 less
+    its sink's). {mask: share of cases resolved}."""
     from attn_cli.inspection import Settings, inspect_text
     from attn_cli.words import is_content
 
@@ -190,11 +194,12 @@ def even_through_value_map(adjective, context, cases_file, words_file, vectors) 
         for case in cases:
             if mask == Mask.causal and not case.context_before:
                 continue
-            result = inspect_text(case.sentence, vectors, [adjective], Settings(mask=Mask(mask)))  # the adjective head's update as it is
+            result = inspect_text(case.sentence, vectors, [adjective, context], Settings(mask=Mask(mask)))
             i = result.tokens.index(case.word)
             seen = [j for j in range(len(result.tokens)) if j != i and is_content(result.tokens[j]) and (mask == Mask.none or j < i)]
-            mix = result.e[seen].mean(axis=0) @ context.w_v if seen else 0.0  # [d]
-            rows.append(result.e[i] + result.delta[i] + mix)  # [d]
+            share = 1.0 if context.sink is None else 1.0 - result.heads[1].sink_weights[i]  # the weight the head gives to tokens
+            mix = share * result.e[seen].mean(axis=0) @ context.w_v if seen else 0.0  # [d]
+            rows.append(result.e[i] + result.heads[0].delta[i] + mix)  # [d]: the adjective head's update as it is
             names, c = senses[case.word]
             centroids.append(c)
             intended.append(names.index(case.sense))
@@ -348,14 +353,17 @@ def rarity_key(vectors) -> np.ndarray:  # -> [d + 1]
     return ridge_regression(with_positions(x, rng), np.tile(y, POSITION_COPIES), np.ones(len(x) * POSITION_COPIES))
 
 
-def context_head(rarity: np.ndarray, beta: float, self_cost: float, w_v: np.ndarray) -> Head:
+def context_head(rarity: np.ndarray, beta: float, self_cost: float, w_v: np.ndarray, sink_rank: int | None = None) -> Head:
     """The context head from the rarity regression: every query asks the same question (W_Q = 0, b_Q = beta),
     each key answers with its rarity, so the scaled score of key j is beta * (u . E_j) whatever the query,
-    less `self_cost` on the query itself; W_V writes what those words mean."""
+    less `self_cost` on the query itself; W_V writes what those words mean. With `sink_rank`, a key that
+    writes nothing scores as a word of that frequency rank would: where the sentence has no rarer word
+    to attend to, the weight goes there and the word stays itself."""
     d = len(rarity) - 1
     w_q, b_q, w_k = np.zeros((d, 1)), np.array([beta]), rarity[:-1, None]  # [d, 1], [1], [d, 1]; the intercept only shifts whole rows
     distance = np.array([0.0, 0.0, self_cost]) if self_cost else None
-    return Head("context", w_q, w_k, w_v, b_q=b_q, distance=distance)
+    sink = None if sink_rank is None else beta * (math.log(sink_rank + RANK_OFFSET) - rarity[-1])  # u . E = log(rank + offset) - intercept
+    return Head("context", w_q, w_k, w_v, b_q=b_q, distance=distance, sink=sink)
 
 
 def corpus_sentences(vectors) -> list[list[str]]:
@@ -411,26 +419,60 @@ def corpus_value_map(head: Head, vectors) -> tuple[np.ndarray, dict]:  # -> [d, 
     return fitted, {"file": f"gensim/test/test_data/{CORPUS}", "sha256": CORPUS_SHA256, "rows": len(c), "ridge": CORPUS_RIDGE}
 
 
-def best_on_dev(heads: dict, adjective, vectors) -> tuple[object, list]:
+def best_on_dev(heads: dict, adjective, vectors, alone: bool = False) -> tuple[object, list]:
     """The candidate head that resolves most dev sense cases (mean of both masks) among those that keep
-    the dev words' mean cos(E, E') >= MIN_COSINE under both masks; ties: the first. -> (key, every figure)."""
+    the dev words' mean cos(E, E') >= MIN_COSINE under both masks (with `alone`, also the mean cos of
+    the words that have no content word before them, under the causal mask, >= MIN_ALONE_COSINE);
+    ties: the first. -> (key, every figure)."""
     cases_file, words_file = SETS["senses_dev"]
     tried = {}
     for key, head in heads.items():
         figures = sense_figures([adjective, head], cases_file, words_file, vectors)
         tried[key] = {"after": float(np.mean([figures[m]["heads"]["after"] for m in figures])),
                       "mean_cos": float(min(figures[m]["heads"]["mean_cos"] for m in figures))}
-    allowed = [k for k in heads if tried[k]["mean_cos"] >= MIN_COSINE] or list(heads)[:1]
+        if alone:
+            tried[key]["alone_cos"] = alone_cosine([adjective, head], cases_file, vectors)
+
+    def keeps(k):
+        return tried[k]["mean_cos"] >= MIN_COSINE and (not alone or tried[k]["alone_cos"] >= MIN_ALONE_COSINE)
+
+    allowed = [k for k in heads if keeps(k)] or list(heads)[:1]
     return max(allowed, key=lambda k: round(tried[k]["after"], 6)), [{"key": k, **v} for k, v in tried.items()]
 
 
+def alone_figures(adjective, context, cases_file, vectors) -> dict:
+    """alone_cosine for the heads as shipped and for the same heads without the context head's sink."""
+    out = {"heads": alone_cosine([adjective, context], cases_file, vectors)}
+    if context.sink is not None:
+        out["without_sink"] = alone_cosine([adjective, without_sink(context)], cases_file, vectors)
+    return out
+
+
+def alone_cosine(heads, cases_file, vectors) -> float:
+    """Mean cos(E, E') of the sense cases' words under the causal mask when no content word comes before
+    them (their context is after): the heads have nothing to write, and the word should stay itself."""
+    from attn_cli.inspection import Settings, inspect_text
+    from attn_cli.words import is_content
+
+    cosines = []
+    for case in evaluation.parse_sense_cases(cases_file.read_text(encoding="utf-8").splitlines(), str(cases_file)):
+        result = inspect_text(case.sentence, vectors, heads, Settings(mask=Mask.causal))
+        i = result.tokens.index(case.word)
+        if not any(is_content(t) for t in result.tokens[:i]):
+            e, after = result.e[i], result.e_prime[i]
+            cosines.append(float(e @ after / (np.linalg.norm(e) * np.linalg.norm(after))))
+    return float(np.mean(cosines))
+
+
 def build_context(vectors, adjective, scales=CONTEXT_VALUE_SCALES, betas=CONTEXT_RARITY, self_costs=CONTEXT_SELF_COSTS,
-                  mixes=CORPUS_MIXES, ridges=VALUE_RIDGES, steps=VALUE_STEPS):
+                  mixes=CORPUS_MIXES, ridges=VALUE_RIDGES, steps=VALUE_STEPS, sink_ranks=SINK_RANKS, boosts=SINK_BOOSTS):
     """The rarity key; beta and the cost on the query itself, chosen on the dev sense set with W_V =
     s (I - m m^T); the corpus map C under that key; then mu and s of W_V = s (mu C + (1 - mu) (I - m m^T)),
-    chosen on dev by the same rule (see best_on_dev). Last, W_V is trained on the dev cases' sense
-    margins, starting from and pulled toward that (see train_value_map), or left as it is when
-    cross-validation says training does not help words it has not seen."""
+    chosen on dev by the same rule (see best_on_dev); then the sink and the factor k on that W_V that
+    comes with it, by the same rule with one more bar: words with nothing before them stay themselves.
+    Last, W_V is trained on the dev cases' sense margins, starting from and pulled toward k W_V
+    (see train_value_map), or left as it is when cross-validation says training does not help words
+    it has not seen."""
     rarity = rarity_key(vectors)
     plain = value_map(1.0, vectors)
     # smaller updates first, so that a tie goes to the smaller update
@@ -439,10 +481,15 @@ def build_context(vectors, adjective, scales=CONTEXT_VALUE_SCALES, betas=CONTEXT
     corpus, corpus_data = corpus_value_map(context_head(rarity, b, c, plain), vectors)
     mixed = {(mu, s): mixed_value_map(corpus, mu, s, vectors) for s in sorted(scales) for mu in mixes}
     (mu, s), mix_tried = best_on_dev({k: context_head(rarity, b, c, w) for k, w in mixed.items()}, adjective, vectors)
-    choice = {"beta": b, "self_cost": c, "scale": s, "mix": mu, "min_cosine": MIN_COSINE,
+    sinks = {(k, r): context_head(rarity, b, c, k * mixed[(mu, s)], r) for k in sorted(boosts) for r in sink_ranks}  # smaller updates first
+    (k, r), sink_tried = best_on_dev(sinks, adjective, vectors, alone=True)
+    choice = {"beta": b, "self_cost": c, "scale": s, "mix": mu, "boost": k, "sink_rank": r, "sink": sinks[(k, r)].sink,
+              "min_cosine": MIN_COSINE, "min_alone_cosine": MIN_ALONE_COSINE,
               "tried": [{"beta": t["key"][0], "self_cost": t["key"][1], "scale": t["key"][2], "after": t["after"], "mean_cos": t["mean_cos"]} for t in tried],
-              "mix_tried": [{"mix": t["key"][0], "scale": t["key"][1], "after": t["after"], "mean_cos": t["mean_cos"]} for t in mix_tried]}
-    start = context_head(rarity, b, c, mixed[(mu, s)])
+              "mix_tried": [{"mix": t["key"][0], "scale": t["key"][1], "after": t["after"], "mean_cos": t["mean_cos"]} for t in mix_tried],
+              "sink_tried": [{"boost": t["key"][0], "sink_rank": t["key"][1], "after": t["after"], "mean_cos": t["mean_cos"], "alone_cos": t["alone_cos"]}
+                             for t in sink_tried]}
+    start = sinks[(k, r)]
     cases_file, words_file = SETS["senses_dev"]
     w_v, training_data = train_value_map(sense_margins(adjective, start, cases_file, words_file, vectors), start.w_v, ridges, steps)
     return with_w_v(start, w_v), {"value_choice": choice, "value_training": training_data, "rarity_words": len(vectors.vectors),
@@ -451,7 +498,7 @@ def build_context(vectors, adjective, scales=CONTEXT_VALUE_SCALES, betas=CONTEXT
 
 def with_w_v(head: Head, w_v: np.ndarray) -> Head:
     """The same head (a new object) with another value map."""
-    return Head(head.name, head.w_q, head.w_k, w_v, b_q=head.b_q, distance=head.distance)
+    return Head(head.name, head.w_q, head.w_k, w_v, b_q=head.b_q, distance=head.distance, sink=head.sink)
 
 
 def plain_value_map(context: Head, scale: float, vectors) -> Head:
@@ -467,8 +514,13 @@ def mixed_value_map(corpus: np.ndarray, mix: float, scale: float, vectors) -> np
 def start_value_map(context: Head, choice: dict, vectors) -> Head:
     """The context head with W_V as its training on the dev cases starts (the corpus map is recomputed:
     it depends on the head's attention only)."""
-    corpus, _ = corpus_value_map(context, vectors)
-    return with_w_v(context, mixed_value_map(corpus, choice["mix"], choice["scale"], vectors))
+    corpus, _ = corpus_value_map(without_sink(context), vectors)  # C was fitted before the sink was chosen
+    return with_w_v(context, choice["boost"] * mixed_value_map(corpus, choice["mix"], choice["scale"], vectors))
+
+
+def without_sink(head: Head) -> Head:
+    """The same head (a new object) with no sink."""
+    return Head(head.name, head.w_q, head.w_k, head.w_v, b_q=head.b_q, distance=head.distance)
 
 
 def sense_margins(adjective, context, cases_file, words_file, vectors) -> dict:
@@ -595,8 +647,9 @@ def measure(adjective, context, data, vectors) -> dict:
     choice = data["context"]["value_choice"]
     start = start_value_map(context, choice, vectors)  # the corpus map is fitted once
     for name in SENSE_SETS:
-        for mask, f in value_map_references(adjective, context, start, choice["scale"], SETS[name], vectors).items():
+        for mask, f in value_map_references(adjective, context, start, choice["scale"] * choice["boost"], SETS[name], vectors).items():
             context_metrics[name][mask].update(f)
+        context_metrics[name]["alone"] = alone_figures(adjective, context, SETS[name][0], vectors)
     for key in ("value_choice", "value_training", "corpus"):
         context_metrics[key] = data["context"][key]
     return {"adjective": adjective_metrics, "context": context_metrics}
@@ -772,6 +825,24 @@ def context_reading(m) -> str:
             f"{c['heads']['mean_cos']:.2f} says.")
 
 
+def sink_text(m) -> str:
+    """The card's account of the sink, from the figures."""
+    choice = m["value_choice"]
+    if choice["sink_rank"] is None:
+        return (f"No sink: none of the candidates kept the dev words that have no content word before them at a mean "
+                f"cos(E, E') >= {choice['min_alone_cosine']} while meeting the other bars.")
+    alone = {name: m[name]["alone"] for name in SENSE_SETS}
+    held = "; ".join(f"{alone[name]['heads']:.2f} (without the sink {alone[name]['without_sink']:.2f})" for name in HELDOUT_SENSES)
+    return (f"A sink: one more key that every query sees and that writes nothing (its value is 0), scored "
+            f"{choice['sink']:.3g}, as a word of frequency rank {choice['sink_rank']:,} would. Where nothing rarer comes before a "
+            f"word (the first words of a sentence under the causal mask), most of its weight goes there and the word\n"
+            f"  stays itself instead of taking in \"the\" or \"a\"; real models do the same with a first or special token. "
+            f"Chosen on dev with a factor k = {choice['boost']:g} on W_V ({len(choice['sink_tried'])} candidates): the one that resolves most dev cases\n"
+            f"  among those that keep the ambiguous words' mean cos(E, E') >= {choice['min_cosine']} and that of the dev words with no\n"
+            f"  content word before them >= {choice['min_alone_cosine']} ({alone['senses_dev']['heads']:.2f}; without the sink "
+            f"{alone['senses_dev']['without_sink']:.2f}). On the held-out sets: {held}.")
+
+
 def context_card(meta, data) -> str:
     m = meta["metrics"]
     choice, training, corpus = m["value_choice"], m["value_training"], m["corpus"]
@@ -802,7 +873,8 @@ the mechanism: it is **not** a head taken from a trained transformer.
   frequency), fitted at random positions as a head sees them. So the scaled score of key j is
   {choice['beta']:g} u . E_j whatever the query, less {choice['self_cost']:g} on the query itself: a word takes its
   meaning from the others, not from a copy of itself.
-- Shapes: W_Q, W_K [50, 1], b_Q [1], W_V [50, 50] (no W_O). Built by
+- {sink_text(m)}
+- Shapes: W_Q, W_K [50, 1], b_Q [1], W_V [50, 50] (no W_O), and the sink's score. Built by
   `python data/heads/build_heads.py` (rebuilds this file; `--check` compares).
 - W_V is built in three steps; the table below measures each.
   1. s (I - m m^T), where m is the unit mean of the {MEAN_WORDS:,} most frequent word vectors: a
@@ -875,7 +947,7 @@ def check(built) -> bool:
     ok = True
     for name, (head, _, _) in built.items():
         shipped = load_head(HERE / f"{name}.npz", head.w_q.shape[0])
-        for key in ("w_q", "w_k", "w_v", "b_q", "distance"):
+        for key in ("w_q", "w_k", "w_v", "b_q", "distance", "sink"):
             mine, theirs = getattr(head, key), getattr(shipped, key)
             if mine is None or theirs is None:
                 print(f"{name} {key}: {'absent' if mine is None else 'present'} in the rebuild, {'absent' if theirs is None else 'present'} in the shipped file")
