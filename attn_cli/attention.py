@@ -181,32 +181,24 @@ def softmax_rows_into(x: np.ndarray, out: np.ndarray, sink: np.ndarray | None = 
     `sink` [..., 1]: the score of one more column that is not written out; returns its weights [..., 1]
     (the row's other weights then sum to 1 minus it). None: no such column (returns None).
     """
-    if sink is not None:
-        return _softmax_with_sink(x, out, sink)
     top = np.maximum.reduce(x, axis=-1, keepdims=True)  # [..., 1]
+    if sink is not None:
+        top = np.maximum(top, sink)  # a finite sink gives every row a finite maximum
     if not np.isfinite(top).all():
-        out[...] = softmax(x)
-        return None
-    np.subtract(x, top, out=out)  # <= 0: exp cannot overflow
-    np.exp(out, out=out)  # masked entries are -inf here: exp gives exactly 0
-    np.divide(out, np.add.reduce(out, axis=-1, keepdims=True), out=out)  # each sum is >= 1: the maximum's own exp(0)
-    return None
-
-
-def _softmax_with_sink(x: np.ndarray, out: np.ndarray, sink: np.ndarray) -> np.ndarray:  # [..., m], [..., 1] -> [..., 1]
-    """softmax over [x, sink] along the last axis: the x part into `out`, the sink's weight returned.
-    A finite sink gives every row a finite maximum (a head of the stack without one has sink -inf)."""
-    top = np.maximum(np.maximum.reduce(x, axis=-1, keepdims=True), sink)  # [..., 1]
-    if not np.isfinite(top).all():  # +inf or NaN among the scores: softmax defines those
-        both = softmax(np.concatenate([x, np.broadcast_to(sink, top.shape).astype(x.dtype)], axis=-1))
+        if sink is None:
+            out[...] = softmax(x)
+            return None
+        both = softmax(np.concatenate([x, np.broadcast_to(sink, top.shape).astype(x.dtype)], axis=-1))  # [..., m + 1]
         out[...] = both[..., :-1]
         return both[..., -1:]
-    np.subtract(x, top, out=out)
-    np.exp(out, out=out)
-    rest = np.exp(sink - top)  # [..., 1]
-    total = np.add.reduce(out, axis=-1, keepdims=True) + rest  # >= 1: the maximum's own exp(0)
-    np.divide(out, total, out=out)
-    return rest / total
+    np.subtract(x, top, out=out)  # <= 0: exp cannot overflow
+    np.exp(out, out=out)  # masked entries are -inf here: exp gives exactly 0
+    total = np.add.reduce(out, axis=-1, keepdims=True)  # [..., 1]
+    rest = None if sink is None else np.exp(sink - top)  # [..., 1] the sink's exp
+    if rest is not None:
+        total += rest
+    np.divide(out, total, out=out)  # each sum is >= 1: the maximum's own exp(0)
+    return None if rest is None else rest / total
 
 
 def distance_penalty(rows: np.ndarray, n: int, slopes: np.ndarray) -> np.ndarray:  # [b], n, [h, 3] -> [h, b, n]

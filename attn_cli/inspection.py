@@ -74,7 +74,7 @@ def inspect_text(text: str, vectors: "Vectors", heads: "list[NamedHead]", settin
             top_weight=None if settings.scale else mean_top_weight(out.weights),
             top_weight_scaled=None if settings.scale else mean_top_weight(attention_weights(out.scores, head.d_k, allowed, distance=head.distance, sink=head.sink)[1]),
             distance=None if head.distance is None else [float(x) for x in head.distance],
-            sink=getattr(head, "sink", None), sink_weights=out.sink,
+            sink=head.sink, sink_weights=out.sink,
         )
         for head, out in zip(heads, outs)
     ]
