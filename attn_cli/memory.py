@@ -11,6 +11,7 @@ from attn_cli.errors import InputError
 BYTES_PER_CELL = 200
 MEMORY_SHARE = 0.5  # of the memory available, what one sentence may take
 STANDARD_TOKENS = 512  # inspect's default --max-tokens: never refused up front
+ALWAYS_FITS = 16 << 20  # matrices this small are not checked: no system has less free, and asking costs a file read per streamed line
 
 
 def available_memory() -> int | None:
@@ -46,11 +47,13 @@ def tokens_that_fit(matrices: int, budget: int) -> int:
 def check_memory(n: int, matrices: int, what: str) -> None:
     """Refuse, before allocating them, `matrices` n x n matrices that would not fit in memory (InputError
     with the number of tokens that would)."""
+    needed = n * n * matrices * BYTES_PER_CELL
+    if needed <= ALWAYS_FITS:
+        return
     available = available_memory()
     if available is None:
         return
     budget = available * MEMORY_SHARE
-    needed = n * n * matrices * BYTES_PER_CELL
     if needed > budget:
         raise InputError(
             f"{n:,} tokens need about {_size(needed)} for the n x n matrices of {what}, and about {_size(available)} "

@@ -263,6 +263,17 @@ def test_a_sentence_beyond_memory_is_refused_before_allocating(monkeypatch):
     assert out.stdout == b""
 
 
+def test_a_short_sentence_does_not_ask_for_free_memory(monkeypatch):
+    """Matrices far below any machine's free memory are not checked: a stream of sentences reads no /proc file per line."""
+    def refuse():
+        raise AssertionError("available_memory() called for a short sentence")
+
+    monkeypatch.setattr(memory, "available_memory", refuse)
+    memory.check_memory(100, 2, "2 heads")  # 4 MB of matrices
+    with pytest.raises(AssertionError):
+        memory.check_memory(300, 2, "2 heads")  # 36 MB: checked
+
+
 def test_similarity_of_too_many_words_is_refused():
     one_line(attn("similarity", *["the"] * 1000), 2, "1,000 words make 499,500 pairs", "at most 200")
 

@@ -550,6 +550,8 @@ def test_json_split_of_delta_into_context_and_self(run, glove):
         np.testing.assert_allclose(head["delta_self_norms"], np.linalg.norm(own, axis=1), rtol=1e-5)
         np.testing.assert_allclose(head["delta_context_norms"], np.linalg.norm(context, axis=1), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(head["delta_norms"], np.linalg.norm(own + context, axis=1), rtol=1e-5)
+        np.testing.assert_allclose(head["cosines"], cos_rows(e, e + own + context), rtol=1e-5)  # this head's update alone
+        np.testing.assert_allclose(head["context_cosines"], cos_rows(e, e + context), rtol=1e-5)
     np.testing.assert_allclose(out["delta_self_norms"], 2 * np.linalg.norm(own, axis=1), rtol=1e-5)
     np.testing.assert_allclose(out["delta_context_norms"], 2 * np.linalg.norm(context, axis=1), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(out["input_norms"], np.linalg.norm(e, axis=1), rtol=1e-5)

@@ -154,7 +154,7 @@ class SenseRow(ValueRecord):
 
 
 TOKEN_NUMBERS = ("delta_norms", "delta_context_norms", "delta_self_norms", "input_norms", "cosines", "context_cosines")
-HEAD_NUMBERS = ("delta_norms", "delta_context_norms", "delta_self_norms")  # the order of HeadView.norm_rows
+HEAD_NUMBERS = ("delta_norms", "delta_context_norms", "delta_self_norms", "cosines", "context_cosines")  # each head's, in number_rows
 
 
 class InspectResult(Record):
@@ -212,21 +212,24 @@ class InspectResult(Record):
         head = self.heads[h]
         return row_cosines(self.e, self.e + head.delta), row_cosines(self.e, self.e + head.delta_context)
 
-    def number_rows(self):  # -> [6 + 3 * heads, n]: TOKEN_NUMBERS, then HEAD_NUMBERS for each head
+    def number_rows(self):  # -> [6 + 5 * heads, n]: TOKEN_NUMBERS, then HEAD_NUMBERS for each head
         """Every per-token number of the JSON at once: one stack of [n, d] rows, one pass over it."""
         import numpy as np
 
-        per_head = [m for h in self.heads for m in (h.delta, h.delta_context, h.delta_self)]
-        rows = np.stack([self.delta, self.delta_context, self.delta_self, self.e, self.e_prime, self.e + self.delta_context, *per_head])
-        norms = np.sqrt(np.einsum("knd,knd->kn", rows, rows))  # [k, n, d] -> [k, n]
-        dots = np.einsum("nd,knd->kn", self.e, rows[4:6])  # E . E', E . (E + Delta E_context): [2, n]
-        scale = norms[3] * norms[4:6]  # [2, n]
-        cos = np.divide(dots, scale, out=np.zeros_like(dots), where=scale > 0)
-        return np.concatenate([norms[:4], cos, norms[6:]])  # delta, context, self, input, cos, context cos, heads
+        e = self.e
+        per_head = [m for h in self.heads for m in (h.delta, h.delta_context, h.delta_self, e + h.delta, e + h.delta_context)]
+        rows = np.stack([self.delta, self.delta_context, self.delta_self, e, self.e_prime, e + self.delta_context, *per_head])  # [k, n, d]
+        norms = np.sqrt(np.einsum("knd,knd->kn", rows, rows))  # [k, n]
+        dots = np.einsum("nd,knd->kn", e, rows)  # [k, n]: E . each row (used for the rows that are moved embeddings)
+        scale = norms[3] * norms  # [k, n]
+        cos = np.divide(dots, scale, out=np.zeros_like(dots), where=scale > 0)  # [k, n]: cos(E, row)
+        heads = np.concatenate([norms[6:], cos[6:]]).reshape(2, len(self.heads), 5, -1)  # [norm | cos, h, 5, n]
+        per_head_numbers = np.concatenate([heads[0, :, :3], heads[1, :, 3:]], axis=1)  # [h, 5, n]: 3 norms, then 2 cosines
+        return np.concatenate([norms[:4], cos[4:6], per_head_numbers.reshape(-1, len(e))])  # delta, context, self, input, cos, context cos, heads
 
     def rounded_numbers(self, with_weights: bool = True) -> tuple[list | None, dict, list]:
         """Every head's weights (None without `with_weights`), the per-token numbers and each head's
-        norms, rounded in one pass (it runs once per streamed line):
+        norms and cosines, rounded in one pass (it runs once per streamed line):
         (weights [h][n][n], {name: [n]}, [{name: [n]}] per head)."""
         import numpy as np
 
@@ -243,7 +246,8 @@ class InspectResult(Record):
         weights = flat[:n_weights].reshape(n_heads, n, n).tolist() if with_weights else None
         per_token = dict(zip(TOKEN_NUMBERS, numbers))
         rest = numbers[len(TOKEN_NUMBERS):]
-        per_head = [dict(zip(HEAD_NUMBERS, rest[3 * h : 3 * h + 3])) for h in range(n_heads)]
+        k = len(HEAD_NUMBERS)
+        per_head = [dict(zip(HEAD_NUMBERS, rest[k * h : k * h + k])) for h in range(n_heads)]
         for h, row in zip(sunk, flat[end:].reshape(-1, n).tolist()):
             per_head[h]["sink"] = row
         return weights, per_token, per_head
@@ -252,10 +256,8 @@ class InspectResult(Record):
         head = self.heads[h]
         norms = dict(norms)
         sink_weights = norms.pop("sink", None)  # rounded with the other numbers (rounded_numbers)
-        cosines, context_cosines = (significant(c, NUMBER_DIGITS).tolist() for c in self.head_cosines(h))
         out = {"name": head.name, "d_k": head.d_k, "description": head.description, "noise": head.noise,
-               "weights": _streamed(head.weights, WEIGHT_DIGITS) if stream else weights, **norms,
-               "cosines": cosines, "context_cosines": context_cosines}
+               "weights": _streamed(head.weights, WEIGHT_DIGITS) if stream else weights, **norms}  # norms, then cosines
         if head.distance is not None:  # [before, after, self]: what a key loses for where it stands
             out["distance"] = head.distance
         if head.sink is not None:  # the key that writes nothing: its score and each query's weight on it
