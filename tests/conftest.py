@@ -1,3 +1,11 @@
+import os
+
+# One BLAS thread unless the run asks for another number: on a loaded 2-core machine OpenBLAS's
+# second thread spins against the other processes and makes matrix-heavy tests several times
+# slower (measured: 7 s -> 23 s for two model tests). .ci/run runs the suite again with 2 threads.
+# Set before NumPy is first imported (here, by attn_cli below), and inherited by the subprocesses tests start.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import json
 
 import pytest

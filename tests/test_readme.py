@@ -83,7 +83,16 @@ def scratch(tmp_path_factory) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("command, expected, reason, line", EXAMPLES, ids=[f"line{e[3]}" for e in EXAMPLES])
+SLOW_COMMANDS = ("attn heads train",)  # a training run: in `pytest -m slow`
+
+
+def example_params():
+    for command, expected, reason, line in EXAMPLES:
+        marks = [pytest.mark.slow] if any(slow in command for slow in SLOW_COMMANDS) else []
+        yield pytest.param(command, expected, reason, line, marks=marks, id=f"line{line}")
+
+
+@pytest.mark.parametrize("command, expected, reason, line", example_params())
 def test_readme_example(command, expected, reason, line, scratch):
     if reason:
         pytest.skip(f"README line {line}: {reason}")
