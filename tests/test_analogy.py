@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from conftest import parse_json
 
-from attn_cli import neighbors as nb
-from attn_cli.vectors import Vectors
+from attn_cli.core import neighbors as search
+from attn_cli.lesson import directions as nb
+from attn_cli.vectors.store import Vectors
 
 
 @pytest.fixture(scope="module")
@@ -77,16 +78,16 @@ def test_nearest_matches_a_full_sort(glove):
     m = np.asarray(glove.vectors, dtype=np.float64)
     cos = m @ d / (np.linalg.norm(m, axis=1) * np.linalg.norm(d))  # float64, independent of Vectors.unit
     order = [i for i in np.argsort(-cos) if glove.index_to_key[i] not in ("cats", "cat")][:10]
-    found = nb.nearest(glove, d, 10, exclude=["cats", "cat"])
+    found = search.nearest(glove, d, 10, exclude=["cats", "cat"])
     assert [k for k, _ in found] == [glove.index_to_key[i] for i in order]
     np.testing.assert_allclose([s for _, s in found], cos[order], atol=1e-5)
 
 
 def test_top_k_edges():
     scores = np.array([0.1, 0.9, 0.5, np.nan, 0.9])
-    assert nb.top_k(scores, 2).tolist() == [1, 4]  # ties by frequency rank
-    assert nb.top_k(scores, 10, exclude=[1]).tolist() == [4, 2, 0]  # NaN (no direction) never
-    assert nb.top_k(scores, 0).tolist() == []
+    assert search.top_k(scores, 2).tolist() == [1, 4]  # ties by frequency rank
+    assert search.top_k(scores, 10, exclude=[1]).tolist() == [4, 2, 0]  # NaN (no direction) never
+    assert search.top_k(scores, 0).tolist() == []
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -94,13 +95,13 @@ def test_top_k_is_the_sorted_order_over_many_blocks(seed):
     """The block maxima only narrow the search: the answer is the plain sort's (score, then row),
     with ties across blocks, -inf, NaN and excluded rows."""
     rng = np.random.default_rng(seed)
-    n = int(rng.integers(1, 20 * nb.TOP_BLOCK))
+    n = int(rng.integers(1, 20 * search.TOP_BLOCK))
     scores = np.round(rng.normal(size=n), int(rng.integers(0, 3))).astype(np.float32)  # coarse: many ties
     scores[rng.random(n) < rng.random() / 2] = -np.inf
     scores[rng.random(n) < 0.05] = np.nan
     k, exclude = int(rng.integers(0, 12)), rng.integers(0, n, size=int(rng.integers(0, 5))).tolist()
     kept = [i for i in range(n) if i not in exclude and not np.isnan(scores[i])]
-    assert nb.top_k(scores, k, exclude).tolist() == sorted(kept, key=lambda i: (-scores[i], i))[:k]
+    assert search.top_k(scores, k, exclude).tolist() == sorted(kept, key=lambda i: (-scores[i], i))[:k]
 
 
 def test_no_gensim_or_scipy_on_the_default_path():
@@ -295,4 +296,4 @@ def test_vectors_object_round_trip():
     v = Vectors(["a", "b"], np.array([[1.0, 0.0], [0.0, 2.0]], dtype=np.float32))
     dots, cosines = nb.similarities(np.array([v.get_vector("a"), v.get_vector("b")]))
     assert dots[0, 1] == 0.0 and cosines[0, 1] == 0.0
-    assert nb.nearest(v, np.array([0.0, 1.0]), 1) == [("b", 1.0)]
+    assert search.nearest(v, np.array([0.0, 1.0]), 1) == [("b", 1.0)]

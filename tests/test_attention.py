@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attn_cli.attention import Head, attention_weights, causal_mask, input_embeddings, multi_head, run_head
+from attn_cli.core.attention import Head, attention_weights, causal_mask, multi_head, run_head
+from attn_cli.core.blocks import input_embeddings
 
 
 # --- an independent implementation: lists and loops, no NumPy -------------------------------
@@ -327,7 +328,7 @@ def test_no_scale_feeds_the_raw_scores_to_softmax():
 @given(st.lists(st.floats(-30, 30), min_size=1, max_size=12), st.floats(-1e3, 1e3))
 def test_adding_a_constant_to_a_row_of_scores_changes_nothing(row, shift):
     """What inspect says beside raw scores: softmax sees only differences within a row."""
-    from attn_cli.attention import softmax
+    from attn_cli.core.softmax import softmax
 
     x = np.array(row)
     np.testing.assert_allclose(softmax(x + shift), softmax(x), atol=1e-9)
@@ -336,8 +337,8 @@ def test_adding_a_constant_to_a_row_of_scores_changes_nothing(row, shift):
 def test_removing_the_scaling_sharpens_more_at_large_d_k(glove):
     """Q.K sums d_k products, so its spread grows like sqrt(d_k); dividing by sqrt(d_k) undoes that.
     Without it, the random head at d_k = 256 turns far more peaked than at d_k = 16."""
-    from attn_cli.heads import random_head as model_head
-    from attn_cli.tokens import tokenize
+    from attn_cli.heads.registry import random_head as model_head
+    from attn_cli.vectors.tokens import tokenize
 
     sentences = ["a fluffy blue creature roamed the verdant forest .", "one mole of carbon dioxide ."]
     sharpening, spread = {16: [], 256: []}, {16: [], 256: []}
@@ -366,8 +367,9 @@ def test_removing_the_scaling_sharpens_more_at_large_d_k(glove):
 from contextlib import contextmanager  # noqa: E402
 import mmap  # noqa: E402
 
-from attn_cli import attention  # noqa: E402
-from attn_cli.attention import row_spans, run_heads, softmax, zero_matrices  # noqa: E402
+from attn_cli.core import attention  # noqa: E402
+from attn_cli.core.attention import row_spans, run_heads, zero_matrices
+from attn_cli.core.softmax import softmax  # noqa: E402
 
 
 @contextmanager

@@ -3,7 +3,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from attn_cli import colours
+from attn_cli.views import colours
 
 SYSTEMS = ("truecolor", "256", "standard")
 

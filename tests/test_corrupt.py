@@ -22,8 +22,8 @@ import pytest
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attn_cli import formats
-from attn_cli.vectors import Vectors
+from attn_cli.vectors import formats
+from attn_cli.vectors.store import Vectors
 from tests import checkpoints
 from tests.oracle import attn, check
 
@@ -339,7 +339,7 @@ def test_corrupt_file(case, tmp_path, monkeypatch):
     assert not (tmp_path / "PWNED").exists()  # no pickle ran
     if case.command == INFO and outcome.code == 0 and "cut at" in case.name:
         # What a cut file still gives is the first keys, with their exact vectors: nothing made up.
-        from attn_cli.vectors import load
+        from attn_cli.vectors.store import load
 
         loaded = load(path)
         n = len(loaded)

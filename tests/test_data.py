@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from attn_cli.vectors import DEFAULT_VECTORS
+from attn_cli.vectors.store import DEFAULT_VECTORS
 
 
 def test_checksums_match_the_recorded_ones():
@@ -30,6 +30,6 @@ def test_plural_direction_matches_the_lesson(glove, word, dot):
 
 
 def test_default_load_imports_neither_gensim_nor_scipy():
-    code = "import sys; from attn_cli.vectors import load; load(); print('gensim' in sys.modules, 'scipy' in sys.modules)"
+    code = "import sys; from attn_cli.vectors.store import load; load(); print('gensim' in sys.modules, 'scipy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

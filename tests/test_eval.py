@@ -3,11 +3,15 @@
 import numpy as np
 import pytest
 
-from attn_cli import evaluation, heads, senses, training
-from attn_cli.attention import Head, Mask, causal_mask, input_embeddings, run_head
+from attn_cli.heads import evaluation
+from attn_cli.heads import registry as heads
+from attn_cli.analysis import senses
+from attn_cli.heads import training
+from attn_cli.core.attention import Head, Mask, causal_mask, run_head
+from attn_cli.core.blocks import input_embeddings
 from attn_cli.errors import InputError
-from attn_cli.tokens import tokenize
-from attn_cli.words import FUNCTION_WORDS, is_content
+from attn_cli.vectors.tokens import tokenize
+from attn_cli.vectors.words import FUNCTION_WORDS, is_content
 from conftest import parse_json
 
 LINKS = """# adjectives before their nouns
@@ -149,7 +153,7 @@ def test_sense_metrics_against_an_independent_computation(glove):
 def test_case_pulls_against_a_loop_over_the_heads_and_tokens(glove, mask):
     """A case's pulls: each visible token's share of Delta E (sum over heads of w_ij v_j), added to E alone,
     and the margin it moves, recomputed token by token; the shares and the self parts add up to Delta E."""
-    from attn_cli.inspection import Settings, inspect_text
+    from attn_cli.analysis.glove import Settings, inspect_text
 
     table = senses.read_sense_set(senses.SENSES_DIR / "lesson.tsv")
     shipped = [heads.resolve_head(n, 50) for n in ("adjective", "context")]

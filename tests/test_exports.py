@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from attn_cli.cli import app
-from attn_cli.export import svg_format
+from attn_cli.io.export import svg_format
 
 runner = CliRunner()
 LESSON = "A fluffy blue creature roamed the verdant forest."

@@ -25,9 +25,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attn_cli import formats
-from attn_cli.files import printable
-from attn_cli.vectors import Vectors, load
+from attn_cli.vectors import formats
+from attn_cli.io.files import printable
+from attn_cli.vectors.store import Vectors, load
 from tests import checkpoints
 from tests.oracle import agrees, attn, check, softmax_reference
 

@@ -20,13 +20,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attn_cli import formats, heads, memory
+from attn_cli.vectors import formats
+from attn_cli.heads import registry as heads
+from attn_cli.io import memory
 from attn_cli.cli.softmax import split_numbers
-from attn_cli.lesson import softmax as compute_softmax
+from attn_cli.lesson.softmax import softmax as compute_softmax
 from attn_cli.errors import DataError, InputError
-from attn_cli.atomic import check_writable, clean_stale, move_into_place, temporary_name, write_atomic
-from attn_cli.files import decode_utf8, printable
-from attn_cli.vectors import Vectors, load
+from attn_cli.io.atomic import check_writable, clean_stale, move_into_place, temporary_name, write_atomic
+from attn_cli.io.files import decode_utf8, printable
+from attn_cli.vectors.store import Vectors, load
 from tests.oracle import ATTN, agrees, attn, attn_process, check, softmax_reference
 
 needs_script = pytest.mark.skipif(ATTN is None, reason="the attn console script is not installed")

@@ -7,9 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attn_cli import heads, training
-from attn_cli.attention import Head, causal_mask, input_embeddings, multi_head, run_head
-from attn_cli.tokens import tokenize
+from attn_cli.heads import registry as heads
+from attn_cli.heads import training
+from attn_cli.core.attention import Head, causal_mask, multi_head, run_head
+from attn_cli.core.blocks import input_embeddings
+from attn_cli.vectors.tokens import tokenize
 from conftest import parse_json
 from tests.figures import assert_figures_match, figure_differences
 

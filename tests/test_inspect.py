@@ -14,14 +14,16 @@ from hypothesis.extra.numpy import arrays
 from rich.cells import cell_len
 from rich.console import Console
 
-from attn_cli import heads as heads_module
-from attn_cli import render
-from attn_cli.attention import Head, causal_mask, input_embeddings, positional_encoding, softmax
-from attn_cli.heads import load_head, read_meta, resolve_head, save_head
-from attn_cli.inspection import nearest_keys
-from attn_cli.tokens import key_rows
+from attn_cli.heads import registry as heads_module
+from attn_cli import views as render
+from attn_cli.core.attention import Head, causal_mask
+from attn_cli.core.blocks import input_embeddings, positional_encoding
+from attn_cli.core.softmax import softmax
+from attn_cli.heads.registry import load_head, read_meta, resolve_head, save_head
+from attn_cli.analysis.glove import nearest_keys
+from attn_cli.vectors.tokens import key_rows
 from attn_cli.results import WEIGHT_DIGITS, significant
-from attn_cli.vectors import Vectors
+from attn_cli.vectors.store import Vectors
 from conftest import parse_json
 
 LESSON = "A fluffy blue creature roamed the verdant forest."
@@ -478,7 +480,7 @@ def test_terminal_view_reads_only_its_own_modules():
     code = (
         "import sys\nfrom attn_cli.cli import app\n"
         "try:\n    app(['inspect', 'the cat sat'], prog_name='attn')\nexcept SystemExit:\n    pass\n"
-        "unused = ('render.lesson', 'render.models', 'render.heads', 'export', 'senses', 'lines', 'similarity', 'formats')\n"
+        "unused = ('views.lesson', 'views.models', 'views.heads', 'io.export', 'analysis.senses', 'io.lines', 'lesson.similarity', 'vectors.formats')\n"
         "print(sorted(m for m in sys.modules if m.startswith('attn_cli.') and m.removeprefix('attn_cli.') in unused), file=sys.stderr)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=os.environ | {"COLUMNS": "100"})

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attn_cli import output, results
-from attn_cli.heads import resolve_heads
-from attn_cli.inspection import Settings, Stage, inspect_text
-from attn_cli.output import Rows, json_line, write_json
+from attn_cli.io import output
+from attn_cli import results
+from attn_cli.heads.registry import resolve_heads
+from attn_cli.analysis.glove import Settings, Stage, inspect_text
+from attn_cli.io.output import Rows, json_line, write_json
 from attn_cli.results import NUMBER_DIGITS, WEIGHT_DIGITS, significant
 from tests.conftest import parse_json
 
@@ -101,7 +102,7 @@ def old_document(result) -> dict:
     ("the river bank by the water , and the bank that lends money .", Settings(stage=Stage.weights, position=False)),
 ])
 def test_the_streamed_document_is_the_whole_document_byte_for_byte(glove, monkeypatch, sentence, settings):
-    from attn_cli.inspection import Mask
+    from attn_cli.core.attention import Mask
 
     settings.mask = Mask(settings.mask)
     result = inspect_text(sentence, glove, resolve_heads(None, 50, 0)[0] + resolve_heads(["random"], 50, 3)[0], settings)

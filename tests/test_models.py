@@ -12,8 +12,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
+from attn_cli.core import blocks
 from attn_cli.errors import DataError, InputError
-from attn_cli.models import checkpoint, inspection, transformer
+from attn_cli.models.sources import folder as checkpoint
+from attn_cli.analysis import model as inspection
+from attn_cli.models import transformer
 from tests import checkpoints
 
 TOLERANCE = 1e-4  # float32 against transformers' float32: the bar we hold the forward pass to
@@ -80,7 +83,7 @@ def test_attention_against_a_plain_loop():
     trace = model.run("attention is all you need")
     x = trace.hidden[0].astype(np.float64)
     layer = model.layers[0]
-    h = transformer.layer_norm(x, layer["ln1_g"], layer["ln1_b"], model.eps)
+    h = blocks.layer_norm(x, layer["ln1_g"], layer["ln1_b"], model.eps)
     n, d, d_k = len(x), model.d_model, model.d_k
     qkv = h @ layer["qkv"] + layer["qkv_b"]
     for head in range(model.n_heads):
@@ -96,8 +99,8 @@ def test_attention_against_a_plain_loop():
 @given(arrays(np.float32, st.integers(1, 64), elements=st.floats(-12, 12, width=32)))
 def test_erf_is_within_two_millionths_of_the_exact_one(x):
     exact = np.array([math.erf(float(v)) for v in x])
-    assert np.abs(transformer.erf(x) - exact).max() < 2e-6
-    assert transformer.erf(x).dtype == np.float32
+    assert np.abs(blocks.erf(x) - exact).max() < 2e-6
+    assert blocks.erf(x).dtype == np.float32
 
 
 def test_the_forward_pass_stays_float32():
@@ -195,7 +198,7 @@ def test_model_info_counts_every_tensor_it_uses():
 def test_heads_find_ranks_a_head_above_the_even_baseline(tmp_path):
     links = tmp_path / "links.tsv"
     links.write_text("the old dog barked at a small red cat\tcat\tred\nthe old dog barked at a small red cat\tdog\told\n")
-    from attn_cli import training
+    from attn_cli.heads import training
 
     found = inspection.find_heads(minilm(), training.read_links(links), str(links))
     assert found.queries == 2 and len(found.heads) == 72
@@ -207,7 +210,7 @@ def test_heads_find_ranks_a_head_above_the_even_baseline(tmp_path):
 
 
 def test_heads_find_drops_keys_a_causal_model_cannot_see(tmp_path):
-    from attn_cli import training
+    from attn_cli.heads import training
 
     links = tmp_path / "links.tsv"
     links.write_text("the cat is red and the dog is old\tcat\tred\nthe cat is red and the dog is old\tdog\tthe\n")
@@ -391,9 +394,9 @@ def test_the_glove_heads_are_a_model_too(glove):
     """GloVe + positions + the shipped heads run through the same interface and views as a checkpoint."""
     from rich.console import Console
 
-    from attn_cli import render
-    from attn_cli.heads import resolve_heads
-    from attn_cli.inspection import Settings, inspect_text
+    from attn_cli import views as render
+    from attn_cli.heads.registry import resolve_heads
+    from attn_cli.analysis.glove import Settings, inspect_text
     from attn_cli.models.glove import GloveModel
 
     heads, _ = resolve_heads(None, glove.vector_size, 0)
@@ -446,7 +449,7 @@ def test_picture_of_e_to_e_prime_and_of_a_token_through_the_layers(run):
 
 
 def test_projection_keeps_what_the_plane_can_show():
-    from attn_cli.picture import project
+    from attn_cli.views.picture import project
 
     rng = np.random.default_rng(0)
     flat = np.hstack([rng.normal(size=(20, 2)) * 5, np.zeros((20, 8))])  # rows in a plane of a 10-d space

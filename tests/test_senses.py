@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attn_cli import senses
-from attn_cli.attention import positional_encoding
+from attn_cli.analysis import senses
+from attn_cli.core.blocks import positional_encoding
 from attn_cli.errors import InputError
 from conftest import parse_json
 
@@ -214,7 +214,7 @@ def test_a_sense_set_with_an_unknown_probe_word_names_it(run, tmp_path):
 
 def test_lesson_probes_are_not_words_of_the_lesson_sentences():
     """A probe word inside the sentence would make the meter measure the word's own context word."""
-    from attn_cli.tokens import tokenize
+    from attn_cli.vectors.tokens import tokenize
 
     table = senses.read_sense_set(senses.SENSES_DIR / "lesson.tsv")
     sentences = ["A fluffy blue creature roamed the verdant forest.", "American shrew mole", "One mole of carbon dioxide.",

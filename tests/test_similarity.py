@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from attn_cli.cli import app
-from attn_cli.similarity import BASELINE_KEYS, BASELINE_PAIRS, BASELINE_SEED, SAVED_PAIRS, baseline, compare, dot_terms, percentile_of, random_pairs, reading
+from attn_cli.lesson.similarity import BASELINE_KEYS, BASELINE_PAIRS, BASELINE_SEED, SAVED_PAIRS, baseline, compare, dot_terms, percentile_of, random_pairs, reading
 
 runner = CliRunner()
 

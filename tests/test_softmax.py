@@ -10,8 +10,8 @@ from conftest import parse_json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attn_cli.attention import log_softmax, softmax, softmax_with_temperature
-from attn_cli.lesson import softmax as compute_softmax
+from attn_cli.core.softmax import log_softmax, softmax, softmax_with_temperature
+from attn_cli.lesson.softmax import softmax as compute_softmax
 
 EXTREME = [
     [1000.0, 1001.0, 1002.0],
@@ -241,7 +241,7 @@ def modules_read(args: list[str], watched: tuple[str, ...]) -> tuple[str, list[s
 def test_softmax_json_reads_only_what_it_needs():
     """`attn softmax --json` starts without the word-vector side of attn, Rich or the CSV writer:
     with PYTHONDONTWRITEBYTECODE every module read is compiled again, on every run."""
-    heavy = ("attn_cli.attention", "attn_cli.results", "attn_cli.tokens", "attn_cli.neighbors", "attn_cli.vectors", "csv", "rich")
+    heavy = ("attn_cli.core.attention", "attn_cli.results", "attn_cli.vectors.tokens", "attn_cli.lesson.directions", "attn_cli.vectors.store", "csv", "rich")
     out, read = modules_read(["softmax", "1", "2", "3", "--json"], heavy)
     assert json.loads(out)["probabilities"] == softmax(np.array([1.0, 2.0, 3.0])).tolist()
     assert read == []
@@ -250,7 +250,7 @@ def test_softmax_json_reads_only_what_it_needs():
 def test_softmax_view_reads_only_its_own_view():
     """The terminal view of `attn softmax` reads its own view module: not the analogy and similarity
     views, their result classes, the word-vector options, or json and the JSON writer."""
-    unread = ("attn_cli.render.lesson", "attn_cli.results.analogy", "attn_cli.cli.options", "attn_cli.output", "json")
+    unread = ("attn_cli.views.lesson", "attn_cli.results.analogy", "attn_cli.cli.options", "attn_cli.io.output", "json")
     out, read = modules_read(["softmax", "1", "2", "3"], unread)
     assert "probability" in out
     assert read == []

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from attn_cli.errors import InputError, UnknownWordsError
-from attn_cli.tokens import Oov, embed, tokenize
-from attn_cli.vectors import Vectors
+from attn_cli.vectors.tokens import Oov, embed, tokenize
+from attn_cli.vectors.store import Vectors
 
 LESSON_SENTENCES = [
     "A fluffy blue creature roamed the verdant forest.",

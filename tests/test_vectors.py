@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from attn_cli import formats
+from attn_cli.vectors import formats
 from attn_cli.errors import DataError, InputError
-from attn_cli.vectors import Vectors, load
+from attn_cli.vectors.store import Vectors, load
 
 KEYS = ["the", "cat", "sat", "on", "mat", "naïve"]
 MATRIX = (np.arange(len(KEYS) * 5, dtype=np.float32).reshape(len(KEYS), 5) - 7.0) / 3.0  # [6, 5]
@@ -545,7 +545,7 @@ def test_detection_and_the_default_vectors_do_not_import_gensim(tmp_path):
 
     path = write_word2vec_bin(tmp_path / "words.bin")
     code = (
-        "import sys; from attn_cli import formats; from attn_cli.vectors import load; "
+        "import sys; from attn_cli.vectors import formats; from attn_cli.vectors.store import load; "
         f"print(formats.detect_format({str(path)!r}), len(load())); "
         "print(sorted(m for m in ('gensim', 'scipy', 'rich') if m in sys.modules))"
     )
@@ -556,8 +556,9 @@ def test_detection_and_the_default_vectors_do_not_import_gensim(tmp_path):
 def test_a_fast_folder_answers_a_few_words_without_building_its_key_index(tmp_path):
     """Look-ups scan keys.txt's bytes (first occurrence wins, as in the index), rows are named from
     the line offsets, and searches read the matrix a block at a time: the same answers as in memory."""
-    from attn_cli import neighbors as nb
-    from attn_cli import vectors as vectors_module
+    from attn_cli.core import neighbors as search
+    from attn_cli.lesson import directions as nb
+    from attn_cli.vectors import store as vectors_module
 
     keys = ["the", "cat", "naïve", "", "cat", "mat"]
     matrix = np.arange(len(keys) * 3, dtype=np.float32).reshape(len(keys), 3) - 4.0  # [6, 3]
@@ -651,8 +652,9 @@ def norms_cases():
 def test_convert_stores_each_rows_norm_and_searches_use_them(tmp_path):
     """norms.npy holds the float64 norms a search would compute (to the bit), and a search with
     them gives the same scores, to the bit, as one that computes them (an older folder without the file)."""
-    from attn_cli import neighbors as nb
-    from attn_cli.vectors import row_norms
+    from attn_cli.core import neighbors as search
+    from attn_cli.lesson import directions as nb
+    from attn_cli.vectors.store import row_norms
 
     folder = write_fast(tmp_path / "v")
     stored = np.load(folder / "norms.npy", allow_pickle=False)
@@ -665,7 +667,7 @@ def test_convert_stores_each_rows_norm_and_searches_use_them(tmp_path):
     assert without.norms is None
     queries = np.random.default_rng(0).standard_normal((5, MATRIX.shape[1])).astype(np.float32)
     for t in (1, 3, 5):  # einsum and BLAS paths of key_scores
-        np.testing.assert_array_equal(nb.key_scores(with_norms, queries[:t]), nb.key_scores(without, queries[:t]))
+        np.testing.assert_array_equal(search.key_scores(with_norms, queries[:t]), search.key_scores(without, queries[:t]))
     query = dict(positive=["mat", "naïve"], negative=["the"], topn=3)
     assert nb.most_similar(with_norms, **query) == nb.most_similar(without, **query)
     np.testing.assert_array_equal(load(write_fast(tmp_path / "w"), limit=2).norms, row_norms(MATRIX[:2]))
@@ -683,7 +685,7 @@ def test_a_norms_file_that_does_not_fit_the_matrix_is_ignored(tmp_path, case, ru
 
 
 def test_shipped_norms_are_the_norms_of_the_shipped_vectors(glove):
-    from attn_cli.vectors import row_norms
+    from attn_cli.vectors.store import row_norms
 
     assert glove.norms is not None
     np.testing.assert_array_equal(glove.norms, row_norms(np.asarray(glove.vectors)))
@@ -692,7 +694,7 @@ def test_shipped_norms_are_the_norms_of_the_shipped_vectors(glove):
 @pytest.mark.parametrize("chunk", [1, 2, 3, 5, 1 << 14])
 def test_keys_are_checked_as_utf8_whatever_the_chunks(chunk):
     """A chunked check accepts exactly what bytes.decode accepts, characters cut between chunks included."""
-    from attn_cli.vectors import is_utf8
+    from attn_cli.vectors.store import is_utf8
 
     samples = ["naïve\ncafé\n", "€uro\n𝄞 clef\n", "plain\n"]
     bad = [b"caf\xe9\n", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"ok\xe2\x82", b"\x80", b"\xf0\x9d\x84"]

@@ -7,8 +7,8 @@ from rich.cells import cell_len
 from rich.console import Console
 from typer.testing import CliRunner
 
-from attn_cli import render
-from attn_cli.attention import causal_mask
+from attn_cli import views as render
+from attn_cli.core.attention import causal_mask
 from attn_cli.cli import app
 
 runner = CliRunner()

@@ -9,9 +9,9 @@ import typer
 from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples
 from attn_cli.cli.options import LimitOpt, OovOpt, TrustOpt, VectorsOpt, load_vectors
 from attn_cli.errors import AttnError, DataError, InputError
-from attn_cli.neighbors import MAX_NEIGHBORS
-from attn_cli.tokens import Oov
-from attn_cli.writers import write
+from attn_cli.lesson.directions import MAX_NEIGHBORS
+from attn_cli.vectors.tokens import Oov
+from attn_cli.io.writers import write
 
 
 class Method(str, Enum):
@@ -21,7 +21,7 @@ class Method(str, Enum):
 
 def read_probes(path: Path) -> list[str]:
     """Probe words from a file (or '-' for stdin), separated by spaces or new lines; '#' starts a comment."""
-    from attn_cli.files import read_input
+    from attn_cli.io.files import read_input
 
     try:
         text = read_input(path, "a probes file")
@@ -56,13 +56,13 @@ def analogy(
     the "plural" direction and says whether the pattern held; `attn analogy cats cat dog` answers
     "cat is to cats as dog is to ?". --oov applies to probe words; the input words must have vectors.
     """
-    from attn_cli.files import check_text
+    from attn_cli.io.files import check_text
 
     words = [check_text(w, f"word {i}") for i, w in enumerate(words, 1)]
     probes = None
     if probe or probes_file:
         probes = [check_text(p, "--probe") for p in probe or []] + (read_probes(probes_file) if probes_file else [])
-    from attn_cli.analogy import analogy as find_analogy
+    from attn_cli.lesson.analogy import analogy as find_analogy
 
     result = find_analogy(load_vectors(vectors_path, limit, trust_pickle), words, probes, top, method.value, oov)
     write(result, output, "analogy_view")

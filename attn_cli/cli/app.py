@@ -9,14 +9,14 @@ from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
 from attn_cli import __version__
 from attn_cli.errors import AttnError
-from attn_cli.writers import Format
+from attn_cli.io.writers import Format
 
 DEBUG_VAR = "ATTN_DEBUG"  # set it to see the traceback behind an "internal error"
 
 
 def say(message: str) -> None:
     """One line on stderr, whatever the message holds (control characters are escaped)."""
-    from attn_cli.files import printable
+    from attn_cli.io.files import printable
 
     sys.stderr.write(f"attn: {printable(message)}\n")
 

@@ -10,9 +10,9 @@ import typer
 
 from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples, say
 from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, check_new_file, load_vectors
-from attn_cli.attention import Mask
-from attn_cli.tokens import Oov
-from attn_cli.writers import check_format, write
+from attn_cli.core.attention import Mask
+from attn_cli.vectors.tokens import Oov
+from attn_cli.io.writers import check_format, write
 from attn_cli.errors import InputError
 
 heads_app = typer.Typer(help="List the attention heads, train your own from labelled links, score heads on a file, or find a real model's head that does X.", no_args_is_help=True)
@@ -27,7 +27,7 @@ def list_heads(
     output: FormatOpt = Format.table,
 ) -> None:
     """Every head `inspect --head` accepts: built-in ones and the shipped learned ones, with d_k and metrics."""
-    from attn_cli import heads
+    from attn_cli.heads import registry as heads
 
     result = heads.list_heads(load_vectors(vectors_path, limit, trust_pickle).vector_size)
     write(result, output, "heads_list")
@@ -36,7 +36,7 @@ def list_heads(
 @contextmanager
 def train_progress(steps: int) -> Iterator[Callable[[int, float], None] | None]:
     """An Adam-step bar with the loss on stderr, drawn only on a terminal."""
-    from attn_cli.cli.terminal import progress_bars
+    from attn_cli.io.console import progress_bars
 
     with progress_bars(fields="loss {task.fields[loss]}") as bars:
         if bars is None:
@@ -73,7 +73,7 @@ def train(
     several keys); every other token is trained to attend to itself. The value map is then
     fitted so a linked query moves toward its keys' vectors.
     """
-    from attn_cli import training
+    from attn_cli.heads import training
     from attn_cli.results import HeadTrained
 
     check_format(output, HeadTrained)  # before training, not after it
@@ -121,7 +121,9 @@ def evaluate(
     together as inspect runs them, bring the word's E' nearest its intended sense, beside the
     identity head and even attention with an update of the same size.
     """
-    from attn_cli import evaluation, heads, senses
+    from attn_cli.heads import evaluation
+    from attn_cli.heads import registry as heads
+    from attn_cli.analysis import senses
     from attn_cli.results import HeadsEval
 
     check_format(output, HeadsEval)  # before the work, not after it
@@ -159,11 +161,12 @@ def find(
 
     Example: attn heads find adjective --model PATH, "which head attends from a noun to its adjectives?".
     """
-    from attn_cli import training
-    from attn_cli.files import input_name
-    from attn_cli.models import inspection, transformer
+    from attn_cli.heads import training
+    from attn_cli.io.files import input_name
+    from attn_cli.analysis import model as inspection
+    from attn_cli.models import transformer
 
-    from attn_cli.models.results import HeadsFound
+    from attn_cli.results.models import HeadsFound
 
     if model is None:
         raise InputError("heads find needs --model PATH|NAME (a BERT or GPT-2 checkpoint)")

@@ -9,9 +9,10 @@ import typer
 from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples, say
 from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, load_vectors
 from attn_cli.errors import InputError
-from attn_cli.attention import Mask
-from attn_cli.inspection import MAX_NEIGHBORS, MAX_TOKENS, Settings, Stage, add_neighbors, find_query, inspect_text
-from attn_cli.tokens import Oov
+from attn_cli.core.attention import Mask
+from attn_cli.lesson.directions import MAX_NEIGHBORS
+from attn_cli.analysis.glove import MAX_TOKENS, Settings, Stage, add_neighbors, find_query, inspect_text
+from attn_cli.vectors.tokens import Oov
 
 
 DEFAULT_NEIGHBORS = 3  # in the terminal view and in JSON alike
@@ -20,13 +21,13 @@ DEFAULT_NEIGHBORS = 3  # in the terminal view and in JSON alike
 def stdin_lines():
     """(line number, bytes) of standard input, read lazily (a million-line file streams). Each line is
     decoded by `line_text` as it is computed, so a line that is not UTF-8 fails alone."""
-    from attn_cli.files import stdin_line_bytes
+    from attn_cli.io.files import stdin_line_bytes
 
     return stdin_line_bytes()
 
 
 def line_text(line: str | bytes) -> str:
-    from attn_cli.files import decode_utf8
+    from attn_cli.io.files import decode_utf8
 
     return decode_utf8(line, "") if isinstance(line, bytes) else line
 
@@ -87,7 +88,7 @@ def inspect(
     Exit codes: 0 ok; 2 bad usage or input (with -, 2 when any line failed: the others are
     still done and a failed line's output is {"line": n, "error": ...}); 1 unreadable files.
     """
-    from attn_cli.files import check_text
+    from attn_cli.io.files import check_text
 
     exports = [p for p in (svg, html) if p is not None]
     if exports and output is not Format.table:
@@ -95,7 +96,7 @@ def inspect(
     if svg is not None and html is not None and os.path.abspath(svg) == os.path.abspath(html):
         raise InputError("--svg and --html name the same file")
     if exports:
-        from attn_cli.export import check_export
+        from attn_cli.io.export import check_export
 
         check_export(svg, "svg", force)  # before any work, so nothing is computed in vain
         check_export(html, "html", force)
@@ -125,7 +126,7 @@ def inspect(
         raise InputError("--sense and --sense-set exclude each other")
     adhoc, table, table_name = None, None, ""
     if sense or sense_set:
-        from attn_cli import senses
+        from attn_cli.analysis import senses
 
         adhoc = senses.parse_sense_options(sense) if sense else None
     vectors = load_vectors(vectors_path, limit, trust_pickle)
@@ -135,9 +136,9 @@ def inspect(
         table, table_name = senses.resolve_sense_set(sense_set)
     if table is not None:
         senses.check_sense_set(table, vectors, table_name)
-    from attn_cli.heads import resolve_heads
-    from attn_cli.inspection import stored_matrices
-    from attn_cli.memory import check_max_tokens
+    from attn_cli.heads.registry import resolve_heads
+    from attn_cli.analysis.glove import stored_matrices
+    from attn_cli.io.memory import check_max_tokens
 
     heads, note = resolve_heads(head, vectors.vector_size, seed)
     if note:
@@ -164,7 +165,7 @@ def inspect(
         vectors.key_to_index  # many sentences: build the key index once, not a scan per sentence
 
     def view(result, line: int) -> list:
-        from attn_cli import render
+        from attn_cli import views as render
 
         if result.senses_note:
             say(result.senses_note if text != "-" else f"line {line}: {result.senses_note}")
@@ -176,8 +177,9 @@ def inspect(
 
 def inspect_checkpoint(spec: str, lines, *, single: bool, heads, layer, words, hide_special, stage, focus, neighbors, transpose, output, exports, force, picture=False) -> None:
     """`inspect --model`: a real checkpoint's layers and heads over each sentence."""
-    from attn_cli.memory import BYTES_PER_CELL, check_memory
-    from attn_cli.models import inspection, transformer
+    from attn_cli.io.memory import BYTES_PER_CELL, check_memory
+    from attn_cli.analysis import model as inspection
+    from attn_cli.models import transformer
 
     model = transformer.load(spec)
     chosen = list(heads or [])
@@ -194,7 +196,7 @@ def inspect_checkpoint(spec: str, lines, *, single: bool, heads, layer, words, h
     )
 
     def view(result, line: int) -> list:
-        from attn_cli import render
+        from attn_cli import views as render
 
         return render.model_view(result, transpose=transpose, overview=not chosen, picture=picture)
 
@@ -212,7 +214,7 @@ def emit(lines, compute, view, *, single: bool, output: Format, exports, force: 
     With several lines, a failed line is reported and the others go on; exit 2 at the end if any failed.
     One sentence given as an argument fails as any command does: one `attn: ...` line, nothing on stdout.
     """
-    from attn_cli import writers
+    from attn_cli.io import writers
 
     if single:
         _, text = next(lines)
@@ -224,7 +226,7 @@ def emit(lines, compute, view, *, single: bool, output: Format, exports, force: 
         else:
             writers.write(result, output)
         return
-    from attn_cli.lines import Lines
+    from attn_cli.io.lines import Lines
 
     source = Lines(lines)
     failed = writers.write_lines(
@@ -244,13 +246,13 @@ def show(items, view, *, single: bool, exports, force: bool) -> int:
     the old file as it was). Returns how many lines failed."""
     from rich.rule import Rule
 
-    from attn_cli.cli.terminal import view_console
+    from attn_cli.io.console import view_console
 
     svg, html, width, sentence = exports
     out = view_console()
     picture = None
     if svg is not None or html is not None:
-        from attn_cli import export
+        from attn_cli.io import export
 
         picture = export.export_console(width, out.color_system)
     failed = 0

@@ -5,7 +5,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples
-from attn_cli.writers import write
+from attn_cli.io.writers import write
 
 model_app = typer.Typer(help="Real checkpoints (BERT, GPT-2): sizes and parameter counts.", no_args_is_help=True)
 app.add_typer(model_app, name="model")
@@ -17,7 +17,8 @@ def info(
     output: FormatOpt = Format.table,
 ) -> None:
     """Architecture, layers, heads, d_model, d_k, vocabulary and parameters: the lesson's arithmetic on a real model."""
-    from attn_cli.models import inspection, transformer
+    from attn_cli.analysis import model as inspection
+    from attn_cli.models import transformer
 
     result = inspection.model_info(transformer.load(model))
     write(result, output, "model_info")

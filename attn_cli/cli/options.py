@@ -28,7 +28,7 @@ def __getattr__(name: str):
     """OovOpt, made when a command that reads words first imports it: attn_cli.tokens (and the
     regular expressions it compiles) stays out of the start of commands that read no words."""
     if name == "OovOpt":
-        from attn_cli.tokens import Oov
+        from attn_cli.vectors.tokens import Oov
 
         opt = globals()[name] = Annotated[Oov, typer.Option("--oov", help="Unknown words: error, skip them, or give them a zero vector.")]
         return opt
@@ -48,7 +48,7 @@ SeedOpt = Annotated[int, typer.Option("--seed", metavar="N", min=0, help="Seed o
 
 
 def load_vectors(path: str | None, limit: int | None = None, trust: bool = False):
-    from attn_cli.vectors import load
+    from attn_cli.vectors.store import load
 
     vectors = load(path, limit=limit, trust=trust)
     for note in vectors.notes:
@@ -58,6 +58,6 @@ def load_vectors(path: str | None, limit: int | None = None, trust: bool = False
 
 def check_new_file(path: Path, force: bool) -> Path:
     """Refuse to overwrite what the user owns unless asked to, and then only a regular file."""
-    from attn_cli.atomic import check_writable
+    from attn_cli.io.atomic import check_writable
 
     return check_writable(path, force)

@@ -7,7 +7,7 @@ import typer
 from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples
 from attn_cli.cli.options import LimitOpt, TrustOpt, VectorsOpt, load_vectors
 from attn_cli.errors import InputError
-from attn_cli.writers import write
+from attn_cli.io.writers import write
 
 MAX_SIMILARITY_WORDS = 200  # 19,900 pairs: every pair is a line of the table and an object of the JSON
 
@@ -27,8 +27,8 @@ def similarity(
     unrelated (as aligned as two words picked at random). The dot product is written out: the
     largest component products a_i b_i and what the other components add.
     """
-    from attn_cli.files import check_text, stdin_text
-    from attn_cli.similarity import compare
+    from attn_cli.io.files import check_text, stdin_text
+    from attn_cli.lesson.similarity import compare
 
     if words == ["-"]:
         words = stdin_text().split()

@@ -12,7 +12,7 @@ import typer
 
 from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples
 from attn_cli.errors import MAX_NAMED, InputError, short
-from attn_cli.writers import write
+from attn_cli.io.writers import write
 
 SEPARATORS = re.compile(r"\s*,\s*|\s+")  # a comma (spaces around it allowed), or a run of spaces and new lines
 INFINITY = re.compile(r"[+-]?inf(inity)?", re.IGNORECASE)
@@ -101,7 +101,7 @@ def read_numbers(args: list[str]) -> list[float]:
 
 def text_of(arg: str, where: str) -> str:
     """stdin's text for '-', else the argument, checked for bytes that were not UTF-8 (ASCII needs no check)."""
-    from attn_cli.files import check_text, stdin_text
+    from attn_cli.io.files import check_text, stdin_text
 
     return stdin_text(where) if arg == "-" else check_text(arg, where)
 
@@ -124,7 +124,7 @@ def softmax(
     """Softmax: exponentiate each value (after subtracting the max), divide by the sum."""
     if not math.isfinite(temperature) or temperature < 0:
         raise InputError(f"--temperature must be a finite number >= 0, not {temperature:g}")
-    from attn_cli import lesson
+    from attn_cli.lesson import softmax as lesson
 
     result = lesson.softmax(read_numbers(numbers or []), temperature, log)
     write(result, output, "softmax_view")

@@ -12,7 +12,7 @@ from typer._click.core import ParameterSource
 
 from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples, say
 from attn_cli.cli.options import ForceOpt, LimitOpt, TrustOpt, VectorsOpt, load_vectors
-from attn_cli.writers import check_format, write
+from attn_cli.io.writers import check_format, write
 from attn_cli.results import VectorsConverted, VectorsInfo
 
 vectors_app = typer.Typer(help="Inspect and convert word-vector files.", no_args_is_help=True)
@@ -27,7 +27,7 @@ def file_bytes(path: Path) -> int:
 
 def note_duplicates(vectors) -> None:
     """A fast folder's keys found more than once (other formats' readers say so as they load)."""
-    from attn_cli.formats import duplicates_note
+    from attn_cli.vectors.formats import duplicates_note
 
     if vectors.format == "attn" and (repeated := vectors.duplicate_keys()):
         say(duplicates_note(vectors.source, repeated))
@@ -46,8 +46,8 @@ def info(
     output: FormatOpt = Format.table,
 ) -> None:
     """Format, number of keys, dimension, dtype, file size and load time of a vectors file."""
-    from attn_cli.files import display_path
-    from attn_cli.vectors import resolve_path
+    from attn_cli.io.files import display_path
+    from attn_cli.vectors.store import resolve_path
 
     typed = ctx.get_parameter_source("vectors_path") == ParameterSource.COMMANDLINE  # not from $ATTN_VECTORS
     if path is not None and typed and path != vectors_path:
@@ -74,7 +74,7 @@ class ConversionProgress:
     """Reading and writing progress as transient bars on stderr (drawn only on a terminal)."""
 
     def __init__(self, bars, source: Path):
-        from attn_cli.files import printable
+        from attn_cli.io.files import printable
 
         self.bars = bars
         self.size = source.stat().st_size if source.is_file() else None
@@ -94,7 +94,7 @@ class ConversionProgress:
 
 @contextmanager
 def progress(source: Path) -> Iterator[ConversionProgress | None]:
-    from attn_cli.cli.terminal import progress_bars
+    from attn_cli.io.console import progress_bars
 
     with progress_bars(speed=True) as bars:
         yield None if bars is None else ConversionProgress(bars, source)
@@ -110,8 +110,8 @@ def convert(
     output: FormatOpt = Format.table,
 ) -> None:
     """Write vectors as an attn folder, which later loads in milliseconds (memory-mapped)."""
-    from attn_cli import formats
-    from attn_cli.files import display_path, printable
+    from attn_cli.vectors import formats
+    from attn_cli.io.files import display_path, printable
 
     check_format(output, VectorsConverted)
     source, destination = Path(src).expanduser(), dst.expanduser()

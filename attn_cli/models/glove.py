@@ -6,11 +6,11 @@ their updates summed (E' = E + sum_h Delta E_h); there is no MLP.
 
 import numpy as np
 
-from attn_cli.attention import multi_head
+from attn_cli.core.attention import multi_head
 from attn_cli.errors import InputError
-from attn_cli.heads import NamedHead
-from attn_cli.models import LayerTrace, Tokens, Trace
-from attn_cli.vectors import Vectors
+from attn_cli.heads.registry import NamedHead
+from attn_cli.models.base import LayerTrace, Tokens, Trace
+from attn_cli.vectors.store import Vectors
 
 
 class WordTokens(Tokens):
@@ -31,8 +31,8 @@ class GloveModel:
     n_layers = 1
 
     def __init__(self, vectors: Vectors, heads: list[NamedHead], settings=None):  # settings: attn_cli.inspection.Settings
-        from attn_cli.attention import Mask
-        from attn_cli.inspection import Settings
+        from attn_cli.core.attention import Mask
+        from attn_cli.analysis.glove import Settings
 
         self.vectors = vectors
         self.heads = heads
@@ -53,7 +53,7 @@ class GloveModel:
 
     def tokenize(self, text: str) -> WordTokens:
         """GloVe's own tokenizer (attn_cli.tokens); each token is a word with its vector."""
-        from attn_cli.tokens import embed, sentence_tokens
+        from attn_cli.vectors.tokens import embed, sentence_tokens
 
         embedded = embed(sentence_tokens(text, self.settings.max_tokens), self.vectors, self.settings.oov)
         if not embedded.tokens:
@@ -62,12 +62,12 @@ class GloveModel:
         return WordTokens(embedded.rows, embedded.tokens, [False] * n, list(range(n)), [(0, 0)] * n, text, embedded.unknown, embedded.vectors)
 
     def embeddings(self, tokens: WordTokens) -> np.ndarray:  # -> [n, d] E = word vector (+ position)
-        from attn_cli.attention import input_embeddings
+        from attn_cli.core.blocks import input_embeddings
 
         return input_embeddings(tokens.vectors, self.settings.position)
 
     def forward(self, tokens: WordTokens) -> Trace:
-        from attn_cli.attention import allowed_keys
+        from attn_cli.core.attention import allowed_keys
 
         e = self.embeddings(tokens)  # [n, d]
         allowed = allowed_keys(self.settings.mask, len(e))
@@ -83,7 +83,7 @@ class GloveModel:
         return self.forward(self.tokenize(text))
 
     def nearest(self, rows: np.ndarray, k: int) -> list[list[str]]:
-        from attn_cli.inspection import nearest_keys
+        from attn_cli.analysis.glove import nearest_keys
 
         found = nearest_keys(rows, [-1] * len(rows), self.vectors, k)
         return [[self.vectors.key_at(j) for j in row] for row in found]

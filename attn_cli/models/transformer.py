@@ -12,40 +12,15 @@ from pathlib import Path
 
 import numpy as np
 
+from attn_cli.core.blocks import ACTIVATIONS, F32, layer_norm
+from attn_cli.core.neighbors import nearest_rows
 from attn_cli.errors import DataError, InputError
-from attn_cli.models import LayerTrace, Tokens, Trace, checkpoint
+from attn_cli.models.sources import folder as checkpoint
+from attn_cli.models.base import LayerTrace, Tokens, Trace
 
-F32 = np.float32
-NEIGHBOR_CHUNK = 4096  # vocabulary rows scored at a time: [chunk, d] float32
 
 
 # --- the math ------------------------------------------------------------------------------
-
-
-def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:  # [n, d] -> [n, d]
-    mean = x.mean(axis=-1, keepdims=True)
-    centred = x - mean
-    var = np.mean(centred * centred, axis=-1, keepdims=True)
-    return centred / np.sqrt(var + F32(eps)) * g + b
-
-
-def erf(x: np.ndarray) -> np.ndarray:
-    """erf to within 1.5e-7 (Abramowitz & Stegun 7.1.26): NumPy has none, and float32 needs no better."""
-    a = np.abs(x)
-    t = F32(1.0) / (F32(1.0) + F32(0.3275911) * a)
-    poly = t * (F32(0.254829592) + t * (F32(-0.284496736) + t * (F32(1.421413741) + t * (F32(-1.453152027) + t * F32(1.061405429)))))
-    return np.copysign(F32(1.0) - poly * np.exp(-a * a), x)
-
-
-def gelu(x: np.ndarray) -> np.ndarray:  # BERT's "gelu": x * Phi(x), exact
-    return F32(0.5) * x * (F32(1.0) + erf(x * F32(1 / np.sqrt(2.0))))
-
-
-def gelu_tanh(x: np.ndarray) -> np.ndarray:  # GPT-2's "gelu_new": the tanh approximation
-    return F32(0.5) * x * (F32(1.0) + np.tanh(F32(np.sqrt(2.0 / np.pi)) * (x + F32(0.044715) * x * x * x)))
-
-
-ACTIVATIONS = {"gelu": gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh, "gelu_fast": gelu_tanh, "relu": lambda x: np.maximum(x, F32(0))}
 
 
 def softmax_rows(scores: np.ndarray) -> np.ndarray:  # [..., n] -> [..., n]; a -inf entry gets exactly 0
@@ -145,21 +120,6 @@ class Transformer:
 
     def summary(self) -> dict:
         return {"name": self.name, "type": self.kind, "layers": self.n_layers, "heads": self.n_heads, "d_model": self.d_model, "d_k": self.d_k}
-
-
-def nearest_rows(rows: np.ndarray, matrix: np.ndarray, k: int) -> np.ndarray:  # [m, d], [V, d] -> [m, k] row indices
-    """The k rows of `matrix` nearest by cosine to each of `rows`, scored a chunk at a time (no normalised copy of the matrix)."""
-    rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), F32(1e-12))  # [m, d]
-    best_score = np.full((len(rows), 0), -np.inf, F32)
-    best_index = np.zeros((len(rows), 0), np.int64)
-    for start in range(0, len(matrix), NEIGHBOR_CHUNK):
-        chunk = matrix[start : start + NEIGHBOR_CHUNK]  # [c, d]
-        sims = rows @ chunk.T / np.maximum(np.linalg.norm(chunk, axis=1), F32(1e-12))  # [m, d] x [d, c] -> [m, c]
-        scores = np.concatenate([best_score, sims], axis=1)
-        index = np.concatenate([best_index, np.broadcast_to(np.arange(start, start + len(chunk)), sims.shape)], axis=1)
-        keep = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-        best_score, best_index = np.take_along_axis(scores, keep, 1), np.take_along_axis(index, keep, 1)
-    return best_index
 
 
 # --- reading a checkpoint -----------------------------------------------------------------------

@@ -59,7 +59,7 @@ MATRIX_BLOCK = 1 << 16  # numbers of an [n, n] matrix rounded and written at a t
 
 def _streamed(matrix, digits: int, hidden=None):  # [n, n] -> output.Rows of its rows, rounded as they are written
     """The rows of `matrix` rounded to `digits` significant digits (None where `hidden`), a block at a time."""
-    from attn_cli.output import Rows
+    from attn_cli.io.output import Rows
 
     step = max(1, MATRIX_BLOCK // max(1, matrix.shape[1]))
 

@@ -36,10 +36,12 @@ sys.path.insert(0, str(HERE.parent.parent))
 sys.path.insert(0, str(HERE))
 
 import sentences as grammar  # noqa: E402
-from attn_cli import evaluation, training  # noqa: E402
-from attn_cli.attention import Head, Mask, allowed_keys, input_embeddings  # noqa: E402
-from attn_cli.senses import read_sense_set  # noqa: E402
-from attn_cli.tokens import embed, tokenize  # noqa: E402
+from attn_cli.heads import evaluation
+from attn_cli.heads import training  # noqa: E402
+from attn_cli.core.attention import Head, Mask, allowed_keys
+from attn_cli.core.blocks import input_embeddings  # noqa: E402
+from attn_cli.analysis.senses import read_sense_set  # noqa: E402
+from attn_cli.vectors.tokens import embed, tokenize  # noqa: E402
 
 SEED = 2024
 MASKS = tuple(m.value for m in Mask)  # "causal", "none": every figure is measured under both
@@ -172,7 +174,7 @@ def sense_figures(heads, cases_file, words_file, vectors) -> dict:
 
 def sense_cases(cases_file, words_file, vectors) -> tuple[list, dict]:
     """A sense set's cases, and each word's sense names with their probe centroids: {word: ([names], [s, d])}."""
-    from attn_cli.senses import probe_matrix, sense_centroids
+    from attn_cli.analysis.senses import probe_matrix, sense_centroids
 
     cases = evaluation.parse_sense_cases(cases_file.read_text(encoding="utf-8").splitlines(), str(cases_file))
     sense_set = read_sense_set(words_file)
@@ -184,8 +186,8 @@ def even_through_value_map(adjective, context, cases_file, words_file, vectors) 
     see, through the head's own W_V (the adjective head as it is): what the value map does without
     the head's choice of where to look. The weight spread is what the head gives to tokens (1 less
     its sink's). {mask: share of cases resolved}."""
-    from attn_cli.inspection import Settings, inspect_text
-    from attn_cli.words import is_content
+    from attn_cli.analysis.glove import Settings, inspect_text
+    from attn_cli.vectors.words import is_content
 
     cases, senses = sense_cases(cases_file, words_file, vectors)
     out = {}
@@ -323,7 +325,7 @@ def build_adjective(vectors, n_train=ADJECTIVE_SENTENCES):
 
 def cross_entropy(head: Head, exs: list[training.Example]) -> float:
     """Mean over linked queries (both masks) of -mean_{own keys a} log w_qa: how far each row is from even weight on its own keys."""
-    from attn_cli.attention import run_head
+    from attn_cli.core.attention import run_head
 
     losses = []
     for mask in MASKS:
@@ -387,8 +389,8 @@ def corpus_rows(head: Head, vectors) -> tuple[np.ndarray, np.ndarray]:  # -> [r,
     """What the corpus map is fitted on: for each content word of the corpus under both masks (when the
     head sees at least CORPUS_MIN_SEEN other tokens), c = sum_j w_ij E_j over the head's weights (its
     own query costs it, so c is its context) and y = the word's unit vector without the shared direction m."""
-    from attn_cli.attention import run_head
-    from attn_cli.words import is_content
+    from attn_cli.core.attention import run_head
+    from attn_cli.vectors.words import is_content
 
     plain = value_map(1.0, vectors)  # [d, d]
     contexts, targets = [], []
@@ -451,8 +453,8 @@ def alone_figures(adjective, context, cases_file, vectors) -> dict:
 def alone_cosine(heads, cases_file, vectors) -> float:
     """Mean cos(E, E') of the sense cases' words under the causal mask when no content word comes before
     them (their context is after): the heads have nothing to write, and the word should stay itself."""
-    from attn_cli.inspection import Settings, inspect_text
-    from attn_cli.words import is_content
+    from attn_cli.analysis.glove import Settings, inspect_text
+    from attn_cli.vectors.words import is_content
 
     cosines = []
     for case in evaluation.parse_sense_cases(cases_file.read_text(encoding="utf-8").splitlines(), str(cases_file)):
@@ -529,7 +531,7 @@ def sense_margins(adjective, context, cases_file, words_file, vectors) -> dict:
     head's update is c W_V) and, for each other sense, the difference of the centroids (g = intended -
     other). E' = a + c W_V is nearer the intended sense than the other exactly when g . E' > 0.
     {"a", "c", "g": [r, d], "case": [r] (an index into "e" and "word"), "mask": [r], "e": [n, d], "word": [n]}"""
-    from attn_cli.inspection import Settings, inspect_text
+    from attn_cli.analysis.glove import Settings, inspect_text
 
     cases, senses = sense_cases(cases_file, words_file, vectors)
     rows = {"a": [], "c": [], "g": [], "case": [], "mask": [], "e": [], "word": []}
@@ -950,7 +952,7 @@ def check(built) -> bool:
     CPU (and OPENBLAS_CORETYPE, OPENBLAS_NUM_THREADS), so the last bits of a float64 may differ from
     one machine to the next, on the same code and data.
     """
-    from attn_cli.heads import load_head
+    from attn_cli.heads.registry import load_head
 
     ok = True
     print(f"tolerance: max |rebuilt - shipped| <= {CHECK_RTOL:.0e} x max |shipped| per array")
@@ -978,8 +980,8 @@ def check(built) -> bool:
 
 
 def main():
-    from attn_cli.heads import save_head
-    from attn_cli.vectors import load
+    from attn_cli.heads.registry import save_head
+    from attn_cli.vectors.store import load
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="rebuild in memory and compare with the shipped files")

@@ -24,7 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from attn_cli.words import FUNCTION_WORDS  # noqa: E402
+from attn_cli.vectors.words import FUNCTION_WORDS  # noqa: E402
 
 WHEEL = "lemminflect-0.2.3-py3-none-any.whl"
 WHEEL_SHA256 = "1cf470efa783733ca5654cc1a6ee1de774e59031e61bf6210467625e84a8cf1c"
@@ -86,7 +86,7 @@ def lexicon_words(rows, rank: dict[str, int]) -> list[tuple[str, str, str, int]]
 
 
 def build(wheel: Path) -> None:
-    from attn_cli.vectors import load
+    from attn_cli.vectors.store import load
 
     keys = load().index_to_key
     rank = {k: i for i, k in enumerate(keys)}

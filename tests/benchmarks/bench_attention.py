@@ -39,9 +39,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from attn_cli.attention import POSITION_SCALE, positional_encoding  # noqa: E402
-from attn_cli.heads import random_head  # noqa: E402
-from attn_cli.vectors import load  # noqa: E402
+from attn_cli.core.blocks import POSITION_SCALE, positional_encoding  # noqa: E402
+from attn_cli.heads.registry import random_head  # noqa: E402
+from attn_cli.vectors.store import load  # noqa: E402
 from tests.benchmarks.peer import Worker, show  # noqa: E402
 
 ATTN = str(Path(sys.executable).parent / "attn")
@@ -64,8 +64,8 @@ heads = [(data[f"q{h}"], data[f"k{h}"], data[f"v{h}"]) for h in range(int(data["
 info = {"python": sys.executable, "numpy": np.__version__}
 if side == "attn":
     sys.path.insert(0, repo)
-    from attn_cli import attention
-    from attn_cli.attention import Head, causal_mask, multi_head
+    from attn_cli.core import attention
+    from attn_cli.core.attention import Head, causal_mask, multi_head
     info["attn_cli"] = attention.__file__
 
     def prepare(n, h):
@@ -144,9 +144,9 @@ RSS_WRAPPER = (
 # The floor of 3: what `inspect` computes for the sentence in the file named first, and no JSON.
 COMPUTE_ONLY = r"""
 import sys
-from attn_cli.heads import default_heads
-from attn_cli.inspection import Settings, inspect_text
-from attn_cli.vectors import load
+from attn_cli.heads.registry import default_heads
+from attn_cli.analysis.glove import Settings, inspect_text
+from attn_cli.vectors.store import load
 vectors = load()
 text = open(sys.argv[1], encoding="utf-8").read()
 result = inspect_text(text, vectors, default_heads(vectors.vector_size)[0], Settings(max_tokens=int(sys.argv[2])))

@@ -45,7 +45,7 @@ LENGTHS = (16, 128)
 RSS_TARGET_MB = 250
 MB = 1e6
 # What only the --model path should import (cold-start cost): the two packages and attn's checkpoint code.
-CHECKPOINT_CODE = ("safetensors", "tokenizers", "attn_cli.models.checkpoint", "attn_cli.models.transformer", "attn_cli.models.inspection")
+CHECKPOINT_CODE = ("safetensors", "tokenizers", "attn_cli.models.sources.folder", "attn_cli.models.transformer", "attn_cli.analysis.model")
 
 # ru_maxrss of RUSAGE_CHILDREN is the largest of all waited-for children: a fresh wrapper has exactly one.
 RSS_WRAPPER = (
@@ -95,7 +95,7 @@ if side == "attn":
     model = transformer.load(folder)
     info["attn_cli"] = os.path.dirname(transformer.__file__)
 
-    from attn_cli.models import Tokens
+    from attn_cli.models.base import Tokens
     long = model.tokenize(" ".join([LESSON] * 20))
 
     def prepare(ids):  # the tokenizer's own Tokens, cut to [CLS] + the first n - 2 pieces + [SEP]
@@ -288,7 +288,8 @@ def profile_forward(folder: Path, threads: int) -> None:
     import cProfile
     import pstats
 
-    from attn_cli.models import Tokens, transformer
+    from attn_cli.models.base import Tokens
+    from attn_cli.models import transformer
 
     model = transformer.load(str(folder))
     long = model.tokenize(" ".join([LESSON] * 20))

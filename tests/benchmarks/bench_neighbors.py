@@ -10,8 +10,8 @@ import warnings
 
 import numpy as np
 
-from attn_cli import neighbors as nb
-from attn_cli.vectors import load
+from attn_cli.lesson import directions as nb
+from attn_cli.vectors.store import load
 
 QUERY = dict(positive=["cats", "dog"], negative=["cat"])
 

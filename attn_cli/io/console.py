@@ -1,0 +1,62 @@
+"""The Rich console every view is printed on: user text printed literally, a width Rich can use.
+
+Imported only when something is shown to a person.
+"""
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+MIN_WIDTH, MAX_WIDTH = 40, 4096  # COLUMNS outside this range is taken as the nearest end
+
+
+def view_width() -> int | None:
+    """COLUMNS as a width Rich can use (COLUMNS=0 would print nothing), or None to ask the terminal."""
+    columns = os.environ.get("COLUMNS", "")
+    return min(max(int(columns), MIN_WIDTH), MAX_WIDTH) if columns.isdigit() else None
+
+
+def view_console(*, record: bool = False, file=None, width: int | None = None, color_system: str | None = "auto"):
+    """A Rich console for a person that prints user text literally: no markup ("[red]" stays as
+    typed), no emoji codes, and control characters in words, keys or file names escaped."""
+    from rich.console import Console, Group, RenderHook
+    from rich.segment import Segment, Segments
+
+    class Literal(RenderHook):
+        def process_renderables(self, renderables):
+            segments = out.render(Group(*renderables), out.options)
+            return [Segments(s if s.control or s.text.isprintable() or s.text == "\n" else Segment(escape_controls(s.text), s.style)
+                             for s in segments)]
+
+    out = Console(record=record, highlight=False, markup=False, emoji=False, width=width or view_width(), file=file,
+                  color_system=color_system, force_terminal=True if file is not None and color_system else None)
+    out.push_render_hook(Literal())
+    return out
+
+
+def escape_controls(text: str) -> str:
+    """Control characters as escapes; line breaks kept (they are the view's own)."""
+    from attn_cli.io.files import printable
+
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
+@contextmanager
+def progress_bars(*, fields: str = "", speed: bool = False) -> Iterator[object | None]:
+    """Transient Rich progress bars on stderr, or None when stderr is not a terminal (nothing drawn).
+
+    Columns: the task's description, the bar, its percentage, `fields` (a template such as
+    "loss {task.fields[loss]}"), the transfer speed when `speed`, and the time elapsed.
+    """
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TransferSpeedColumn
+
+    from attn_cli.io.output import console
+
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), TaskProgressColumn(),
+               *([TextColumn(fields)] if fields else []), *([TransferSpeedColumn()] if speed else []), TimeElapsedColumn())
+    with Progress(*columns, console=console(stderr=True), transient=True) as bars:
+        yield bars
