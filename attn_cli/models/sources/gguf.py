@@ -339,6 +339,8 @@ class GGUFTensor:
         if ids.size and (ids.min() < 0 or ids.max() >= self.shape[0]):
             bad = int(ids[(ids < 0) | (ids >= self.shape[0])][0])
             raise IndexError(f"tensor {self.name}: row {bad} is out of range (it has {self.shape[0]:,} rows)")
+        if not ids.size:
+            return np.zeros((0, self.shape[1]), dtype=np.float32)
         if self._order is not None:
             ids = self._order[ids]
         return _finite(self.name, _decode(self._blocks()[ids], self.dtype, self.name))
@@ -363,7 +365,8 @@ def _decode(blocks: np.ndarray, dtype: str, name: str) -> np.ndarray:  # [rows, 
     from gguf import GGMLQuantizationType
     from gguf.quants import dequantize
 
-    return dequantize(np.ascontiguousarray(blocks), GGMLQuantizationType[dtype]).astype(np.float32, copy=False)
+    with np.errstate(all="ignore"):  # a damaged scale gives NaN, which _finite reports in one line
+        return dequantize(np.ascontiguousarray(blocks), GGMLQuantizationType[dtype]).astype(np.float32, copy=False)
 
 
 def _finite(name: str, w: np.ndarray) -> np.ndarray:
@@ -581,26 +584,26 @@ def build_tokenizer(file: GGUFFile, add_bos: bool, add_eos: bool):
         merges.append((left, right))
     try:
         tok = Tokenizer(BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False))
-    except Exception as e:  # the tokenizers package raises plain Exception for a bad vocabulary
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.Split(Regex(p), behavior="isolated") for p in PRE_TOKENIZERS[pre]]
+            + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]
+        )
+        tok.decoder = decoders.ByteLevel()
+        tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, k in zip(tokens, types) if k == CONTROL])
+        tok.add_tokens([AddedToken(t, special=False, normalized=False) for t, k in zip(tokens, types) if k == USER_DEFINED])
+        bos_id, eos_id = _get(file, "tokenizer.ggml.bos_token_id", int), _get(file, "tokenizer.ggml.eos_token_id", int)
+        single, specials = "$A", []
+        if add_bos and bos_id is not None:
+            single = f"{tokens[bos_id]} {single}"
+            specials.append((tokens[bos_id], bos_id))
+        if add_eos and eos_id is not None:
+            single = f"{single} {tokens[eos_id]}"
+            specials.append((tokens[eos_id], eos_id))
+        if specials:
+            pair = single + " " + single.replace("$A", "$B")
+            tok.post_processor = processors.TemplateProcessing(single=single, pair=pair, special_tokens=list(dict.fromkeys(specials)))
+    except Exception as e:  # the tokenizers package raises plain Exception for a bad vocabulary or template
         raise DataError(f"{file.path}: cannot build the tokenizer ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.Split(Regex(p), behavior="isolated") for p in PRE_TOKENIZERS[pre]]
-        + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]
-    )
-    tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, k in zip(tokens, types) if k == CONTROL])
-    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t, k in zip(tokens, types) if k == USER_DEFINED])
-    bos_id, eos_id = _get(file, "tokenizer.ggml.bos_token_id", int), _get(file, "tokenizer.ggml.eos_token_id", int)
-    single, specials = "$A", []
-    if add_bos and bos_id is not None:
-        single = f"{tokens[bos_id]} {single}"
-        specials.append((tokens[bos_id], bos_id))
-    if add_eos and eos_id is not None:
-        single = f"{single} {tokens[eos_id]}"
-        specials.append((tokens[eos_id], eos_id))
-    if specials:
-        pair = single + " " + single.replace("$A", "$B")
-        tok.post_processor = processors.TemplateProcessing(single=single, pair=pair, special_tokens=list(dict.fromkeys(specials)))
     tok.no_padding()
     tok.no_truncation()
     return tok
