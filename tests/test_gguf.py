@@ -390,3 +390,21 @@ def test_mutated_files_load_or_fail_in_one_line(tmp_path, edits, in_header):
                 tensor.rows([0, tensor.shape[0] - 1])
     except DataError as e:
         assert "\n" not in str(e) and str(path) in str(e) or str(e).startswith("tensor ")
+
+
+def test_gguf_and_tokenizers_are_imported_only_when_needed():
+    """Opening a file reads no number through gguf; the first quantized tensor imports it, the tokenizer tokenizers."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom attn_cli.models.sources import gguf\n"
+        f"src = gguf.load({str(checkpoints.gguf_fixture('tiny-llama', 'Q4_1'))!r})\n"
+        "src.tensors['model.norm.weight'].array(); src.tensors['model.embed_tokens.weight'].shape\n"
+        "print('gguf' in sys.modules, 'tokenizers' in sys.modules)\n"
+        "src.tensors['model.embed_tokens.weight'].rows([3]); src.tokenizer()\n"
+        "print('gguf' in sys.modules, 'tokenizers' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "False", "True", "True"]

@@ -365,8 +365,11 @@ def _decode(blocks: np.ndarray, dtype: str, name: str) -> np.ndarray:  # [rows, 
     from gguf import GGMLQuantizationType
     from gguf.quants import dequantize
 
-    with np.errstate(all="ignore"):  # a damaged scale gives NaN, which _finite reports in one line
-        return dequantize(np.ascontiguousarray(blocks), GGMLQuantizationType[dtype]).astype(np.float32, copy=False)
+    try:
+        with np.errstate(all="ignore"):  # a damaged scale gives NaN, which _finite reports in one line
+            return dequantize(np.ascontiguousarray(blocks), GGMLQuantizationType[dtype]).astype(np.float32, copy=False)
+    except (KeyError, NotImplementedError):  # a type newer than the installed gguf package
+        raise DataError(f"tensor {name}: type {dtype} needs a newer gguf package than the one installed (pip install -U gguf)") from None
 
 
 def _finite(name: str, w: np.ndarray) -> np.ndarray:
