@@ -408,3 +408,31 @@ def test_gguf_and_tokenizers_are_imported_only_when_needed():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False", "False", "True", "True"]
+
+
+HF_LLAMA3_SPLIT = (  # Llama 3's tokenizer.json (transformers' gguf integration keeps the same), before llama.cpp adapted it
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
+
+def test_the_llama3_pre_tokenizer_is_llama3s(tmp_path):
+    """tokenizer.ggml.pre 'llama3' (Llama 3 and its kin): Llama 3's split regex and its ignore_merges, against the
+    same vocabulary in a tokenizer.json spelled as Llama 3's is."""
+    from tokenizers import Regex, Tokenizer, pre_tokenizers
+
+    data = checkpoints.gguf_fixture("tiny-llama", "Q8_0").read_bytes()
+    at = header_field(data, b"tokenizer.ggml.pre", after=4 + 8)
+    assert data[at:at + 6] == b"smollm"
+    src = gguf.load(damaged(tmp_path, data[:at] + b"llama3" + data[at + 6:], "llama3.gguf"))
+    ours = src.tokenizer()
+    reference = Tokenizer.from_file(str(checkpoints.FIXTURES / "tiny-llama" / "tokenizer.json"))
+    reference.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(HF_LLAMA3_SPLIT), behavior="isolated"), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    reference.model.ignore_merges = True
+    texts = [str(t) for k, t in oracle("tiny-llama").items() if k.endswith("_text")]
+    texts += ["In 1999, 312 houses; 1,250 by 2024!", "I'VE been 'told he's there\n\n  \tok", "the the cat's  cattle"]
+    for text in texts:
+        assert ours.encode(text).ids == reference.encode(text).ids, text
+    assert [piece for piece, _ in ours.pre_tokenizer.pre_tokenize_str("12345")] == ["123", "45"]  # digits in threes
+    assert ours.model.ignore_merges and src.add_bos_token

@@ -89,6 +89,7 @@ PRE_TOKENIZERS = {
     "llama3": (_LLAMA3,), "llama-v3": (_LLAMA3,), "llama-bpe": (_LLAMA3,), "falcon3": (_LLAMA3,),
     "qwen2": (_QWEN2,), "deepseek-r1-qwen": (_QWEN2,),
 }
+LLAMA3_PRES = ("llama3", "llama-v3", "llama-bpe", "falcon3")  # llama.cpp: a whole piece in the vocabulary skips the merges; BOS by default
 CONTROL, USER_DEFINED = 3, 4  # tokenizer.ggml.token_type values (llama.cpp's LLAMA_TOKEN_TYPE_*)
 
 
@@ -497,7 +498,8 @@ def load(path) -> Source:
     config = config_from(file)
     tensors = _tensors(file, config)
     name = _get(file, "general.name", str) or Path(path).stem
-    add_bos = _get(file, "tokenizer.ggml.add_bos_token", bool, default=False)  # convert writes it when the tokenizer says
+    pre = _get(file, "tokenizer.ggml.pre", str, default="default")
+    add_bos = _get(file, "tokenizer.ggml.add_bos_token", bool, default=pre in LLAMA3_PRES)  # convert writes it when the tokenizer says
     add_eos = _get(file, "tokenizer.ggml.add_eos_token", bool, default=False)
     bos, eos = config["bos_token_id"], config["eos_token_id"]
     _check_tokenizer(file, config)
@@ -586,7 +588,8 @@ def build_tokenizer(file: GGUFFile, add_bos: bool, add_eos: bool):
             raise DataError(f"{file.path}: merge {k:,} ({merge[:40]!r}) is not two tokens separated by a space")
         merges.append((left, right))
     try:
-        tok = Tokenizer(BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False))
+        options = {"ignore_merges": True} if pre in LLAMA3_PRES else {}
+        tok = Tokenizer(BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False, **options))
         tok.pre_tokenizer = pre_tokenizers.Sequence(
             [pre_tokenizers.Split(Regex(p), behavior="isolated") for p in PRE_TOKENIZERS[pre]]
             + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]
