@@ -92,7 +92,7 @@ def example_params():
         yield pytest.param(command, expected, reason, line, marks=marks, id=f"line{line}")
 
 
-@pytest.mark.parametrize("command, expected, reason, line", example_params())
+@pytest.mark.parametrize("command, expected, reason, line", list(example_params()))
 def test_readme_example(command, expected, reason, line, scratch):
     if reason:
         pytest.skip(f"README line {line}: {reason}")
