@@ -7,6 +7,7 @@ from attn_cli.heads import evaluation
 from attn_cli.heads import registry as heads
 from attn_cli.analysis import senses
 from attn_cli.heads import training
+from attn_cli.heads import links as link_files
 from attn_cli.core.attention import Head, Mask, causal_mask, run_head
 from attn_cli.core.blocks import input_embeddings
 from attn_cli.errors import InputError
@@ -48,7 +49,7 @@ def cases_file(tmp_path):
 
 
 def examples(text, glove, source="<links>"):
-    return training.links_to_examples(training.parse_links(text.splitlines(), source), glove, "none", source)
+    return link_files.links_to_examples(link_files.parse_links(text.splitlines(), source), glove, "none", source)
 
 
 # --- link metrics ------------------------------------------------------------------------------------
@@ -57,8 +58,8 @@ def examples(text, glove, source="<links>"):
 def test_previous_token_baseline_is_exact_on_a_constructed_case():
     """Keys one token back: the previous-token pattern serves every query fully; two back: never."""
     e = np.random.default_rng(0).normal(size=(5, 4))
-    one_back = [training.Example(list("abcde"), e, e, {2: [1], 4: [3]}, "none")]
-    two_back = [training.Example(list("abcde"), e, e, {2: [0], 4: [2]}, "none")]
+    one_back = [link_files.Example(list("abcde"), e, e, {2: [1], 4: [3]}, "none")]
+    two_back = [link_files.Example(list("abcde"), e, e, {2: [0], 4: [2]}, "none")]
     hit = evaluation.link_metrics(evaluation.previous_token, one_back, "causal")
     assert hit == {"queries": 2, "dropped": 0, "top_on_key": 1.0, "exact_top": 1.0, "key_weight": 1.0, "others_on_self": 1 / 3}
     miss = evaluation.link_metrics(evaluation.previous_token, two_back, "causal")
@@ -69,7 +70,7 @@ def test_previous_token_baseline_is_exact_on_a_constructed_case():
 
 def test_even_baseline_weight_is_keys_over_visible_tokens():
     e = np.zeros((6, 3))
-    ex = [training.Example(list("abcdef"), e, e, {3: [0, 1], 5: [4]}, "none")]
+    ex = [link_files.Example(list("abcdef"), e, e, {3: [0, 1], 5: [4]}, "none")]
     causal = evaluation.link_metrics(evaluation.even_visible, ex, "causal")
     assert causal["key_weight"] == pytest.approx(np.mean([2 / 4, 1 / 6]))
     assert causal["top_on_key"] == 0.0  # a tie with the other tokens is a miss
@@ -79,7 +80,7 @@ def test_even_baseline_weight_is_keys_over_visible_tokens():
 
 def test_causal_mask_drops_links_to_later_keys_and_counts_them():
     e = np.random.default_rng(1).normal(size=(4, 3))
-    ex = [training.Example(list("abcd"), e, e, {1: [3], 2: [0, 3]}, "none")]
+    ex = [link_files.Example(list("abcd"), e, e, {1: [3], 2: [0, 3]}, "none")]
     causal = evaluation.link_metrics(evaluation.previous_token, ex, "causal")
     assert causal["queries"] == 1 and causal["dropped"] == 2
     assert evaluation.link_metrics(evaluation.previous_token, ex, "none")["dropped"] == 0
@@ -153,7 +154,8 @@ def test_sense_metrics_against_an_independent_computation(glove):
 def test_case_pulls_against_a_loop_over_the_heads_and_tokens(glove, mask):
     """A case's pulls: each visible token's share of Delta E (sum over heads of w_ij v_j), added to E alone,
     and the margin it moves, recomputed token by token; the shares and the self parts add up to Delta E."""
-    from attn_cli.analysis.glove import Settings, inspect_text
+    from attn_cli.analysis.inspect import inspect_text
+    from attn_cli.models.glove import Settings
 
     table = senses.read_sense_set(senses.SENSES_DIR / "lesson.tsv")
     shipped = [heads.resolve_head(n, 50) for n in ("adjective", "context")]

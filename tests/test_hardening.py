@@ -24,7 +24,7 @@ from attn_cli.vectors import formats
 from attn_cli.heads import registry as heads
 from attn_cli.io import memory
 from attn_cli.cli.softmax import split_numbers
-from attn_cli.lesson.softmax import softmax as compute_softmax
+from attn_cli.lesson.softmax import softmax_result as compute_softmax
 from attn_cli.errors import DataError, InputError
 from attn_cli.io.atomic import check_writable, clean_stale, move_into_place, temporary_name, write_atomic
 from attn_cli.io.files import decode_utf8, printable

@@ -9,6 +9,7 @@ import pytest
 
 from attn_cli.heads import registry as heads
 from attn_cli.heads import training
+from attn_cli.heads import links as link_files
 from attn_cli.core.attention import Head, causal_mask, multi_head, run_head
 from attn_cli.core.blocks import input_embeddings
 from attn_cli.vectors.tokens import tokenize
@@ -47,7 +48,7 @@ def random_batches(rng, d=6, sizes=(3, 5, 5)):
             e = rng.normal(size=(n, d))
             q = int(rng.integers(1, n))
             keys = sorted({int(k) for k in rng.integers(0, q, size=2)})
-            examples.append(training.Example([f"w{i}" for i in range(n)], e, e, {q: keys}, mask))
+            examples.append(link_files.Example([f"w{i}" for i in range(n)], e, e, {q: keys}, mask))
     return training.make_batches(examples, self_weight=0.3)
 
 
@@ -74,7 +75,7 @@ def test_attention_loss_matches_run_head():
     """The loss is the cross-entropy of the very weights `inspect` shows."""
     rng = np.random.default_rng(3)
     e = rng.normal(size=(4, 5))
-    example = training.Example(list("abcd"), e, e, {3: [1]}, "causal")
+    example = link_files.Example(list("abcd"), e, e, {3: [1]}, "causal")
     w_q, w_k = rng.normal(size=(5, 2)), rng.normal(size=(5, 2))
     loss, _, _ = training.attention_loss(w_q, w_k, training.make_batches([example], self_weight=0.0))
     weights = run_head(e, Head("h", w_q, w_k, np.eye(5)), causal_mask(4)).weights
@@ -621,15 +622,15 @@ def test_links_file_format_is_documented_in_help(run):
 
 
 def test_read_links_skips_comments_blank_lines_and_header():
-    links = training.parse_links(["# c", "", "sentence\tquery\tkey", "A B c\tA\tB"])
+    links = link_files.parse_links(["# c", "", "sentence\tquery\tkey", "A B c\tA\tB"])
     assert [(l.sentence, l.query, l.key, l.line) for l in links] == [("A B c", "a", "b", 4)]
     assert json.dumps([l.line for l in links]) == "[4]"
 
 
 def test_shipped_training_sentences_are_a_links_file_heads_train_reads(glove):
-    links = training.read_links(DATA / "adjective_train.tsv")
+    links = link_files.read_links(DATA / "adjective_train.tsv")
     assert len(links) > 5000
-    examples = training.links_to_examples(links[:800], glove, "causal")  # strict: any unreadable line raises
+    examples = link_files.links_to_examples(links[:800], glove, "causal")  # strict: any unreadable line raises
     assert sum(len(ex.links) for ex in examples) > 300
 
 
@@ -731,7 +732,7 @@ def test_training_with_distance_and_query_bias_lowers_the_loss_and_keeps_them():
     examples = []
     for n in (5, 6, 7):
         e = rng.normal(size=(n, 6))
-        examples.append(training.Example([f"w{i}" for i in range(n)], e, e, {n - 1: [n - 2]}, "causal"))
+        examples.append(link_files.Example([f"w{i}" for i in range(n)], e, e, {n - 1: [n - 2]}, "causal"))
     config = training.TrainConfig(d_k=3, steps=80, lr=0.05, distance=True, query_bias=True)
     head, history = training.train_query_key(examples, config)
     assert history[-1] < 0.5 * history[0]

@@ -20,7 +20,7 @@ from attn_cli.core.attention import Head, causal_mask
 from attn_cli.core.blocks import input_embeddings, positional_encoding
 from attn_cli.core.softmax import softmax
 from attn_cli.heads.registry import load_head, read_meta, resolve_head, save_head
-from attn_cli.analysis.glove import nearest_keys
+from attn_cli.core.neighbors import nearest_rows
 from attn_cli.vectors.tokens import key_rows
 from attn_cli.results import WEIGHT_DIGITS, significant
 from attn_cli.vectors.store import Vectors
@@ -499,7 +499,7 @@ def test_wide_characters_keep_the_grid_aligned():
 def test_nearest_keys_by_cosine_leave_the_token_out(glove):
     rows = np.array([glove.get_vector("forest"), np.zeros(50)])
     own = [glove.key_to_index["forest"], -1]
-    near = nearest_keys(rows, own, glove, 3)
+    near = nearest_rows(glove, rows, 3, own)
     sims = glove.unit @ (rows[0] / np.linalg.norm(rows[0]))
     sims[own[0]] = -np.inf
     assert near[0] == list(np.argsort(-sims)[:3]) and near[1] == []

@@ -12,9 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attn_cli.io import output
+from attn_cli.results import numbers
 from attn_cli import results
 from attn_cli.heads.registry import resolve_heads
-from attn_cli.analysis.glove import Settings, Stage, inspect_text
+from attn_cli.analysis.inspect import inspect_text
+from attn_cli.core.attention import Stage
+from attn_cli.models.glove import Settings
 from attn_cli.io.output import Rows, json_line, write_json
 from attn_cli.results import NUMBER_DIGITS, WEIGHT_DIGITS, significant
 from tests.conftest import parse_json
@@ -124,4 +127,4 @@ def test_with_nulls_is_the_cell_by_cell_version():
     rng = np.random.default_rng(0)
     a = significant(rng.normal(size=(7, 5)), NUMBER_DIGITS)
     for hidden in (None, rng.random((7, 5)) < 0.4, np.ones((7, 5), bool), np.zeros((7, 5), bool)):
-        assert results._with_nulls(a, hidden) == old_with_nulls(a, hidden)
+        assert numbers.with_nulls(a, hidden) == old_with_nulls(a, hidden)

@@ -15,8 +15,11 @@ from hypothesis.extra.numpy import arrays
 from attn_cli.core import blocks
 from attn_cli.errors import DataError, InputError
 from attn_cli.models.sources import folder as checkpoint
-from attn_cli.analysis import model as inspection
-from attn_cli.models import transformer
+from attn_cli.analysis import find, info, units
+from attn_cli.analysis.inspect import InspectSettings, inspect, parse_heads
+from attn_cli.core.softmax import softmax
+from attn_cli.heads import links as link_files
+from attn_cli.models import loading, transformer
 from tests import checkpoints
 
 TOLERANCE = 1e-4  # float32 against transformers' float32: the bar we hold the forward pass to
@@ -24,12 +27,12 @@ TOLERANCE = 1e-4  # float32 against transformers' float32: the bar we hold the f
 
 @cache
 def minilm() -> transformer.Transformer:
-    return transformer.load(str(checkpoints.minilm_folder()))
+    return loading.load(str(checkpoints.minilm_folder()))
 
 
 @cache
 def tiny() -> transformer.Transformer:
-    return transformer.load(str(checkpoints.tiny_gpt2_folder()))
+    return loading.load(str(checkpoints.tiny_gpt2_folder()))
 
 
 def oracle(name: str):
@@ -82,10 +85,10 @@ def test_attention_against_a_plain_loop():
     model = tiny()
     trace = model.run("attention is all you need")
     x = trace.hidden[0].astype(np.float64)
-    layer = model.layers[0]
-    h = blocks.layer_norm(x, layer["ln1_g"], layer["ln1_b"], model.eps)
+    layer = model.weights.layer(0)
+    h = blocks.layer_norm(x, layer["attn.norm.w"], layer["attn.norm.b"], model.spec.eps)
     n, d, d_k = len(x), model.d_model, model.d_k
-    qkv = h @ layer["qkv"] + layer["qkv_b"]
+    qkv = h @ layer["attn.qkv.w"] + layer["attn.qkv.b"]
     for head in range(model.n_heads):
         for i in range(n):
             q = qkv[i, head * d_k : (head + 1) * d_k]
@@ -106,7 +109,7 @@ def test_erf_is_within_two_millionths_of_the_exact_one(x):
 def test_the_forward_pass_stays_float32():
     trace = minilm().run("One mole of carbon dioxide.")
     assert trace.hidden.dtype == np.float32 and trace.output.dtype == np.float32
-    assert all(layer.scores.dtype == np.float32 and layer.attn_update.dtype == np.float32 for layer in trace.layers)
+    assert all(layer.masked.dtype == np.float32 and layer.attn_update.dtype == np.float32 for layer in trace.layers)
 
 
 # --- pieces, words and special tokens ---------------------------------------------------------------
@@ -114,7 +117,7 @@ def test_the_forward_pass_stays_float32():
 
 def test_words_merge_pieces_with_the_text_as_written():
     trace = minilm().run("The verdant forest.")
-    members, labels, special = inspection.groups(trace, words=True)
+    members, labels, special = units.groups(trace.tokens, words=True)
     assert labels == ["[CLS]", "The", "verdant", "forest", ".", "[SEP]"]
     assert special == [True, False, False, False, False, True]
     assert [len(m) for m in members] == [1, 1, 3, 1, 1, 1]  # ve ##rdan ##t
@@ -129,7 +132,7 @@ def test_aggregate_is_mean_over_query_pieces_and_sum_over_key_pieces(data):
     members = [list(range(a, b)) for a, b in zip(bounds[:-1], bounds[1:])]
     raw = data.draw(arrays(np.float32, (2, n, n), elements=st.floats(0.0625, 1, width=32)))
     weights = raw / raw.sum(-1, keepdims=True)
-    got = inspection.aggregate(weights, members)
+    got = units.aggregate(weights, members)
     for h in range(2):
         for a, qs in enumerate(members):
             for b, ks in enumerate(members):
@@ -139,23 +142,23 @@ def test_aggregate_is_mean_over_query_pieces_and_sum_over_key_pieces(data):
 
 
 def test_pool_keeps_rows_summing_to_one():
-    weights = transformer.softmax_rows(np.random.default_rng(0).normal(size=(3, 30, 30)).astype(np.float32))
-    pooled = inspection.pool(weights, 7)
+    weights = softmax(np.random.default_rng(0).normal(size=(3, 30, 30))).astype(np.float32)
+    pooled = units.pool(weights, 7)
     assert pooled.shape == (3, 7, 7)
     np.testing.assert_allclose(pooled.sum(-1), 1, atol=1e-5)
-    assert inspection.pool(weights, 40) is weights  # short enough: one cell per token
+    assert units.pool(weights, 40) is weights  # short enough: one cell per token
 
 
 def test_hide_special_says_how_much_weight_the_special_tokens_held():
-    result = inspection.inspect_model(minilm(), "the Eiffel tower", inspection.ModelSettings(hide_special=True))
+    result = inspect(minilm(), "the Eiffel tower", InspectSettings(hide_special=True))
     assert result.tokens == ["the", "e", "##iff", "##el", "tower"]
-    full = inspection.inspect_model(minilm(), "the Eiffel tower", inspection.ModelSettings())
+    full = inspect(minilm(), "the Eiffel tower", InspectSettings())
     np.testing.assert_allclose(result.special_weight, full.weights[..., 1:-1, :][..., [0, -1]].sum(-1), atol=1e-6)
     np.testing.assert_allclose(result.weights.sum(-1) + result.special_weight, 1, atol=1e-5)
 
 
 def test_the_focus_residual_follows_one_token_through_every_layer():
-    result = inspection.inspect_model(minilm(), "A fluffy blue creature", inspection.ModelSettings(focus="creature", neighbors=3))
+    result = inspect(minilm(), "A fluffy blue creature", InspectSettings(focus="creature", neighbors=3))
     assert [row.layer for row in result.residual] == list(range(7))
     assert result.residual[0].nearest[0] == "creature"  # E is the word's own embedding (plus position)
     assert result.residual[0].attn_update is None
@@ -167,18 +170,18 @@ def test_the_focus_residual_follows_one_token_through_every_layer():
 def test_nearest_vocabulary_matches_a_full_cosine_ranking():
     model = minilm()
     rows = model.run("forest river").hidden[2, 1:3]
-    word = model.embed["word"].full().astype(np.float64)
+    word = model.weights.vocabulary().astype(np.float64)
     cos = (rows @ word.T) / np.linalg.norm(rows, axis=1)[:, None] / np.linalg.norm(word, axis=1)[None]
     expected = [[model.tokenizer.id_to_token(int(j)) for j in np.argsort(-c, kind="stable")[:5]] for c in cos]
     assert model.nearest(rows, 5) == expected
 
 
 def test_parse_heads():
-    assert inspection.parse_heads(["2.11", "0"], 6, 12) == [(2, 11)] + [(0, h) for h in range(12)]
-    assert len(inspection.parse_heads(None, 6, 12)) == 72
+    assert parse_heads(["2.11", "0"], 6, 12) == [(2, 11)] + [(0, h) for h in range(12)]
+    assert len(parse_heads(None, 6, 12)) == 72
     for bad in ("6.0", "2.12", "x", "1.y"):
         with pytest.raises(InputError):
-            inspection.parse_heads([bad], 6, 12)
+            parse_heads([bad], 6, 12)
 
 
 # --- model info and head finding ----------------------------------------------------------------
@@ -187,12 +190,12 @@ def test_parse_heads():
 def test_model_info_counts_every_tensor_it_uses():
     from safetensors.numpy import load_file
 
-    info = inspection.model_info(minilm())
+    found = info.model_info(minilm())
     tensors = load_file(str(checkpoints.minilm_folder() / "model.safetensors"))
     used = sum(t.size for name, t in tensors.items() if not name.startswith("pooler") and t.dtype.kind == "f")
-    assert info.parameters["total"] == used
-    assert (info.layers, info.heads, info.d_model, info.d_k, info.vocabulary) == (6, 12, 384, 32, 30522)
-    assert info.per_head["weights"] == 4 * 384 * 32
+    assert found.parameters["total"] == used
+    assert (found.layers, found.heads, found.d_model, found.d_k, found.vocabulary) == (6, 12, 384, 32, 30522)
+    assert found.per_head["weights"] == 4 * 384 * 32
 
 
 def test_heads_find_ranks_a_head_above_the_even_baseline(tmp_path):
@@ -200,7 +203,7 @@ def test_heads_find_ranks_a_head_above_the_even_baseline(tmp_path):
     links.write_text("the old dog barked at a small red cat\tcat\tred\nthe old dog barked at a small red cat\tdog\told\n")
     from attn_cli.heads import training
 
-    found = inspection.find_heads(minilm(), training.read_links(links), str(links))
+    found = find.find_heads(minilm(), link_files.read_links(links), str(links))
     assert found.queries == 2 and len(found.heads) == 72
     best = found.heads[0]
     assert best["top_on_key"] == 1.0
@@ -214,7 +217,7 @@ def test_heads_find_drops_keys_a_causal_model_cannot_see(tmp_path):
 
     links = tmp_path / "links.tsv"
     links.write_text("the cat is red and the dog is old\tcat\tred\nthe cat is red and the dog is old\tdog\tthe\n")
-    found = inspection.find_heads(tiny(), training.read_links(links), str(links))
+    found = find.find_heads(tiny(), link_files.read_links(links), str(links))
     assert found.dropped == 1 and found.queries == 1
 
 
@@ -234,15 +237,15 @@ def test_a_pickle_checkpoint_is_refused_with_a_hint(tmp_path):
     (folder / "model.safetensors").unlink()
     (folder / "pytorch_model.bin").write_bytes(b"\x80\x04not to be unpickled")
     with pytest.raises(DataError, match="pickle.*safetensors"):
-        transformer.load(str(folder))
+        loading.load(str(folder))
 
 
 def test_an_unsupported_architecture_names_the_supported_ones(tmp_path):
     folder = copy_tiny(tmp_path)
     config = json.loads((folder / "config.json").read_text())
-    (folder / "config.json").write_text(json.dumps(config | {"model_type": "llama"}))
-    with pytest.raises(DataError, match="'llama' is not supported.*bert.*gpt2"):
-        transformer.load(str(folder))
+    (folder / "config.json").write_text(json.dumps(config | {"model_type": "t5"}))
+    with pytest.raises(DataError, match="'t5' is not supported.*bert.*gpt2.*llama.*mistral.*qwen2"):
+        loading.load(str(folder))
 
 
 def test_a_corrupt_or_wrong_weight_file_is_one_error(tmp_path):
@@ -250,23 +253,23 @@ def test_a_corrupt_or_wrong_weight_file_is_one_error(tmp_path):
     data = (folder / "model.safetensors").read_bytes()
     (folder / "model.safetensors").write_bytes(data[: len(data) // 2])
     with pytest.raises(DataError, match="cannot read the weights"):
-        transformer.load(str(folder))
+        loading.load(str(folder))
     from safetensors.numpy import load_file, save_file
 
     weights = load_file(str(checkpoints.tiny_gpt2_folder() / "model.safetensors"))
     save_file({k: v for k, v in weights.items() if k != "transformer.h.1.mlp.c_fc.weight"}, str(folder / "model.safetensors"))
     with pytest.raises(DataError, match=r"missing tensor h\.1\.mlp\.c_fc\.weight \(shape \[64, 256\]\)"):
-        transformer.load(str(folder))
+        loading.load(str(folder))
     bad = dict(weights)
     bad["transformer.h.0.ln_1.weight"] = np.full(64, np.nan, np.float32)
     save_file(bad, str(folder / "model.safetensors"))
     with pytest.raises(DataError, match="NaN"):
-        transformer.load(str(folder))
+        loading.load(str(folder))
     bad = dict(weights)
     bad["transformer.wte.weight"] = weights["transformer.wte.weight"].copy()
     bad["transformer.wte.weight"][5, 3] = np.inf  # the vocabulary is read lazily: checked as its rows are read
     save_file(bad, str(folder / "model.safetensors"))
-    model = transformer.load(str(folder))
+    model = loading.load(str(folder))
     with pytest.raises(DataError, match="wte.weight: holds NaN or infinite"):
         model.forward(transformer.Tokens([1, 5], ["a", "b"], [False] * 2, [0, 1], [(0, 1), (1, 2)]))
 
@@ -390,30 +393,44 @@ def test_the_shipped_link_sets_pass_their_checks():
 # --- one interface for where E comes from ----------------------------------------------------------
 
 
-def test_the_glove_heads_are_a_model_too(glove):
-    """GloVe + positions + the shipped heads run through the same interface and views as a checkpoint."""
-    from rich.console import Console
+SENTENCES = ["A fluffy blue creature roamed the verdant forest.", "One mole of carbon dioxide.", "the cat sat on the mat"]
 
-    from attn_cli import views as render
+
+def test_the_glove_heads_and_a_checkpoint_share_one_pipeline(glove):
+    """The lesson's heads over word vectors and a checkpoint go through the same steps: one analysis
+    (attn_cli.analysis.inspect), one result type, one writer of rows, one registry of views."""
+    import attn_cli.analysis.inspect as analysis
     from attn_cli.heads.registry import resolve_heads
-    from attn_cli.analysis.glove import Settings, inspect_text
-    from attn_cli.models.glove import GloveModel
+    from attn_cli.io.console import view_console
+    from attn_cli.models.glove import GloveModel, Settings
+    from attn_cli.results.inspect import InspectResult
+    from attn_cli.views.inspect import ViewOptions, chosen, inspect_view
 
     heads, _ = resolve_heads(None, glove.vector_size, 0)
-    model = GloveModel(glove, heads, Settings())
-    sentence = "A fluffy blue creature roamed the verdant forest."
-    result = inspection.inspect_model(model, sentence, inspection.ModelSettings(focus="creature"))
-    classic = inspect_text(sentence, glove, heads, Settings())
-    assert result.tokens == classic.tokens and result.mask == "causal"
-    np.testing.assert_array_equal(result.weights[0], np.stack([h.weights for h in classic.heads]))
-    assert [row.layer for row in result.residual] == [0, 1]  # E, then E' = E + Delta E
-    np.testing.assert_allclose(result.attn_norms[0], classic.delta_norms)
-    assert result.residual[1].mlp_update == 0.0
-    console = Console(width=100, record=True, file=open(os.devnull, "w"))
-    for part in render.model_view(result):
-        console.print(part)
-    assert "model view" in console.export_text()
-    assert result.to_dict()["model"]["type"] == "glove"
+    models = {"glove": GloveModel(glove, heads, Settings()), "tiny-gpt2": tiny(), "minilm": minilm()}
+    calls = []
+    steps = {name: getattr(analysis, name) for name in ("layered", "one_layer")}
+    for name, step in steps.items():
+        analysis.__dict__[name] = lambda *a, _step=step, _name=name: calls.append(_name) or _step(*a)
+    try:
+        results = {name: [analysis.inspect(model, s, analysis.InspectSettings(stage="masked")) for s in SENTENCES] for name, model in models.items()}
+    finally:
+        analysis.__dict__.update(steps)
+    assert calls == ["one_layer"] * 3 + ["layered"] * 6  # chosen by what the model declares, not by its kind
+    keys = None
+    for name, found in results.items():
+        for result in found:
+            assert type(result) is InspectResult and type(result.heads[0]).__name__ == "HeadView"
+            rows = list(result.rows())
+            row_keys = [list(r) for r in rows]
+            assert keys is None or row_keys[0] == keys  # the writers' rows: one schema for every model
+            keys = row_keys[0]
+            assert len({tuple(k) for k in row_keys}) == 1 and len(rows) >= len(result.heads) * len(result.tokens) ** 2
+            for part in inspect_view(result, ViewOptions(stage="masked")):
+                view_console(file=open(os.devnull, "w"), width=100).print(part)
+    glove_views = [v.name for v in chosen(results["glove"][0], ViewOptions())]
+    model_views = [v.name for v in chosen(results["minilm"][0], ViewOptions(overview=True))]
+    assert glove_views == ["heading", "heads", "shift"] and model_views == ["heading", "overview", "layers"]
 
 
 def test_a_bert_folder_with_only_vocab_txt_tokenizes_as_transformers_did(tmp_path):
@@ -424,7 +441,7 @@ def test_a_bert_folder_with_only_vocab_txt_tokenizes_as_transformers_did(tmp_pat
     folder.mkdir()
     for name in ("config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json"):
         (folder / name).symlink_to(checkpoints.minilm_folder() / name)
-    model = transformer.load(str(folder))
+    model = loading.load(str(folder))
     for case in oracle("minilm"):
         assert model.tokenize(str(case["text"])).ids == case["ids"].tolist()
     assert not (folder / "tokenizer.json").exists()

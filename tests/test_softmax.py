@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attn_cli.core.softmax import log_softmax, softmax, softmax_with_temperature
-from attn_cli.lesson.softmax import softmax as compute_softmax
+from attn_cli.lesson.softmax import softmax_result as compute_softmax
 
 EXTREME = [
     [1000.0, 1001.0, 1002.0],

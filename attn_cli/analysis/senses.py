@@ -163,34 +163,34 @@ def sense_meter(before: np.ndarray, after: np.ndarray, probes: list[np.ndarray])
 # --- senses of an inspected sentence -----------------------------------------------------------
 
 
-def measure_senses(result, vectors: Vectors, *, adhoc: dict[str, list[str]] | None = None,
-                   sense_set: SenseSet | None = None, set_name: str = "", focus: int | None = None) -> None:
-    """Fill `result.senses` (attn_cli.results.SenseRow per measured token).
+def measure_senses(tokens: list[str], e, e_prime, vectors: Vectors, *, adhoc: dict[str, list[str]] | None = None,
+                   sense_set: SenseSet | None = None, set_name: str = "", focus: int | None = None) -> tuple[list, str | None]:
+    """The sense meter's rows (attn_cli.results.SenseRow per measured token) for E and E' [n, d], and a note
+    saying why no token was measured (None when some were).
 
     Ad-hoc senses are measured for every token (or the `focus` token); a sense set, for the
-    tokens it has senses for. `result.senses_note` says why no token was measured, if none was.
+    tokens it has senses for.
     """
-    from attn_cli.results import SenseRow
+    from attn_cli.results.senses import SenseRow
 
-    indices = [focus] if focus is not None else list(range(len(result.tokens)))
+    indices = [focus] if focus is not None else list(range(len(tokens)))
     groups: dict[tuple, list[int]] = {}  # (sense names, probes) -> token indices that use them
     for i in indices:
-        senses = adhoc if adhoc is not None else (sense_set or {}).get(result.tokens[i])
+        senses = adhoc if adhoc is not None else (sense_set or {}).get(tokens[i])
         if senses:
             groups.setdefault(tuple((name, tuple(p)) for name, p in senses.items()), []).append(i)
     rows: dict[int, SenseRow] = {}
     for key, members in groups.items():
         names = [name for name, _ in key]
-        table = sense_meter(result.e[members], result.e_prime[members], [probe_matrix(list(p), vectors) for _, p in key])
+        table = sense_meter(e[members], e_prime[members], [probe_matrix(list(p), vectors) for _, p in key])
         for r, i in enumerate(members):
             rows[i] = SenseRow(
-                index=i, token=result.tokens[i], names=names, before=table.before[r].tolist(), after=table.after[r].tolist(),
+                index=i, token=tokens[i], names=names, before=table.before[r].tolist(), after=table.after[r].tolist(),
                 nearest_before=names[table.nearest_before[r]], nearest_after=names[table.nearest_after[r]],
             )
-    result.senses = [rows[i] for i in sorted(rows)]
-    if not result.senses and sense_set is not None:
+    found = [rows[i] for i in sorted(rows)]
+    note = None
+    if not found and sense_set is not None:
         where = f"sense set {set_name}" if set_name else "the sense set"
-        if focus is not None:
-            result.senses_note = f"{result.tokens[focus]!r} has no senses in {where}"
-        else:
-            result.senses_note = f"none of the tokens has senses in {where}: nothing to measure"
+        note = f"{tokens[focus]!r} has no senses in {where}" if focus is not None else f"none of the tokens has senses in {where}: nothing to measure"
+    return found, note

@@ -161,16 +161,15 @@ def find(
 
     Example: attn heads find adjective --model PATH, "which head attends from a noun to its adjectives?".
     """
-    from attn_cli.heads import training
+    from attn_cli.analysis.find import find_heads
+    from attn_cli.heads.links import link_set, read_links
     from attn_cli.io.files import input_name
-    from attn_cli.analysis import model as inspection
-    from attn_cli.models import transformer
-
+    from attn_cli.models.loading import load
     from attn_cli.results.models import HeadsFound
 
     if model is None:
         raise InputError("heads find needs --model PATH|NAME (a BERT or GPT-2 checkpoint)")
     check_format(output, HeadsFound)
-    path = inspection.link_set(links)
-    found = inspection.find_heads(transformer.load(model), training.read_links(path), input_name(path), sort.value)
+    path = link_set(links)
+    found = find_heads(load(model), read_links(path), input_name(path), sort.value)
     write(found, output, "heads_found", top)

@@ -8,10 +8,10 @@ import typer
 
 from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples, say
 from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, load_vectors
+from attn_cli.core.attention import Mask, Stage
 from attn_cli.errors import InputError
-from attn_cli.core.attention import Mask
 from attn_cli.lesson.directions import MAX_NEIGHBORS
-from attn_cli.analysis.glove import MAX_TOKENS, Settings, Stage, add_neighbors, find_query, inspect_text
+from attn_cli.models.glove import MAX_TOKENS
 from attn_cli.vectors.tokens import Oov
 
 
@@ -90,6 +90,75 @@ def inspect(
     """
     from attn_cli.io.files import check_text
 
+    check_exports(svg, html, width, output, force)
+    lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
+    focus = check_text(focus, "--focus") if focus is not None else None
+    sense = [check_text(spec, "--sense") for spec in sense] if sense else sense
+    given = {"--vectors": vectors_path, "--sense": sense, "--sense-set": sense_set, "--mask": mask, "--per-head": per_head or None,
+             "--embeddings": embeddings or None, "--no-position": None if position else True, "--no-scale": None if scale else True,
+             "--limit": limit, "--oov": None if oov == Oov.error else oov, "--neighbors": neighbors if neighbors and focus is None else None,
+             "--layer": layer, "--words": words or None, "--hide-special": hide_special or None}
+    if model is not None:
+        from attn_cli.models.transformer import Transformer as kind
+    else:
+        from attn_cli.models.glove import GloveModel as kind
+    check_options(kind.capabilities, given)
+    if model is not None:
+        if picture and focus is None:
+            raise InputError("--picture with --model draws the --focus token through the layers; name it with --focus")
+        chosen, settings = open_checkpoint(model, head, layer, words=words, hide_special=hide_special, focus=focus, neighbors=neighbors,
+                                           stage=stage, output=output)
+        overview = not (head or layer is not None)
+    else:
+        from attn_cli.models.glove import Settings
+
+        run = Settings(mask=mask or Mask.causal, position=position, oov=oov, max_tokens=max_tokens, stage=stage, embeddings=embeddings, scale=scale)
+        chosen, settings = open_glove(run, head, seed, vectors_path, limit, trust_pickle, sense, sense_set, focus=focus, neighbors=neighbors,
+                                      output=output, stream=text == "-")
+        overview = False
+    from attn_cli.views.inspect import ViewOptions
+
+    options = ViewOptions(stage=(stage or Stage.weights).value, transpose=transpose, per_head=per_head, picture=picture, overview=overview)
+
+    def compute(line: str | bytes):
+        from attn_cli.analysis.inspect import inspect
+
+        return inspect(chosen, line_text(line), settings)
+
+    def view(result, line: int) -> list:
+        from attn_cli import views
+
+        if result.senses_note:
+            say(result.senses_note if text != "-" else f"line {line}: {result.senses_note}")
+        return views.inspect_view(result, options)
+
+    emit(lines, compute, view, single=text != "-", output=output, exports=(svg, html, width, text), force=force)
+
+
+ABSENT = {  # a model without this capability refuses the options that need it, saying so in one line
+    "word-vectors": "to word vectors, not to --model", "settings": "to word vectors, not to --model", "shift": "to word vectors, not to --model",
+    "probe-senses": "to word vectors, not to --model", "layers": "--model", "pieces": "--model",
+}
+OPTION_NEEDS = {
+    "--vectors": "word-vectors", "--limit": "word-vectors", "--oov": "word-vectors", "--sense": "probe-senses", "--sense-set": "probe-senses",
+    "--mask": "settings", "--no-position": "settings", "--no-scale": "settings", "--per-head": "shift", "--embeddings": "shift",
+    "--neighbors": "shift", "--layer": "layers", "--words": "pieces", "--hide-special": "pieces",
+}  # --neighbors: the keys nearest E and E'; with --focus, a checkpoint's token path takes it too
+
+
+def check_options(capabilities: frozenset, given: dict) -> None:
+    """One usage error for the options given that the model cannot honour, by the capabilities it declares."""
+    missing: dict[str, list[str]] = {}
+    for name, value in given.items():
+        if value is not None and OPTION_NEEDS[name] not in capabilities:
+            missing.setdefault(ABSENT[OPTION_NEEDS[name]], []).append(name)
+    for where, names in missing.items():
+        if where == "--model":
+            raise InputError(f"{', '.join(names)} {'needs' if len(names) == 1 else 'need'} --model")
+        raise InputError(f"{', '.join(names)} {'applies' if len(names) == 1 else 'apply'} {where}")
+
+
+def check_exports(svg, html, width, output, force) -> None:
     exports = [p for p in (svg, html) if p is not None]
     if exports and output is not Format.table:
         raise InputError(f"--svg and --html save the terminal view; they do not combine with --{output.value}")
@@ -102,25 +171,14 @@ def inspect(
         check_export(html, "html", force)
     if width is not None and not exports:
         raise InputError("--width sets the width of --svg and --html pictures; give one of them")
-    lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
-    focus = check_text(focus, "--focus") if focus is not None else None
-    sense = [check_text(spec, "--sense") for spec in sense] if sense else sense
-    if model is not None:
-        glove_only = {"--vectors": vectors_path, "--sense": sense, "--sense-set": sense_set, "--mask": mask, "--per-head": per_head or None,
-                      "--embeddings": embeddings or None, "--no-position": None if position else True, "--no-scale": None if scale else True,
-                      "--limit": limit, "--oov": None if oov == Oov.error else oov, "--neighbors": neighbors if neighbors and focus is None else None}
-        given = [name for name, value in glove_only.items() if value is not None]
-        if given:
-            raise InputError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to word vectors, not to --model")
-        if picture and focus is None:
-            raise InputError("--picture with --model draws the --focus token through the layers; name it with --focus")
-        inspect_checkpoint(model, lines, single=text != "-", picture=picture, heads=head, layer=layer, words=words, hide_special=hide_special, stage=stage,
-                           focus=focus, neighbors=neighbors, transpose=transpose, output=output, exports=(svg, html, width, text), force=force)
-        return
-    model_only = [name for name, value in {"--layer": layer, "--words": words or None, "--hide-special": hide_special or None}.items() if value is not None]
-    if model_only:
-        raise InputError(f"{', '.join(model_only)} {'needs' if len(model_only) == 1 else 'need'} --model")
-    mask = mask or Mask.causal
+
+
+def open_glove(run, head, seed, vectors_path, limit, trust_pickle, sense, sense_set, *, focus, neighbors, output, stream: bool):
+    """The lesson's model: the word vectors and the heads, and what each sentence reports (checked before any sentence)."""
+    from attn_cli.analysis.inspect import InspectSettings
+    from attn_cli.heads.registry import resolve_heads
+    from attn_cli.io.memory import check_max_tokens
+    from attn_cli.models.glove import GloveModel, stored_matrices
 
     if sense and sense_set:
         raise InputError("--sense and --sense-set exclude each other")
@@ -136,76 +194,44 @@ def inspect(
         table, table_name = senses.resolve_sense_set(sense_set)
     if table is not None:
         senses.check_sense_set(table, vectors, table_name)
-    from attn_cli.heads.registry import resolve_heads
-    from attn_cli.analysis.glove import stored_matrices
-    from attn_cli.io.memory import check_max_tokens
-
     heads, note = resolve_heads(head, vectors.vector_size, seed)
     if note:
         say(note)
     noise = [h.name for h in heads if h.noise]
     if output is not Format.table and noise:
         say(f"untrained random weights in {', '.join(noise)}: their pattern is noise")
-    settings = Settings(mask=mask, position=position, oov=oov, max_tokens=max_tokens, stage=stage, embeddings=embeddings, scale=scale)
-    check_max_tokens(max_tokens, stored_matrices(len(heads), settings), f"{len(heads)} head{'s' if len(heads) != 1 else ''}")
+    what = f"{len(heads)} head{'s' if len(heads) != 1 else ''}"
+    check_max_tokens(run.max_tokens, stored_matrices(len(heads), run), what)
+    if stream:
+        vectors.key_to_index  # many sentences: build the key index once, not a scan per sentence
     # Nearest keys: the same 3 by default in the view and in JSON; --neighbors 0 skips the search. The tidy
     # CSV/TSV rows hold the attention only (one row per query and key), so there the search is not made.
     k = 0 if output in (Format.csv, Format.tsv) else DEFAULT_NEIGHBORS if neighbors is None else neighbors
-
-    def compute(line: str | bytes):
-        sentence = line_text(line)
-        result = inspect_text(sentence, vectors, heads, settings)
-        query = find_query(result.tokens, focus) if focus is not None else None
-        if adhoc or table is not None:
-            senses.measure_senses(result, vectors, adhoc=adhoc, sense_set=table, set_name=table_name, focus=query)
-        add_neighbors(result, vectors, k)
-        return result
-
-    if text == "-":
-        vectors.key_to_index  # many sentences: build the key index once, not a scan per sentence
-
-    def view(result, line: int) -> list:
-        from attn_cli import views as render
-
-        if result.senses_note:
-            say(result.senses_note if text != "-" else f"line {line}: {result.senses_note}")
-        query = find_query(result.tokens, focus) if focus is not None else None
-        return render.inspect_view(result, stage=(stage or Stage.weights).value, transpose=transpose, focus=query, per_head=per_head, picture=picture)
-
-    emit(lines, compute, view, single=text != "-", output=output, exports=(svg, html, width, text), force=force)
+    settings = InspectSettings(focus=focus, neighbors=k, stage=run.stage.value if run.stage else None, embeddings=run.embeddings,
+                               senses=(adhoc, table, table_name) if adhoc or table is not None else None,
+                               matrices=(stored_matrices(len(heads), run), what))
+    return GloveModel(vectors, heads, run), settings
 
 
-def inspect_checkpoint(spec: str, lines, *, single: bool, heads, layer, words, hide_special, stage, focus, neighbors, transpose, output, exports, force, picture=False) -> None:
-    """`inspect --model`: a real checkpoint's layers and heads over each sentence."""
-    from attn_cli.io.memory import BYTES_PER_CELL, check_memory
-    from attn_cli.analysis import model as inspection
-    from attn_cli.models import transformer
+def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neighbors, stage, output):
+    """`inspect --model`: the checkpoint, and what each sentence reports (a bad --head is an error before any sentence)."""
+    from attn_cli.analysis.inspect import InspectSettings, parse_heads
+    from attn_cli.io.memory import BYTES_PER_CELL
+    from attn_cli.models.loading import load
 
-    model = transformer.load(spec)
+    model = load(spec)
     chosen = list(heads or [])
     if layer is not None:
         chosen.append(str(layer))
-    selected = inspection.parse_heads(chosen, model.n_layers, model.n_heads)  # a bad --head is an error before any sentence
+    selected = parse_heads(chosen, model.n_layers, model.n_heads)
     every = model.n_layers * model.n_heads
     # The forward pass keeps every head's scores and weights (float32); the heads shown in full, or all
     # of them in JSON, also become tables or JSON numbers.
     matrices = every * 8 / BYTES_PER_CELL + (len(selected) if chosen or output is Format.table else every)
-    settings = inspection.ModelSettings(
-        heads=chosen or None, words=words, hide_special=hide_special, focus=focus,
-        neighbors=DEFAULT_NEIGHBORS if neighbors is None else neighbors, stage=stage.value if stage else None,
-    )
-
-    def view(result, line: int) -> list:
-        from attn_cli import views as render
-
-        return render.model_view(result, transpose=transpose, overview=not chosen, picture=picture)
-
-    def compute(line: str | bytes):
-        sentence = line_text(line)
-        check_memory(len(model.tokenize(sentence).ids), matrices, f"{model.n_layers} layers x {model.n_heads} heads")
-        return inspection.inspect_model(model, sentence, settings)
-
-    emit(lines, compute, view, single=single, output=output, exports=exports, force=force)
+    settings = InspectSettings(heads=chosen or None, words=words, hide_special=hide_special, focus=focus,
+                               neighbors=DEFAULT_NEIGHBORS if neighbors is None else neighbors, stage=stage.value if stage else None,
+                               matrices=(matrices, f"{model.n_layers} layers x {model.n_heads} heads"))
+    return model, settings
 
 
 def emit(lines, compute, view, *, single: bool, output: Format, exports, force: bool) -> None:

@@ -17,8 +17,8 @@ def info(
     output: FormatOpt = Format.table,
 ) -> None:
     """Architecture, layers, heads, d_model, d_k, vocabulary and parameters: the lesson's arithmetic on a real model."""
-    from attn_cli.analysis import model as inspection
-    from attn_cli.models import transformer
+    from attn_cli.analysis.info import model_info
+    from attn_cli.models.loading import load
 
-    result = inspection.model_info(transformer.load(model))
+    result = model_info(load(model))
     write(result, output, "model_info")

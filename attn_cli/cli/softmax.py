@@ -106,8 +106,8 @@ def text_of(arg: str, where: str) -> str:
     return stdin_text(where) if arg == "-" else check_text(arg, where)
 
 
-@app.command(cls=NumbersCommand, epilog=examples("attn softmax 2 1 0.1", "attn softmax 2 1 0.1 -t 0.5 --log", "echo 3,1,-inf | attn softmax -"))
-def softmax(
+@app.command("softmax", cls=NumbersCommand, epilog=examples("attn softmax 2 1 0.1", "attn softmax 2 1 0.1 -t 0.5 --log", "echo 3,1,-inf | attn softmax -"))
+def softmax_command(
     numbers: Annotated[
         list[str] | None,
         typer.Argument(metavar="NUMBER", help="Numbers (negative ones too: -1, -inf), or '-' to read them from stdin.", show_default=False),
@@ -126,5 +126,5 @@ def softmax(
         raise InputError(f"--temperature must be a finite number >= 0, not {temperature:g}")
     from attn_cli.lesson import softmax as lesson
 
-    result = lesson.softmax(read_numbers(numbers or []), temperature, log)
+    result = lesson.softmax_result(read_numbers(numbers or []), temperature, log)
     write(result, output, "softmax_view")

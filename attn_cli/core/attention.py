@@ -29,6 +29,14 @@ class Mask(str, Enum):
     none = "none"
 
 
+class Stage(str, Enum):
+    """A step of one head: Q K^T before scaling, scaled and masked, or after softmax."""
+
+    scores = "scores"
+    masked = "masked"
+    weights = "weights"
+
+
 def causal_mask(n: int) -> np.ndarray:  # -> [n, n] bool, True where query i may see key j
     """Keys after their query are hidden: later words must not influence earlier ones."""
     return np.tril(np.ones((n, n), dtype=bool))
@@ -245,6 +253,51 @@ def split_update(weights: np.ndarray, v: np.ndarray, delta: np.ndarray, w_o: np.
     return own, delta - own
 
 
+class Attended(Record):
+    """What `attend` computed for a stack of heads (a plain class: see Head)."""
+
+    __slots__ = ("scores", "masked", "weights", "values", "sink")
+
+    def __init__(self, scores, masked, weights, values, sink):
+        self.scores = scores  # [h, n, n] Q K^T as computed, before scaling (None unless kept)
+        self.masked = masked  # [h, n, n] scores / root - distance costs, -inf where the mask hides a key
+        self.weights = weights  # [h, n, n] softmax of each row of `masked` (with a sink, the row sums to 1 less its weight)
+        self.values = values  # [h, n, d_v] weights V: each query's mix of the values it attends to
+        self.sink = sink  # [h, n] each query's weight on the sink, or None (no head has one)
+
+
+def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None, *, root: float | None,
+           slopes: np.ndarray | None = None, sinks: np.ndarray | None = None, keep_scores: bool = True) -> Attended:
+    """softmax(Q K^T / root - distance, masked) V for a stack of heads: the one attention step of every model.
+
+    q [h, n, d_k]; k [h_kv, n, d_k] and v [h_kv, n, d_v] with h_kv dividing h: the g = h / h_kv
+    query heads h_kv * 0 .. g - 1, ... share one key/value head each (grouped-query attention;
+    h_kv = h: a key and value head per query head). root: what the scores are divided by
+    (sqrt(d_k)), or None to leave them as they are. slopes [h, 3]: distance costs (see
+    distance_penalty); sinks [h]: the score of a key that writes nothing (-inf: none). Without
+    `keep_scores` the raw Q K^T is not kept: its memory becomes `masked`.
+
+    Runs in q's precision; the [n, n] matrices are worked one block of query rows at a time, each
+    only over the keys it can see (row_spans).
+    """
+    dtype = float_type(q)
+    h, n, d_k = q.shape
+    h_kv = k.shape[0]
+    g = h // h_kv
+    mask = None if mask is None else np.asarray(mask, dtype=bool)
+    if keep_scores:
+        scores, masked, weights = zero_matrices((3, h, n, n), dtype)  # [h, n, n] each
+    else:
+        scores = None
+        masked, weights = zero_matrices((2, h, n, n), dtype)
+    product = masked if scores is None else scores
+    np.matmul(q.reshape(h_kv, g, n, d_k), k.transpose(0, 2, 1)[:, None], out=product.reshape(h_kv, g, n, n))  # [h_kv, g, n, d_k] x [h_kv, 1, d_k, n]
+    spans = row_spans(mask, n, n, block_rows(n, h, dtype))
+    sunk = scaled_softmax(product, root, mask, spans, masked, weights, slopes, sinks)
+    values = weighted_values(weights.reshape(h_kv, g, n, n), v[:, None], spans).reshape(h, n, v.shape[-1])  # [h_kv, g, n, n] x [h_kv, 1, n, d_v]
+    return Attended(scores, masked, weights, values, sunk)
+
+
 def run_heads(e: np.ndarray, heads: list[Head], mask: np.ndarray | None, scale: bool = True) -> list[HeadResult]:  # e: [n, d]
     """Heads of the same shapes (d_k, d_v, with or without W_O) over E, as one stack: each step is one call for all of them.
 
@@ -256,7 +309,6 @@ def run_heads(e: np.ndarray, heads: list[Head], mask: np.ndarray | None, scale: 
     e = np.asarray(e)
     dtype = float_type(e)
     e = e.astype(dtype, copy=False)
-    mask = None if mask is None else np.asarray(mask, dtype=bool)
     n, h, d_k = len(e), len(heads), heads[0].d_k
     w_qkv = np.concatenate([w for x in heads for w in (x.w_q, x.w_k, x.w_v)], axis=1, dtype=dtype)  # [d, h (2 d_k + d_v)], head by head
     qkv = (e @ w_qkv).reshape(n, h, w_qkv.shape[1] // h).transpose(1, 0, 2)  # [n, d] x [d, h (2 d_k + d_v)] -> [h, n, 2 d_k + d_v]
@@ -264,16 +316,12 @@ def run_heads(e: np.ndarray, heads: list[Head], mask: np.ndarray | None, scale: 
     if any(x.b_q is not None for x in heads):
         q += np.array([np.zeros(d_k) if x.b_q is None else x.b_q for x in heads], dtype=dtype)[:, None, :]  # [h, 1, d_k]
     w_o = None if heads[0].w_o is None else np.stack([x.w_o for x in heads]).astype(dtype, copy=False)  # [h, d_v, d]
-    scores, masked, weights = zero_matrices((3, h, n, n), dtype)  # [h, n, n] each
-    np.matmul(q, k.transpose(0, 2, 1), out=scores)  # [h, n, d_k] x [h, d_k, n] -> [h, n, n]
-    spans = row_spans(mask, n, n, block_rows(n, h, dtype))
     sinks = None if all(x.sink is None for x in heads) else np.array([-np.inf if x.sink is None else x.sink for x in heads], dtype=dtype)  # [h]
-    sunk = scaled_softmax(scores, dtype.type(math.sqrt(d_k)) if scale else None, mask, spans, masked, weights, head_slopes(heads, dtype), sinks)
-    delta = weighted_values(weights, v, spans)  # [h, n, n] x [h, n, d_v] -> [h, n, d_v]
-    if w_o is not None:
-        delta = delta @ w_o  # [h, n, d_v] x [h, d_v, d] -> [h, n, d]
-    own, context = split_update(weights, v, delta, w_o)  # [h, n, d], [h, n, d]
-    return [HeadResult(scores[i], masked[i], weights[i], delta[i], own[i], context[i], None if heads[i].sink is None else sunk[i]) for i in range(h)]
+    out = attend(q, k, v, mask, root=dtype.type(math.sqrt(d_k)) if scale else None, slopes=head_slopes(heads, dtype), sinks=sinks)
+    delta = out.values if w_o is None else out.values @ w_o  # [h, n, d_v] x [h, d_v, d] -> [h, n, d]
+    own, context = split_update(out.weights, v, delta, w_o)  # [h, n, d], [h, n, d]
+    return [HeadResult(out.scores[i], out.masked[i], out.weights[i], delta[i], own[i], context[i], None if heads[i].sink is None else out.sink[i])
+            for i in range(h)]
 
 
 def run_head(e: np.ndarray, head: Head, mask: np.ndarray | None, scale: bool = True) -> HeadResult:  # e: [n, d]

@@ -1,8 +1,11 @@
-"""The pieces a transformer block is made of, in plain NumPy: positions, norms, activations.
+"""The pieces a transformer block is made of, in plain NumPy: positions, norms, activations, MLPs.
 
 Float32 in, float32 out where a model runs (F32 constants keep NumPy from promoting), float64
-for the lesson's sinusoids (the GloVe heads run in float64).
+for the lesson's sinusoids (the GloVe heads run in float64). Shapes: n tokens, d = d_model,
+ff = the MLP's width, h heads of d_head.
 """
+
+import math
 
 from functools import lru_cache
 
@@ -40,11 +43,22 @@ def input_embeddings(words: np.ndarray, position: bool = True) -> np.ndarray:  #
     return words + _positions(max(64, 1 << (n - 1).bit_length()), d)[:n]
 
 
-def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:  # [n, d] -> [n, d]
+def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray | None, eps: float) -> np.ndarray:  # [n, d] -> [n, d]
+    """(x - mean) / sqrt(var + eps) * g + b, over each row (BERT, GPT-2)."""
     mean = x.mean(axis=-1, keepdims=True)
     centred = x - mean
     var = np.mean(centred * centred, axis=-1, keepdims=True)
-    return centred / np.sqrt(var + F32(eps)) * g + b
+    out = centred / np.sqrt(var + F32(eps)) * g
+    return out if b is None else out + b
+
+
+def rms_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray | None, eps: float) -> np.ndarray:  # [n, d] -> [n, d]
+    """x / sqrt(mean(x^2) + eps) * g: LayerNorm without the centring or a bias (Llama, Mistral, Qwen2)."""
+    out = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + F32(eps)) * g
+    return out if b is None else out + b
+
+
+NORMS = {"layer": layer_norm, "rms": rms_norm}
 
 
 def erf(x: np.ndarray) -> np.ndarray:
@@ -63,4 +77,83 @@ def gelu_tanh(x: np.ndarray) -> np.ndarray:  # GPT-2's "gelu_new": the tanh appr
     return F32(0.5) * x * (F32(1.0) + np.tanh(F32(np.sqrt(2.0 / np.pi)) * (x + F32(0.044715) * x * x * x)))
 
 
-ACTIVATIONS = {"gelu": gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh, "gelu_fast": gelu_tanh, "relu": lambda x: np.maximum(x, F32(0))}
+def relu(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, F32(0))
+
+
+def silu(x: np.ndarray) -> np.ndarray:  # x * sigmoid(x), Llama's MLP gate ("silu", also called swish)
+    return x / (F32(1.0) + np.exp(-x))
+
+
+ACTIVATIONS = {"gelu": gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh, "gelu_fast": gelu_tanh, "relu": relu, "silu": silu, "swish": silu}
+
+
+def dense_mlp(x: np.ndarray, w: dict, activation) -> np.ndarray:  # [n, d] -> [n, ff] -> [n, d]
+    """act(x W_in + b_in) W_out + b_out (BERT, GPT-2); a bias that is None is left out."""
+    hidden = _linear(x, w["mlp.in.w"], w.get("mlp.in.b"))  # [n, d] x [d, ff] -> [n, ff]
+    return _linear(activation(hidden), w["mlp.out.w"], w.get("mlp.out.b"))  # [n, ff] x [ff, d] -> [n, d]
+
+
+def gated_mlp(x: np.ndarray, w: dict, activation) -> np.ndarray:  # [n, d] -> [n, ff] -> [n, d]
+    """(act(x W_gate) * x W_in) W_out: the gated MLP (SwiGLU with silu: Llama, Mistral, Qwen2)."""
+    gate = _linear(x, w["mlp.gate.w"], w.get("mlp.gate.b"))  # [n, d] x [d, ff] -> [n, ff]
+    up = _linear(x, w["mlp.in.w"], w.get("mlp.in.b"))  # [n, d] x [d, ff] -> [n, ff]
+    return _linear(activation(gate) * up, w["mlp.out.w"], w.get("mlp.out.b"))  # [n, ff] x [ff, d] -> [n, d]
+
+
+MLPS = {"dense": dense_mlp, "gated": gated_mlp}
+
+
+def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:  # [n, d_in] x [d_in, d_out] -> [n, d_out]
+    out = x @ w
+    if b is not None:
+        out += b
+    return out
+
+
+# --- rotary positions (Su et al. 2021), as Hugging Face's Llama computes them ------------------------
+
+
+ROPE_TYPES = ("default", "linear", "llama3")
+
+
+def rotary_frequencies(d_rot: int, theta: float, scaling: dict | None = None, factors=None) -> np.ndarray:  # -> [d_rot / 2] float32
+    """The angle per position of each pair of dimensions: theta^(-2i / d_rot), then rescaled.
+
+    In float32, as transformers computes them. scaling: a config's rope_scaling ("linear": all
+    frequencies divided by its factor; "llama3": low frequencies divided, high ones kept, the
+    middle smoothed between, as in Llama 3.1). factors [d_rot / 2]: divisors read from a GGUF file's
+    rope_freqs tensor (llama.cpp's form of the same rescaling).
+    """
+    inv = F32(1.0) / (F32(theta) ** (np.arange(0, d_rot, 2, dtype=np.int64).astype(F32) / F32(d_rot)))  # [d_rot / 2]
+    kind = (scaling or {}).get("rope_type", (scaling or {}).get("type", "default"))
+    if kind == "linear":
+        inv = inv / F32(scaling["factor"])
+    elif kind == "llama3":
+        factor, low, high = (float(scaling[k]) for k in ("factor", "low_freq_factor", "high_freq_factor"))
+        old = float(scaling["original_max_position_embeddings"])
+        wavelen = 2 * math.pi / inv
+        scaled = np.where(wavelen > old / low, inv / F32(factor), inv)
+        smooth = (old / wavelen - low) / (high - low)
+        medium = ~(wavelen < old / high) & ~(wavelen > old / low)
+        inv = np.where(medium, (1 - smooth) * scaled / F32(factor) + smooth * scaled, scaled).astype(F32)
+    if factors is not None:
+        inv = (inv / np.asarray(factors, dtype=F32)).astype(F32)
+    return inv
+
+
+def rotary_tables(n: int, inv_freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # -> cos, sin [n, d_rot] float32
+    """cos and sin of position p times each frequency, each frequency twice (the two halves of a head)."""
+    angles = np.arange(n, dtype=F32)[:, None] * inv_freq[None, :]  # [n, 1] x [1, d_rot / 2] -> [n, d_rot / 2]
+    both = np.concatenate([angles, angles], axis=-1)  # [n, d_rot]
+    return np.cos(both), np.sin(both)
+
+
+def rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:  # [h, n, d_head] -> [h, n, d_head]
+    """Each head's first d_rot dimensions turned by its position: (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin)
+    over the halves (x1, x2) of the rotated part ("rotate_half", as transformers pairs them)."""
+    d_rot = cos.shape[-1]
+    rot, rest = x[..., :d_rot], x[..., d_rot:]
+    x1, x2 = rot[..., : d_rot // 2], rot[..., d_rot // 2 :]
+    turned = rot * cos + np.concatenate([-x2, x1], axis=-1) * sin
+    return turned if not rest.shape[-1] else np.concatenate([turned, rest], axis=-1)

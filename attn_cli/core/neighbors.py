@@ -2,18 +2,37 @@
 
 Search is a matrix product over the vectors scaled to norm 1, a block of rows at a time (`Vectors.blocks`,
 so no normalised copy of the vocabulary is kept), and a partial sort for the top k.
+
+"Keys" here is anything with len(), blocks() -> (start, [c, d] rows) and norms (the rows' norms, or None):
+a word-vector store (attn_cli.vectors.store.Vectors), or a model's embedding matrix (MatrixKeys).
 """
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from attn_cli.vectors.store import Vectors
-
 F32 = np.float32
-NEIGHBOR_CHUNK = 4096  # vocabulary rows scored at a time: [chunk, d] float32
+MATRIX_BLOCK_ROWS = 4096  # rows of an in-memory matrix (a model's vocabulary) scored at a time: [4096, d] float32
+QUERY_CHUNK = 64  # query rows scored against every key at a time: [64, n_keys] float32
+
+
+def row_norms(m: np.ndarray) -> np.ndarray:  # [c, d] float -> [c] float64
+    """The norm of each row, summed in float64 (1e38-sized float32 values do not overflow). Every search
+    over the keys divides by these: stored in norms.npy they are these very numbers, to the bit."""
+    return np.sqrt(np.einsum("ij,ij->i", m, m, dtype=np.float64))
+
+
+
+def unit_rows(m: np.ndarray) -> np.ndarray:  # [c, d] -> [c, d] float32, every row of norm 1
+    """Rows scaled to norm 1. A zero or non-finite row has no direction: its row is NaN,
+    so every cosine with it is NaN and it is never anyone's nearest key."""
+    m = np.asarray(m, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = row_norms(m)[:, None]
+        good = np.isfinite(norms) & (norms > 0)
+        return np.divide(m, norms, out=np.full_like(m, np.nan), where=good).astype(np.float32, copy=False)
+
+
 
 def unit_vector(v: np.ndarray) -> np.ndarray:  # [d] -> [d]
     norm = np.linalg.norm(v)
@@ -55,7 +74,7 @@ def above_mth(scores: np.ndarray, m: int) -> np.ndarray:  # [n] no NaN, m < n ->
     return np.flatnonzero(scores >= floor)
 
 
-def indices_of(vectors: "Vectors", words: Iterable[str]) -> list[int]:
+def indices_of(vectors: "Keys", words: Iterable[str]) -> list[int]:
     """Row numbers of the words that are keys (fastText subword-only words have none)."""
     return [i for w in words if (i := vectors.row(w)) is not None]
 
@@ -64,7 +83,7 @@ MATMUL_QUERIES = 4  # from this many query rows key_scores multiplies by BLAS (3
 PIECE_MACS = 200_000  # multiply-adds per BLAS product in key_scores: below where BLAS spreads one over threads (OpenBLAS: 262,144)
 
 
-def key_scores(vectors: "Vectors", queries: np.ndarray) -> np.ndarray:  # [t, d] -> [t, n_keys] float32
+def key_scores(vectors: "Keys", queries: np.ndarray) -> np.ndarray:  # [t, d] -> [t, n_keys] float32
     """Every key's unit vector dotted with each query row (the cosine, for unit queries; a key
     without a direction scores NaN), computed a block of keys at a time, with the keys' norms
     read from the folder when it stores them (Vectors.norms), else computed here.
@@ -75,14 +94,12 @@ def key_scores(vectors: "Vectors", queries: np.ndarray) -> np.ndarray:  # [t, d]
     stay on this thread (no waiting for busy cores, no thread pool to start in a fresh process),
     twice as fast as einsum.
     """
-    from attn_cli.vectors.store import BLOCK_ROWS, row_norms, unit_rows
-
     queries = np.asarray(queries, dtype=np.float32)
     out = np.empty((len(queries), len(vectors)), dtype=np.float32)
     by_blas = len(queries) >= MATMUL_QUERIES
     q_t = np.ascontiguousarray(queries.T)  # [d, t]
     piece = max(16, PIECE_MACS // max(1, queries.size))  # keys per product
-    products = np.empty((min(len(vectors), BLOCK_ROWS), len(queries)), dtype=np.float32) if by_blas else None  # [c, t], reused by every block
+    products = None  # [c, t], made for the first block and reused by every block after it
     for start, block in vectors.blocks():
         scores = out[:, start : start + len(block)]  # [t, c]
         norms = row_norms(block) if vectors.norms is None else vectors.norms[start : start + len(block)]  # [c] float64 (stored: norms.npy)
@@ -91,6 +108,8 @@ def key_scores(vectors: "Vectors", queries: np.ndarray) -> np.ndarray:  # [t, d]
         elif not by_blas:  # ordinary rows: their float32 dot products neither overflow nor vanish
             np.divide(np.einsum("tj,ij->ti", queries, block), norms, out=scores, casting="unsafe")  # [t, d] x [c, d] -> [t, c]
         else:
+            if products is None or len(products) < len(block):
+                products = np.empty((len(block), len(queries)), dtype=np.float32)
             dots = products[: len(block)]  # [c, t]
             for r in range(0, len(block), piece):
                 np.matmul(block[r : r + piece], q_t, out=dots[r : r + piece])  # [p, d] x [d, t] -> [p, t]
@@ -98,28 +117,51 @@ def key_scores(vectors: "Vectors", queries: np.ndarray) -> np.ndarray:  # [t, d]
     return out
 
 
-def cosines(vectors: "Vectors", v: np.ndarray) -> np.ndarray:  # [d] -> [n_keys]
+def cosines(vectors: "Keys", v: np.ndarray) -> np.ndarray:  # [d] -> [n_keys]
     """Cosine of every key's vector with v."""
     return key_scores(vectors, unit_vector(np.asarray(v, dtype=np.float64))[None, :])[0]
 
 
-def nearest(vectors: "Vectors", v: np.ndarray, k: int, exclude: Iterable[str] = ()) -> list[tuple[str, float]]:
+def nearest(vectors: "Keys", v: np.ndarray, k: int, exclude: Iterable[str] = ()) -> list[tuple[str, float]]:
     """The k keys whose vectors have the highest cosine with v, best first."""
     scores = cosines(vectors, v)
     best = top_k(scores, k, indices_of(vectors, exclude))
     return [(vectors.key_at(i), float(scores[i])) for i in best]
 
 
-def nearest_rows(rows: np.ndarray, matrix: np.ndarray, k: int) -> np.ndarray:  # [m, d], [V, d] -> [m, k] row indices
-    """The k rows of `matrix` nearest by cosine to each of `rows`, scored a chunk at a time (no normalised copy of the matrix)."""
-    rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), F32(1e-12))  # [m, d]
-    best_score = np.full((len(rows), 0), -np.inf, F32)
-    best_index = np.zeros((len(rows), 0), np.int64)
-    for start in range(0, len(matrix), NEIGHBOR_CHUNK):
-        chunk = matrix[start : start + NEIGHBOR_CHUNK]  # [c, d]
-        sims = rows @ chunk.T / np.maximum(np.linalg.norm(chunk, axis=1), F32(1e-12))  # [m, d] x [d, c] -> [m, c]
-        scores = np.concatenate([best_score, sims], axis=1)
-        index = np.concatenate([best_index, np.broadcast_to(np.arange(start, start + len(chunk)), sims.shape)], axis=1)
-        keep = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-        best_score, best_index = np.take_along_axis(scores, keep, 1), np.take_along_axis(index, keep, 1)
-    return best_index
+class MatrixKeys:
+    """An in-memory matrix (a model's embeddings) as keys for key_scores: its rows a block at a time, norms computed."""
+
+    norms = None
+
+    def __init__(self, matrix: np.ndarray, rows: int = MATRIX_BLOCK_ROWS):
+        self.matrix, self.block_rows = matrix, rows
+
+    def __len__(self) -> int:
+        return len(self.matrix)
+
+    def blocks(self):
+        for start in range(0, len(self.matrix), self.block_rows):
+            yield start, self.matrix[start : start + self.block_rows]
+
+
+def nearest_rows(keys, rows: np.ndarray, k: int, skip: list[int] | None = None) -> list[list[int]]:  # [m, d] -> m lists of <= k key rows
+    """The k keys nearest by cosine to each of `rows`, best first, skipping `skip[i]` for row i (-1: skip none).
+
+    `keys`: what key_scores reads (a Vectors, or MatrixKeys). A zero or non-finite row has no
+    direction and gets no neighbours. The one nearest-neighbour search: the E and E' neighbours of
+    inspect, a token's path through a model's layers, and every vocabulary list.
+    """
+    found: list[list[int]] = []
+    skip = [-1] * len(rows) if skip is None else skip
+    for start in range(0, len(rows), QUERY_CHUNK):
+        chunk = np.asarray(rows[start : start + QUERY_CHUNK], dtype=np.float64)  # [c, d]
+        top = np.max(np.abs(chunk), axis=1, keepdims=True)  # [c, 1]
+        usable = (np.isfinite(top) & (top > 0))[:, 0]  # a zero or non-finite row has no direction
+        # Scaled by its largest entry, a row keeps its direction (all cosine ranks) and fits in float32.
+        scaled = np.divide(chunk, top, out=np.zeros_like(chunk), where=usable[:, None]).astype(np.float32)
+        sims = key_scores(keys, scaled)  # [c, n_keys]; ranks as cosine: the keys are scaled to norm 1
+        for i, row_sims in enumerate(sims):
+            own = [skip[start + i]] if skip[start + i] >= 0 else []  # a token itself says nothing about where it moved
+            found.append(top_k(row_sims, k, own).tolist() if usable[i] else [])
+    return found

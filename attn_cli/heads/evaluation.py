@@ -22,8 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from attn_cli.heads import training
-from attn_cli.core.attention import Head, Mask, allowed_keys, run_head
+from attn_cli.heads import links
+from attn_cli.heads.links import check_mask, check_lengths, even_visible, link_metrics, previous_token
+from attn_cli.core.attention import Head, Mask
 from attn_cli.io.files import input_name, read_input, tsv_rows
 from attn_cli.errors import DataError, InputError
 from attn_cli.vectors.tokens import Oov, tokenize
@@ -86,7 +87,7 @@ def file_format(lines: list[str], source: str, senses_expected: bool = False) ->
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         fields = [f.strip().lower() for f in line.rstrip("\r\n").split("\t")]
-        if fields == training.LINK_HEADER:
+        if fields == links.LINK_HEADER:
             return "links", 3, False
         if fields in (SENSE_HEADER, SENSE_HEADER[:3]) or len(fields) == 4:
             return "senses", len(fields), False
@@ -100,85 +101,15 @@ def file_format(lines: list[str], source: str, senses_expected: bool = False) ->
 
 
 def read_eval_file(path: str | Path, senses_expected: bool = False) -> tuple[str, list, bool]:
-    """("links", [training.Link], guessed) or ("senses", [SenseCase], guessed) from a TSV file or '-', stdin (see file_format)."""
+    """("links", [links.Link], guessed) or ("senses", [SenseCase], guessed) from a TSV file or '-', stdin (see file_format)."""
     lines, source = read_input(path, "a TSV file").splitlines(), input_name(path)
     kind, fields, guessed = file_format(lines, source, senses_expected)
     if kind == "links":
-        return kind, training.parse_links(lines, source), guessed
+        return kind, links.parse_links(lines, source), guessed
     return kind, parse_sense_cases(lines, source, fields), guessed
 
 
 # --- links ----------------------------------------------------------------------------------------
-
-
-def previous_token(e: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:  # [n, d] -> [n, n]
-    """All weight on token i-1 (token 0 on itself)."""
-    n = len(e)
-    weights = np.zeros((n, n))
-    weights[np.arange(n), np.maximum(np.arange(n) - 1, 0)] = 1.0
-    return weights
-
-
-def even_visible(e: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:  # [n, d] -> [n, n]
-    """Weight spread evenly over every key the query may see (itself included)."""
-    n = len(e)
-    seen = np.ones((n, n)) if allowed is None else allowed.astype(np.float64)  # [n, n]
-    return seen / seen.sum(axis=1, keepdims=True)
-
-
-def _check_mask(mask: Mask | str) -> str:
-    """The mask's name ("causal" | "none"), as results carry it."""
-    try:
-        return Mask(mask).value
-    except ValueError:
-        raise InputError(f"mask must be 'causal' or 'none', not {mask!r}") from None
-
-
-def link_metrics(attention: Head | WeightFn, examples: list[training.Example], mask: Mask | str = Mask.causal) -> dict:
-    """How one attention pattern serves the linked queries of `examples` (training.Example).
-
-    `attention` is a head (its weights under `mask`), or a function (E [n, d], allowed
-    [n, n] bool or None) -> weights [n, n]. Under mask "causal" a link whose key comes after
-    its query cannot be served: it is dropped and counted (`dropped`); a query left without
-    keys is not counted. A link from a word to itself is ignored. Over the `queries` counted:
-
-    - `top_on_key`: share whose largest non-self weight is on a linked key
-    - `exact_top`: share whose linked keys are exactly their |keys| largest non-self weights
-    - `key_weight`: mean total weight on the linked keys
-    - `others_on_self`: over every token that is not a linked query, its mean weight on itself
-      (a pattern that puts weight on keys everywhere, such as the previous token, scores low)
-
-    A tie between a linked key and another token counts as a miss. Build examples with
-    training.links_to_examples(links, vectors, "none") to keep every link for counting.
-    """
-    mask = _check_mask(mask)
-    top, exact, weight, on_self, dropped = [], [], [], [], 0
-    for ex in examples:
-        n = len(ex.tokens)
-        allowed = allowed_keys(mask, n)
-        w = run_head(ex.e, attention, allowed).weights if isinstance(attention, Head) else attention(ex.e, allowed)  # [n, n]
-        on_self += [w[i, i] for i in range(n) if i not in ex.links]
-        for q, keys in ex.links.items():
-            keys = [k for k in keys if k != q]
-            kept = [k for k in keys if mask != Mask.causal or k < q]
-            dropped += len(keys) - len(kept)
-            if not kept:
-                continue
-            others = np.where(np.arange(n) == q, -np.inf, w[q])  # [n]: non-self weights
-            rest = np.delete(others, kept)  # weights of the tokens that are neither keys nor the query
-            best_rest = rest.max(initial=-np.inf)
-            top.append(others[kept].max() > best_rest)
-            exact.append(others[kept].min() > best_rest)
-            weight.append(w[q, kept].sum())
-    nan = float("nan")
-    return {
-        "queries": len(top),
-        "dropped": dropped,
-        "top_on_key": float(np.mean(top)) if top else nan,
-        "exact_top": float(np.mean(exact)) if exact else nan,
-        "key_weight": float(np.mean(weight)) if weight else nan,
-        "others_on_self": float(np.mean(on_self)) if on_self else nan,
-    }
 
 
 LINK_BASELINES = {
@@ -188,7 +119,7 @@ LINK_BASELINES = {
 }
 
 
-def link_rows(heads: list[Head], examples: list[training.Example], mask: Mask | str, d: int) -> list[dict]:
+def link_rows(heads: list[Head], examples: list[links.Example], mask: Mask | str, d: int) -> list[dict]:
     """One row per head, then the baselines: {"name", "kind", "about", "queries", "dropped", "top_on_key", ...}."""
     from attn_cli.heads.registry import identity_head
 
@@ -324,10 +255,11 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
     the ambiguous word must have one.
     """
     from attn_cli.heads.registry import identity_head
-    from attn_cli.analysis.glove import Settings, inspect_text
+    from attn_cli.analysis.inspect import inspect_text
+    from attn_cli.models.glove import Settings
     from attn_cli.analysis.senses import check_probes, probe_matrix, sense_centroids
 
-    mask = _check_mask(mask)
+    mask = check_mask(mask)
     check_cases(cases, sense_set, set_name)
     used = [c for c in cases if mask != Mask.causal or c.context_before]
     vectors.key_to_index  # many sentences: look words up in the index, not by scanning the key list
@@ -403,17 +335,6 @@ def sense_rows(metrics: dict) -> list[dict]:
 # --- the command's whole job ----------------------------------------------------------------------
 
 
-def check_lengths(items, source: str) -> None:
-    """Refuse a sentence longer than inspect's default --max-tokens before its n x n matrices are made
-    (`items` have .sentence and .line): a file line is a sentence, not a document."""
-    from attn_cli.analysis.glove import MAX_TOKENS
-
-    for item in items:
-        n = len(tokenize(item.sentence))
-        if n > MAX_TOKENS:
-            raise InputError(f"{source} line {item.line}: {n:,} tokens, more than {MAX_TOKENS}; a line holds one sentence")
-
-
 def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: Mask | str = Mask.causal, sense_set: dict | None = None,
                   set_name: str = "", cases: bool = False, oov: Oov = Oov.error):
     """Read `path`, score the heads on it, and return attn_cli.results.HeadsEval (with every sense
@@ -421,7 +342,7 @@ def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: Mask | str
     listed in the counts."""
     from attn_cli.results import HeadsEval
 
-    mask = _check_mask(mask)
+    mask = check_mask(mask)
     kind, items, guessed = read_eval_file(path, senses_expected=sense_set is not None)
     path = input_name(path)
     check_lengths(items, path)
@@ -432,7 +353,7 @@ def evaluate_file(path: str | Path, heads: list[Head], vectors, mask: Mask | str
         if sense_set is not None:
             raise InputError(f"{path} holds links (3 fields a line); --sense-set applies only to sense cases")
         try:
-            examples = training.links_to_examples(items, vectors, Mask.none, str(path), oov=oov)  # every link kept; the mask drops later
+            examples = links.links_to_examples(items, vectors, Mask.none, str(path), oov=oov)  # every link kept; the mask drops later
         except InputError as e:  # a sense-cases file without its sense set fails here: say how its lines were read
             hint = " (3 fields a line without a header, read as links: sentence, query, key; for sense cases pass --sense-set)"
             raise InputError(f"{e}{hint if guessed else ''}") from None

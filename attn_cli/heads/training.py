@@ -11,16 +11,17 @@ Shape letters: b = sentences in a batch, n = tokens (padded), d = d_model, d_k =
 """
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from attn_cli.core.attention import Head, Mask, allowed_keys, run_head
-from attn_cli.io.files import input_name, read_input, tsv_rows
-from attn_cli.errors import InputError, UnknownWordsError
-from attn_cli.vectors.tokens import Oov, embed, tokenize
+from attn_cli.core.softmax import log_softmax
+from attn_cli.heads.links import Example, Link, link_metrics, links_to_examples, read_links  # noqa: F401 (Link, Example: what training takes)
+from attn_cli.io.files import input_name
+from attn_cli.vectors.tokens import Oov
 
 
 INITIAL_DISTANCE = (0.5, 0.5, 0.0)  # (before, after, self) when learned from scratch
@@ -39,102 +40,6 @@ class TrainConfig:
     value_ridge: float = 1.0  # pulls W_V toward value_scale * I where the data say little
     distance: bool = False  # also learn the head's distance costs (before, after, self), as ALiBi charges a far key
     query_bias: bool = False  # also learn b_Q (Q = E W_Q + b_Q): lets a key matter to every query alike
-
-
-# --- links: "sentence <TAB> query word <TAB> key word" -----------------------------------------
-
-
-@dataclass
-class Link:
-    sentence: str
-    query: str
-    key: str
-    line: int  # 1-based line in the file, for error messages
-
-
-@dataclass
-class Example:
-    """One sentence ready for training: its embeddings and which query rows link to which keys."""
-
-    tokens: list[str]
-    e: np.ndarray  # [n, d] input embeddings (word vector + position)
-    words: np.ndarray  # [n, d] word vectors alone (value targets)
-    links: dict[int, list[int]]  # query index -> key indices
-    mask: Mask
-
-
-LINK_HEADER = ["sentence", "query", "key"]
-
-
-def read_links(path: str | Path) -> list[Link]:
-    """Read a links file ('-': stdin): three tab-separated fields a line; '#' comments, blank lines and a
-    header line "sentence<TAB>query<TAB>key" are skipped. Bad lines raise InputError naming them."""
-    return parse_links(read_input(path, "a links file").splitlines(), input_name(path))
-
-
-def parse_links(lines: Iterable[str], source: str = "<links>") -> list[Link]:
-    links = [
-        Link(sentence, query.lower(), key.lower(), number)
-        for number, (sentence, query, key) in tsv_rows(lines, LINK_HEADER, "sentence, query word, key word", source)
-    ]
-    if not links:
-        raise InputError(f"{source}: no links (lines 'sentence<TAB>query word<TAB>key word')")
-    return links
-
-
-def _nearest(tokens: list[str], word: str, to: int) -> int | None:
-    """Index of `word` nearest to position `to`, an earlier one winning a tie."""
-    places = [i for i, t in enumerate(tokens) if t == word]
-    return min(places, key=lambda i: (abs(i - to), i > to)) if places else None
-
-
-def links_to_examples(
-    links: list[Link], vectors, mask: Mask | str, source: str = "<links>", strict: bool = True, self_links: bool = False,
-    oov: Oov = Oov.error,
-) -> list[Example]:
-    """Group links by sentence and resolve words to token positions.
-
-    The query is the first occurrence of the query word; the key, the occurrence nearest to it.
-    Under the causal mask a key after its query cannot be seen: an error when `strict`,
-    otherwise dropped (the row then falls back to attending to itself). A link from a word to
-    itself is dropped, unless `self_links` (then a linked query shares its target with itself).
-    Other words without a vector are an error, dropped or zeroed (`oov`, as inspect's --oov);
-    a linked word must have one.
-    """
-    mask = Mask(mask)
-    by_sentence: dict[str, list[Link]] = {}
-    for link in links:
-        by_sentence.setdefault(link.sentence, []).append(link)
-    examples = []
-    for sentence, group in by_sentence.items():
-        for link in group:
-            for role, word in (("query", link.query), ("key", link.key)):
-                if not vectors.has_vector(word):
-                    raise InputError(f"{source} line {link.line}: the {role} word {word!r} has no vector; a linked word needs one")
-        try:
-            embedded = embed(tokenize(sentence), vectors, oov)
-        except UnknownWordsError as e:
-            raise InputError(f"{source} line {group[0].line}: {e}") from None
-        tokens = embedded.tokens
-        pairs: dict[int, list[int]] = {}
-        for link in group:
-            q = tokens.index(link.query) if link.query in tokens else None
-            if q is None:
-                raise InputError(f"{source} line {link.line}: query word {link.query!r} is not a token of the sentence")
-            k = _nearest(tokens, link.key, q)
-            if k is None:
-                raise InputError(f"{source} line {link.line}: key word {link.key!r} is not a token of the sentence")
-            if mask == Mask.causal and k > q:
-                if strict:
-                    raise InputError(
-                        f"{source} line {link.line}: key {link.key!r} comes after query {link.query!r}, "
-                        "which the causal mask hides; use --mask none"
-                    )
-                continue
-            if (k != q or self_links) and k not in pairs.setdefault(q, []):
-                pairs[q].append(k)
-        examples.append(Example(tokens, embedded.embeddings(), embedded.vectors, {q: ks for q, ks in pairs.items() if ks}, mask))
-    return examples
 
 
 # --- batches and the attention loss -----------------------------------------------------------
@@ -212,8 +117,7 @@ def attention_loss(w_q: np.ndarray, w_k: np.ndarray, batches: list[Batch], l2: f
             before, after, itself = np.maximum(gap, 0), np.maximum(-gap, 0), np.eye(n)  # [n, n] each
             scaled = scaled - slopes[0] * before - slopes[1] * after - slopes[2] * itself
         scaled = np.where(batch.allowed, scaled, -np.inf)
-        top = scaled.max(axis=-1, keepdims=True)  # every row sees at least itself: finite
-        log_a = scaled - top - np.log(np.exp(scaled - top).sum(axis=-1, keepdims=True))  # [b, n, n]
+        log_a = log_softmax(scaled)  # [b, n, n]
         cross = -np.sum(batch.targets * np.where(batch.allowed, log_a, 0.0), axis=-1)  # [b, n]; targets are 0 where masked
         loss += np.sum(batch.row_weight * cross) / total
         d_scaled = batch.row_weight[..., None] * (np.exp(log_a) - batch.targets) / total  # [b, n, n]; 0 where masked
@@ -341,21 +245,21 @@ def train_from_links(links_path: Path, out: Path, vectors, *, d_k: int, steps: i
                      replace: bool = False, progress=None, distance: bool = False, query_bias: bool = False, oov: Oov = Oov.error):
     """`attn heads train`: read the links, hold out a share of the sentences, train a head on the
     rest, measure it on the held-out ones, and save it (with its metrics) at `out`."""
-    from attn_cli.heads import evaluation
     from attn_cli.heads import registry as heads
+    from attn_cli.heads.links import check_lengths
     from attn_cli.io.files import display_path
     from attn_cli.results import HeadTrained
 
     mask = Mask(mask).value  # as the head file and the result carry it
     all_links, source = read_links(links_path), input_name(links_path)
-    evaluation.check_lengths(all_links, source)
+    check_lengths(all_links, source)
     train_links, held_links = split_sentences(all_links, holdout, seed)
     config = TrainConfig(d_k=d_k, steps=steps, seed=seed, distance=distance, query_bias=query_bias)
     train_ex = links_to_examples(train_links, vectors, mask, source, oov=oov)
     held_ex = links_to_examples(held_links, vectors, mask, source, oov=oov) if held_links else []
     head = train_link_head(out.stem, train_ex, config, progress)
     final_loss = attention_loss(head.w_q, head.w_k, make_batches(train_ex, config.self_weight), config.l2, 0.0, head.distance, head.b_q)[0]
-    metrics = evaluation.link_metrics(head, held_ex, mask) if held_ex else {}
+    metrics = link_metrics(head, held_ex, mask) if held_ex else {}
     summary = (
         f"held-out: top weight on a linked key {metrics['top_on_key']:.2f}, weight on linked keys {metrics['key_weight']:.2f}"
         if held_ex else "no held-out sentences"

@@ -68,7 +68,7 @@ def scaled_logits(x: np.ndarray, temperature: float) -> np.ndarray:  # [n] finit
     return scaled
 
 
-def softmax(values: list[float], temperature: float, log: bool) -> SoftmaxResult:
+def softmax_result(values: list[float], temperature: float, log: bool) -> SoftmaxResult:
     """Probabilities of softmax(values / T), with the exponentials behind them.
 
     +inf values share all the mass equally whatever T is (x / T stays +inf); -inf values get 0;

@@ -4,13 +4,43 @@ E is the word vector plus its position; the one layer is every chosen head over 
 their updates summed (E' = E + sum_h Delta E_h); there is no MLP.
 """
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from attn_cli.core.attention import multi_head
+from attn_cli.core.attention import Mask, Stage, multi_head
 from attn_cli.errors import InputError
-from attn_cli.heads.registry import NamedHead
 from attn_cli.models.base import LayerTrace, Tokens, Trace
-from attn_cli.vectors.store import Vectors
+from attn_cli.records import Record
+from attn_cli.vectors.tokens import Oov
+
+if TYPE_CHECKING:  # heads and vectors are read only when a command needs them: not on every start
+    from attn_cli.heads.registry import NamedHead
+    from attn_cli.vectors.store import Vectors
+
+
+MAX_TOKENS = 512  # inspect's default --max-tokens
+
+
+class Settings(Record):
+    """How `inspect` runs the heads and what it reports (a plain class: see attention.Head)."""
+
+    __slots__ = ("mask", "position", "oov", "max_tokens", "stage", "embeddings", "scale")
+
+    def __init__(self, mask: Mask = Mask.causal, position: bool = True, oov: Oov = Oov.error, max_tokens: int = MAX_TOKENS,
+                 stage: Stage | None = None, embeddings: bool = False, scale: bool = True):
+        self.mask = mask
+        self.position = position  # add sinusoidal positions to the word vectors
+        self.oov = oov
+        self.max_tokens = max_tokens
+        self.stage = stage  # also report this stage's matrix
+        self.embeddings = embeddings  # also report E and E'
+        self.scale = scale  # divide the scores by sqrt(d_k) (False: --no-scale)
+
+
+def stored_matrices(heads: int, settings: Settings) -> int:
+    """n x n matrices a sentence keeps per head in its result (weights, and scores with --stage)."""
+    return heads * (2 if settings.stage is not None else 1)
 
 
 class WordTokens(Tokens):
@@ -29,11 +59,9 @@ class GloveModel:
 
     kind = "glove"
     n_layers = 1
+    capabilities = frozenset({"word-vectors", "heads", "settings", "shift", "probe-senses"})
 
-    def __init__(self, vectors: Vectors, heads: list[NamedHead], settings=None):  # settings: attn_cli.inspection.Settings
-        from attn_cli.core.attention import Mask
-        from attn_cli.analysis.glove import Settings
-
+    def __init__(self, vectors: "Vectors", heads: "list[NamedHead]", settings: Settings | None = None):
         self.vectors = vectors
         self.heads = heads
         self.settings = settings or Settings()
@@ -66,27 +94,47 @@ class GloveModel:
 
         return input_embeddings(tokens.vectors, self.settings.position)
 
-    def forward(self, tokens: WordTokens) -> Trace:
+    def forward(self, tokens: WordTokens, keep_scores: bool = True) -> Trace:
+        """The one layer: every head over E, their updates summed (each head's scores are always kept: they are small)."""
         from attn_cli.core.attention import allowed_keys
 
         e = self.embeddings(tokens)  # [n, d]
         allowed = allowed_keys(self.settings.mask, len(e))
-        outs, delta, e_prime = multi_head(e, self.heads, allowed, self.settings.scale, parts=True)[:3]  # list, [n, d], [n, d]
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked by the analyses: one message, not NumPy's warnings
+            outs, delta, e_prime = multi_head(e, self.heads, allowed, self.settings.scale, parts=True)[:3]  # list, [n, d], [n, d]
+        empty = np.zeros((0, len(e), len(e)))
         layer = LayerTrace(
-            scores=np.stack([o.masked for o in outs]) if outs else np.zeros((0, len(e), len(e))),  # [H, n, n]
-            weights=np.stack([o.weights for o in outs]) if outs else np.zeros((0, len(e), len(e))),  # [H, n, n]
+            masked=np.stack([o.masked for o in outs]) if outs else empty,  # [H, n, n]
+            weights=np.stack([o.weights for o in outs]) if outs else empty,  # [H, n, n]
             attn_update=delta, mlp_update=np.zeros_like(delta), heads=outs,
+            scores=np.stack([o.scores for o in outs]) if outs else empty,
         )
         return Trace(tokens, np.stack([e, e_prime]), [layer], e_prime)
 
     def run(self, text: str) -> Trace:
         return self.forward(self.tokenize(text))
 
-    def nearest(self, rows: np.ndarray, k: int) -> list[list[str]]:
-        from attn_cli.analysis.glove import nearest_keys
+    def nearest(self, rows: np.ndarray, k: int, skip: list[int] | None = None) -> list[list[str]]:
+        """The k keys nearest by cosine to each row, skipping row skip[i]'s own key (-1: none)."""
+        from attn_cli.core.neighbors import nearest_rows
 
-        found = nearest_keys(rows, [-1] * len(rows), self.vectors, k)
-        return [[self.vectors.key_at(j) for j in row] for row in found]
+        return [[self.vectors.key_at(j) for j in row] for row in nearest_rows(self.vectors, rows, k, skip)]
+
+    def own_rows(self, tokens: list[str]) -> list[int]:
+        """Each token's row among the keys (-1: it has none)."""
+        from attn_cli.vectors.tokens import key_rows
+
+        return [-1 if i is None else i for i in key_rows(tokens, self.vectors)]
+
+    def fold(self, text: str) -> str:
+        """A word as GloVe's tokens are: lower case, its quotes straightened, one token (or several, joined)."""
+        from attn_cli.vectors.tokens import tokenize
+
+        return " ".join(tokenize(text))
+
+    @property
+    def d_k(self):
+        return self.summary()["d_k"]
 
     def summary(self) -> dict:
         d_k = sorted({h.d_k for h in self.heads})

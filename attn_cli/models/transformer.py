@@ -1,233 +1,192 @@
-"""BERT and GPT-2 forward passes in NumPy, float32 end to end, keeping every layer's attention and updates.
+"""A transformer checkpoint's forward pass in NumPy, float32 end to end, keeping every layer's attention and updates.
 
-Same arithmetic as Hugging Face `transformers` (BertModel, GPT2Model), written out as in picoGPT:
-    BERT (post-LN):  x = LN(x + Attn(x));      x = LN(x + MLP(x))
-    GPT-2 (pre-LN):  x = x + Attn(LN(x));      x = x + MLP(LN(x));   output = LN_f(x)
-Weights are laid out once at load as [d_in, d_out] (Q, K and V fused into one [d, 3d] matrix),
-so each step is one matmul.
+One block runner for every family, driven by its Spec (attn_cli.models.spec), written out as in picoGPT:
+    pre-norm (GPT-2, Llama):  x = x + Attn(Norm(x));   x = x + MLP(Norm(x));   output = Norm_f(x)
+    post-norm (BERT):         x = Norm(x + Attn(x));   x = Norm(x + MLP(x))
+Norm is LayerNorm or RMSNorm, positions are learned or rotary, the MLP dense or gated, and n_heads /
+n_kv_heads query heads share each key/value head, as the Spec says. The attention itself is
+attn_cli.core.attention.attend, the same step the lesson's heads take.
 """
 
-from dataclasses import dataclass, field
+import math
 from pathlib import Path
 
 import numpy as np
 
-from attn_cli.core.blocks import ACTIVATIONS, F32, layer_norm
-from attn_cli.core.neighbors import nearest_rows
+from attn_cli.core.attention import allowed_keys, attend
+from attn_cli.core.blocks import ACTIVATIONS, F32, MLPS, NORMS, rotary_frequencies, rotary_tables, rotate
+from attn_cli.core.neighbors import MatrixKeys, nearest_rows
 from attn_cli.errors import DataError, InputError
-from attn_cli.models.sources import folder as checkpoint
-from attn_cli.models.base import LayerTrace, Tokens, Trace
+from attn_cli.models.base import LayerTrace, Tokens, Trace  # noqa: F401 (Tokens: what tokenize returns)
+from attn_cli.models.spec import Spec
+from attn_cli.models.weights import Weights
+
+LOGIT_ROWS = 8192  # vocabulary rows multiplied at a time for the logits: [8192, d] float32
 
 
-
-# --- the math ------------------------------------------------------------------------------
-
-
-def softmax_rows(scores: np.ndarray) -> np.ndarray:  # [..., n] -> [..., n]; a -inf entry gets exactly 0
-    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-# --- the model -------------------------------------------------------------------------------
-
-
-@dataclass
 class Transformer:
-    """A BERT or GPT-2 checkpoint, ready to run: config numbers, laid-out weights, its tokenizer."""
+    """A checkpoint, ready to run: its Spec, its weights under attn's names, its own tokenizer (attn_cli.models.base.Model)."""
 
-    name: str
-    kind: str  # "bert" | "gpt2"
-    folder: Path
-    n_layers: int
-    n_heads: int
-    d_model: int
-    d_ff: int
-    vocab_size: int
-    max_positions: int
-    eps: float
-    activation: str
-    embed: dict  # word [V, d] (a checkpoint.LazyTensor: .rows(ids), .full()), position [P, d], plus type [T, d] and ln_g/ln_b (BERT) or ln_f_g/ln_f_b (GPT-2)
-    layers: list[dict]  # per layer: qkv [d, 3d], qkv_b, o [d, d], o_b, fc [d, ff], fc_b, proj [ff, d], proj_b, ln1_g/b, ln2_g/b
-    tokenizer: object = field(repr=False)
-    config: dict = field(default_factory=dict, repr=False)
+    capabilities = frozenset({"layers", "pieces"})
 
-    @property
-    def causal(self) -> bool:
-        return self.kind == "gpt2"
+    def __init__(self, name: str, path: Path, spec: Spec, weights: Weights, tokenizer, config: dict | None = None,
+                 chat_template: str | None = None):
+        self.name, self.folder, self.spec, self.weights, self.tokenizer = name, path, spec, weights, tokenizer
+        self.config = config or {}
+        self.chat_template = chat_template
+        self.kind = spec.family
+        self.causal = spec.causal
+        self.n_layers, self.n_heads, self.d_model = spec.n_layers, spec.n_heads, spec.d_model
+        self._rotary = None
 
     @property
     def d_k(self) -> int:
-        return self.d_model // self.n_heads
+        return self.spec.d_head
 
-    def tokenize(self, text: str) -> Tokens:
-        enc = self.tokenizer.encode(text)
+    def tokenize(self, text: str, chat: bool = False) -> Tokens:
+        """The text as the model's tokenizer cuts it (with the special tokens it adds); `chat`: first wrapped in the
+        model's own chat template as a user's message (the template writes the special tokens)."""
+        if chat:
+            text = self.chat_prompt(text)
+        enc = self.tokenizer.encode(text, add_special_tokens=not chat)
         if not enc.ids:
             raise InputError("no tokens in the input")
-        if len(enc.ids) > self.max_positions:
-            raise InputError(f"{len(enc.ids)} tokens, more than the {self.max_positions} positions {self.name} has; split the text")
-        return Tokens(list(enc.ids), list(enc.tokens), [bool(s) for s in enc.special_tokens_mask], list(enc.word_ids), list(enc.offsets), text)
+        if len(enc.ids) > self.spec.max_positions:
+            raise InputError(f"{len(enc.ids)} tokens, more than the {self.spec.max_positions} positions {self.name} has; split the text")
+        return Tokens(list(enc.ids), list(enc.tokens), [bool(s) for s in enc.special_tokens_mask], list(enc.word_ids), list(enc.offsets), text,
+                      labels=self.labels(enc.ids, enc.tokens))
+
+    def labels(self, ids: list[int], pieces: list[str]) -> list[str]:
+        """Each piece as text ("cat" for GPT-2's "Ġcat", "café" for its bytes); a piece that is part of a character's bytes as those bytes."""
+        from attn_cli.models.pieces import readable
+
+        return [readable(self.tokenizer, i, piece) for i, piece in zip(ids, pieces)]
+
+    def chat_prompt(self, text: str) -> str:
+        from attn_cli.models.chat import render
+
+        if not self.chat_template:
+            raise InputError(f"{self.name} has no chat template; drop --chat")
+        special = {t.content: t for t in self.tokenizer.get_added_tokens_decoder().values()}
+        bos = next((t for t in special if "begin" in t or t in ("<s>", "<|startoftext|>")), "")
+        eos = next((t for t in special if "end" in t or t in ("</s>",)), "")
+        return render(self.chat_template, [{"role": "user", "content": text}], bos_token=bos, eos_token=eos)
 
     def embeddings(self, ids: list[int]) -> np.ndarray:  # -> [n, d] E, the input of the first layer
-        n = len(ids)
-        if max(ids) >= self.vocab_size:
-            raise DataError(f"{self.name}: the tokenizer gave id {max(ids)}, beyond the {self.vocab_size} embeddings")
-        e = self.embed["word"].rows(ids) + self.embed["position"][:n]  # [n, d]
-        if self.kind == "bert":
-            e = layer_norm(e + self.embed["type"][0], self.embed["ln_g"], self.embed["ln_b"], self.eps)
+        n, spec = len(ids), self.spec
+        if max(ids) >= spec.vocab_size:
+            raise DataError(f"{self.name}: the tokenizer gave id {max(ids)}, beyond the {spec.vocab_size} embeddings")
+        e = self.weights.rows(ids)  # [n, d]
+        if spec.position == "learned":
+            e = e + self.weights.get("embed.positions")[:n]
+        if spec.token_types:
+            types = self.weights.get("embed.types")
+            e = e + (types[0] if types is not None else F32(0))  # one sentence: segment 0
+        if spec.embed_norm:
+            e = self.norm(e, self.weights.get("embed.norm.w"), self.weights.get("embed.norm.b"))
         return e
 
-    def attention(self, x: np.ndarray, layer: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every head at once: ([H, n, n] scaled masked scores, [H, n, n] weights, [n, d] output after W_O)."""
-        n, h, d_k = len(x), self.n_heads, self.d_k
-        qkv = x @ layer["qkv"] + layer["qkv_b"]  # [n, d] x [d, 3d] -> [n, 3d]
-        q, k, v = qkv.reshape(n, 3, h, d_k).transpose(1, 2, 0, 3)  # 3 x [H, n, d_k]
-        scores = (q * F32(1 / np.sqrt(d_k))) @ k.transpose(0, 2, 1)  # [H, n, d_k] x [H, d_k, n] -> [H, n, n]
-        if self.causal:
-            scores[:, ~np.tri(n, dtype=bool)] = -np.inf  # a query sees itself and earlier keys only
-        weights = softmax_rows(scores)  # [H, n, n]
-        heads = weights @ v  # [H, n, n] x [H, n, d_k] -> [H, n, d_k]
-        out = heads.transpose(1, 0, 2).reshape(n, h * d_k) @ layer["o"] + layer["o_b"]  # [n, d] x [d, d] -> [n, d]
-        return scores, weights, out
+    def norm(self, x: np.ndarray, g: np.ndarray, b: np.ndarray | None) -> np.ndarray:  # [n, d] -> [n, d]
+        return NORMS[self.spec.norm](x, g, b, self.spec.eps)
 
-    def mlp(self, x: np.ndarray, layer: dict) -> np.ndarray:  # [n, d] -> [n, ff] -> [n, d]
-        return ACTIVATIONS[self.activation](x @ layer["fc"] + layer["fc_b"]) @ layer["proj"] + layer["proj_b"]
+    def rotary(self, n: int):  # -> cos, sin [n, d_head] for rotary positions, else None
+        if self.spec.position != "rotary":
+            return None
+        if self._rotary is None or len(self._rotary[0]) < n:
+            inv = rotary_frequencies(self.spec.d_head, self.spec.rope_theta, self.spec.rope_scaling, self.spec.rope_factors)
+            self._rotary = rotary_tables(max(n, 64), inv)
+        return self._rotary[0][:n], self._rotary[1][:n]
 
-    def forward(self, tokens: Tokens) -> Trace:
-        x = self.embeddings(tokens.ids)  # [n, d]
-        hidden, traces = [x], []
-        for layer in self.layers:
-            if self.kind == "bert":  # post-LN: each block's update includes the LayerNorm after it
-                scores, weights, a = self.attention(x, layer)
-                mid = layer_norm(x + a, layer["ln1_g"], layer["ln1_b"], self.eps)
-                out = layer_norm(mid + self.mlp(mid, layer), layer["ln2_g"], layer["ln2_b"], self.eps)
-            else:  # pre-LN: the updates add to the stream as they are
-                scores, weights, a = self.attention(layer_norm(x, layer["ln1_g"], layer["ln1_b"], self.eps), layer)
-                mid = x + a
-                out = mid + self.mlp(layer_norm(mid, layer["ln2_g"], layer["ln2_b"], self.eps), layer)
-            traces.append(LayerTrace(scores, weights, mid - x, out - mid))
-            hidden.append(out)
-            x = out
-        output = layer_norm(x, self.embed["ln_f_g"], self.embed["ln_f_b"], self.eps) if self.kind == "gpt2" else x
+    def attention(self, x: np.ndarray, w: dict, allowed, rotary, keep_scores: bool):
+        """Every head at once -> (core.attention.Attended, [n, d] the update after W_O)."""
+        spec = self.spec
+        n, h, h_kv, d_head = len(x), spec.n_heads, spec.n_kv_heads, spec.d_head
+        qkv = x @ w["attn.qkv.w"]  # [n, d] x [d, (h + 2 h_kv) d_head] -> [n, (h + 2 h_kv) d_head]
+        if "attn.qkv.b" in w:
+            qkv += w["attn.qkv.b"]
+        q = qkv[:, : h * d_head].reshape(n, h, d_head).transpose(1, 0, 2)  # [h, n, d_head]
+        k = qkv[:, h * d_head : (h + h_kv) * d_head].reshape(n, h_kv, d_head).transpose(1, 0, 2)  # [h_kv, n, d_head]
+        v = qkv[:, (h + h_kv) * d_head :].reshape(n, h_kv, d_head).transpose(1, 0, 2)  # [h_kv, n, d_head]
+        if rotary is not None:
+            q, k = rotate(q, *rotary), rotate(k, *rotary)
+        out = attend(np.ascontiguousarray(q), np.ascontiguousarray(k), np.ascontiguousarray(v), allowed,
+                     root=F32(math.sqrt(d_head)), keep_scores=keep_scores)
+        merged = out.values.transpose(1, 0, 2).reshape(n, h * d_head) @ w["attn.o.w"]  # [n, h d_head] x [h d_head, d] -> [n, d]
+        if "attn.o.b" in w:
+            merged += w["attn.o.b"]
+        return out, merged
+
+    def mlp(self, x: np.ndarray, w: dict) -> np.ndarray:  # [n, d] -> [n, d]
+        return MLPS[self.spec.mlp](x, w, ACTIVATIONS[self.spec.activation])
+
+    def forward(self, tokens: Tokens, keep_scores: bool = False) -> Trace:
+        """Every layer over the tokens. `keep_scores`: also keep each head's Q K^T before scaling (--stage scores)."""
+        spec = self.spec
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked layer by layer: one message, not NumPy's warnings
+            x = self.embeddings(tokens.ids)  # [n, d]
+            self.check_finite(x, "the embeddings")
+            n = len(x)
+            allowed, rotary = allowed_keys("causal", n) if spec.causal else None, self.rotary(n)
+            hidden, traces = [x], []
+            for l in range(spec.n_layers):
+                w = self.weights.layer(l)
+                if spec.pre_norm:  # the updates add to the stream as they are
+                    att, a = self.attention(self.norm(x, w["attn.norm.w"], w.get("attn.norm.b")), w, allowed, rotary, keep_scores)
+                    mid = x + a
+                    out = mid + self.mlp(self.norm(mid, w["mlp.norm.w"], w.get("mlp.norm.b")), w)
+                else:  # post-norm: each block's update includes the norm after it
+                    att, a = self.attention(x, w, allowed, rotary, keep_scores)
+                    mid = self.norm(x + a, w["attn.norm.w"], w.get("attn.norm.b"))
+                    out = self.norm(mid + self.mlp(mid, w), w["mlp.norm.w"], w.get("mlp.norm.b"))
+                self.check_finite(out, f"layer {l}")
+                traces.append(LayerTrace(att.masked, att.weights, mid - x, out - mid, scores=att.scores))
+                hidden.append(out)
+                x = out
+            output = self.norm(x, self.weights.get("final_norm.w"), self.weights.get("final_norm.b")) if spec.final_norm else x
         return Trace(tokens, np.stack(hidden), traces, output)
 
-    def run(self, text: str) -> Trace:
-        return self.forward(self.tokenize(text))
+    def check_finite(self, x: np.ndarray, where: str) -> None:
+        if not np.isfinite(x).all():
+            raise DataError(f"{self.name}: {where} overflow float32 on this input (the checkpoint's weights are too large to run)")
 
-    def nearest(self, rows: np.ndarray, k: int) -> list[list[str]]:  # [m, d] -> m lists of k tokens
+    def run(self, text: str, keep_scores: bool = False) -> Trace:
+        return self.forward(self.tokenize(text), keep_scores)
+
+    def nearest(self, rows: np.ndarray, k: int, skip: list[int] | None = None) -> list[list[str]]:  # [m, d] -> m lists of k tokens
         """The k vocabulary tokens whose input embeddings are nearest by cosine to each row."""
         decode = self.tokenizer.id_to_token
-        return [[decode(int(i)) or f"#{i}" for i in row] for row in nearest_rows(rows, self.embed["word"].full(), k)]
+        return [[decode(int(i)) or f"#{i}" for i in row] for row in nearest_rows(MatrixKeys(self.weights.vocabulary()), rows, k, skip)]
+
+    def fold(self, text: str) -> str:
+        """A word as its pieces are compared with it (--focus): lower case, without a piece's space marker (Ġ, ▁) or ##."""
+        return text.strip().lstrip("Ġ▁#").lower()
+
+    @property
+    def predicts(self) -> str | None:
+        """What its output head predicts: "next" (a decoder: the next token), "mask" (a masked-LM head: a [MASK]), or None."""
+        if self.spec.causal:
+            return "next"
+        return "mask" if self.weights.has("mlm.dense.w") else None
+
+    def lm_logits(self, rows: np.ndarray) -> np.ndarray:  # [m, d] residual rows -> [m, V] float32
+        """What the model's output head makes of residual rows: a decoder's final norm and unembedding, or a masked-LM head."""
+        if self.predicts is None:
+            raise InputError(f"{self.name} has no output head to predict with (an encoder without a masked-LM head)")
+        with np.errstate(over="ignore", invalid="ignore"):
+            if self.predicts == "mask":
+                w = self.weights
+                h = ACTIVATIONS[self.spec.activation](rows @ w.get("mlm.dense.w") + w.get("mlm.dense.b"))  # [m, d] x [d, d] -> [m, d]
+                return self.logits(self.norm(h, w.get("mlm.norm.w"), w.get("mlm.norm.b"))) + w.get("mlm.bias")
+            x = self.norm(rows, self.weights.get("final_norm.w"), self.weights.get("final_norm.b")) if self.spec.final_norm else rows
+            return self.logits(x)
+
+    def logits(self, rows: np.ndarray) -> np.ndarray:  # [m, d] -> [m, V] float32
+        """rows @ W_U^T, the output projection, a block of the vocabulary at a time."""
+        w_u = self.weights.unembedding()  # [V, d]
+        out = np.empty((len(rows), len(w_u)), F32)
+        for start in range(0, len(w_u), LOGIT_ROWS):
+            out[:, start : start + LOGIT_ROWS] = rows @ w_u[start : start + LOGIT_ROWS].T  # [m, d] x [d, c] -> [m, c]
+        return out
 
     def summary(self) -> dict:
         return {"name": self.name, "type": self.kind, "layers": self.n_layers, "heads": self.n_heads, "d_model": self.d_model, "d_k": self.d_k}
-
-
-# --- reading a checkpoint -----------------------------------------------------------------------
-
-
-def _take(weights: dict, name: str, shape: tuple, alternatives: tuple = ()) -> np.ndarray:
-    for key in (name, *alternatives):
-        if key in weights:
-            w = weights[key]
-            if w.shape != shape:
-                raise DataError(f"tensor {key}: shape {list(w.shape)}, expected {list(shape)}")
-            return w if isinstance(w, checkpoint.LazyTensor) else checkpoint.check_finite(key, w)  # a lazy one is checked as it is read
-    raise DataError(f"missing tensor {name} (shape {list(shape)})")
-
-
-def _ln(weights: dict, prefix: str, d: int) -> tuple[np.ndarray, np.ndarray]:  # old BERT checkpoints say gamma/beta
-    return (_take(weights, f"{prefix}.weight", (d,), (f"{prefix}.gamma",)), _take(weights, f"{prefix}.bias", (d,), (f"{prefix}.beta",)))
-
-
-def _int(config: dict, *keys: str) -> int:
-    for key in keys:
-        value = config.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    raise DataError(f"config.json: no positive integer {' or '.join(keys)}")
-
-
-def bert_weights(w: dict, n_layers: int, d: int, ff: int, vocab: int, positions: int) -> tuple[dict, list[dict]]:
-    def linear(name: str, d_in: int, d_out: int):  # torch Linear keeps [out, in]: lay it out as [in, out]
-        return np.ascontiguousarray(_take(w, f"{name}.weight", (d_out, d_in)).T), _take(w, f"{name}.bias", (d_out,))
-
-    g, b = _ln(w, "embeddings.LayerNorm", d)
-    embed = {
-        "word": _take(w, "embeddings.word_embeddings.weight", (vocab, d)),
-        "position": _take(w, "embeddings.position_embeddings.weight", (positions, d)),
-        "type": w.get("embeddings.token_type_embeddings.weight", np.zeros((1, d), F32)),  # [types, d]; row 0 for one sentence
-        "ln_g": g, "ln_b": b,
-    }
-    layers = []
-    for i in range(n_layers):
-        p = f"encoder.layer.{i}"
-        (wq, bq), (wk, bk), (wv, bv) = (linear(f"{p}.attention.self.{m}", d, d) for m in ("query", "key", "value"))
-        o, o_b = linear(f"{p}.attention.output.dense", d, d)
-        fc, fc_b = linear(f"{p}.intermediate.dense", d, ff)
-        proj, proj_b = linear(f"{p}.output.dense", ff, d)
-        ln1, ln2 = _ln(w, f"{p}.attention.output.LayerNorm", d), _ln(w, f"{p}.output.LayerNorm", d)
-        layers.append({
-            "qkv": np.concatenate([wq, wk, wv], axis=1), "qkv_b": np.concatenate([bq, bk, bv]), "o": o, "o_b": o_b,
-            "fc": fc, "fc_b": fc_b, "proj": proj, "proj_b": proj_b,
-            "ln1_g": ln1[0], "ln1_b": ln1[1], "ln2_g": ln2[0], "ln2_b": ln2[1],
-        })
-    return embed, layers
-
-
-def gpt2_weights(w: dict, n_layers: int, d: int, ff: int, vocab: int, positions: int) -> tuple[dict, list[dict]]:
-    def conv(name: str, d_in: int, d_out: int):  # GPT-2's Conv1D already keeps [in, out]
-        return _take(w, f"{name}.weight", (d_in, d_out)), _take(w, f"{name}.bias", (d_out,))
-
-    g, b = _ln(w, "ln_f", d)
-    embed = {"word": _take(w, "wte.weight", (vocab, d)), "position": _take(w, "wpe.weight", (positions, d)), "ln_f_g": g, "ln_f_b": b}
-    layers = []
-    for i in range(n_layers):
-        p = f"h.{i}"
-        qkv, qkv_b = conv(f"{p}.attn.c_attn", d, 3 * d)
-        o, o_b = conv(f"{p}.attn.c_proj", d, d)
-        fc, fc_b = conv(f"{p}.mlp.c_fc", d, ff)
-        proj, proj_b = conv(f"{p}.mlp.c_proj", ff, d)
-        ln1, ln2 = _ln(w, f"{p}.ln_1", d), _ln(w, f"{p}.ln_2", d)
-        layers.append({
-            "qkv": qkv, "qkv_b": qkv_b, "o": o, "o_b": o_b, "fc": fc, "fc_b": fc_b, "proj": proj, "proj_b": proj_b,
-            "ln1_g": ln1[0], "ln1_b": ln1[1], "ln2_g": ln2[0], "ln2_b": ln2[1],
-        })
-    return embed, layers
-
-
-def load(spec: str) -> Transformer:
-    """The checkpoint at PATH, or NAME from the local Hugging Face cache, ready to run."""
-    folder = checkpoint.resolve(spec)
-    config = checkpoint.read_config(folder)
-    kind = config["model_type"]
-    if kind == "bert":
-        n_layers, n_heads, d = _int(config, "num_hidden_layers"), _int(config, "num_attention_heads"), _int(config, "hidden_size")
-        ff, positions = _int(config, "intermediate_size"), _int(config, "max_position_embeddings")
-        activation, eps = config.get("hidden_act", "gelu"), config.get("layer_norm_eps", 1e-12)
-        if config.get("position_embedding_type", "absolute") != "absolute":
-            raise DataError(f"{folder}: position_embedding_type {config['position_embedding_type']!r}; attn runs absolute positions only")
-    else:
-        n_layers, n_heads, d = _int(config, "n_layer"), _int(config, "n_head"), _int(config, "n_embd")
-        ff = config.get("n_inner") or 4 * d
-        positions = _int(config, "n_positions", "n_ctx")
-        activation, eps = config.get("activation_function", "gelu_new"), config.get("layer_norm_epsilon", 1e-5)
-    vocab = _int(config, "vocab_size")
-    if d % n_heads:
-        raise DataError(f"{folder}: d_model {d} is not a multiple of {n_heads} heads")
-    if activation not in ACTIVATIONS:
-        raise DataError(f"{folder}: activation {activation!r} is not supported ({', '.join(ACTIVATIONS)})")
-    if not isinstance(eps, (int, float)) or not 0 <= eps < 1:
-        raise DataError(f"{folder}: layer-norm epsilon {eps!r} is not a small number")
-    weights = checkpoint.read_weights(folder)
-    lay_out = bert_weights if kind == "bert" else gpt2_weights
-    try:
-        embed, layers = lay_out(weights, n_layers, d, ff, vocab, positions)
-    except DataError as e:
-        raise DataError(f"{folder / checkpoint.WEIGHT_FILE}: {e}") from None
-    tokenizer = checkpoint.read_tokenizer(folder, config)
-    name = config.get("_name_or_path") or folder.name
-    return Transformer(
-        name=str(name) if name and not str(name).startswith("/") else folder.name, kind=kind, folder=folder,
-        n_layers=n_layers, n_heads=n_heads, d_model=d, d_ff=ff, vocab_size=vocab, max_positions=positions,
-        eps=float(eps), activation=activation, embed=embed, layers=layers, tokenizer=tokenizer, config=config,
-    )

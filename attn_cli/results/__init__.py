@@ -9,11 +9,13 @@ creation too.
 
 from attn_cli.lazy import module_getattr
 
-MODULES = ("inspection", "analogy", "heads", "vectors")
+MODULES = ("inspect", "numbers", "senses", "analogy", "heads", "vectors", "models")
 WHERE = {
     "VectorsInfo": "vectors", "VectorsConverted": "vectors",
     "ProbeScore": "analogy", "Neighbor": "analogy", "Answer": "analogy", "AnalogyResult": "analogy",
-    "HeadView": "inspection", "SenseRow": "inspection", "InspectResult": "inspection", "SINK_TOKEN": "inspection",
+    "HeadView": "inspect", "InspectResult": "inspect", "SenseRow": "senses", "SINK_TOKEN": "numbers",
+    "significant": "numbers", "row_cosines": "numbers", "WEIGHT_DIGITS": "numbers", "NUMBER_DIGITS": "numbers",
+    "ModelInfo": "models", "ResidualRow": "models", "HeadsFound": "models",
     "HeadInfo": "heads", "HeadsList": "heads", "HeadTrained": "heads", "HeadsEval": "heads",
 }  # fmt: skip
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from attn_cli.core.neighbors import row_norms, unit_rows  # noqa: F401 (part of what a store offers)
 from attn_cli.errors import DataError, InputError, reason
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
@@ -238,12 +239,6 @@ def is_utf8(data: bytes, chunk: int = UTF8_CHUNK) -> bool:
     return True
 
 
-def row_norms(m: np.ndarray) -> np.ndarray:  # [c, d] float -> [c] float64
-    """The norm of each row, summed in float64 (1e38-sized float32 values do not overflow). Every search
-    over the keys divides by these: stored in norms.npy they are these very numbers, to the bit."""
-    return np.sqrt(np.einsum("ij,ij->i", m, m, dtype=np.float64))
-
-
 def matrix_blocks(m: np.ndarray, matrix_file: tuple[Path, int] | None, rows: int = BLOCK_ROWS) -> Iterator[tuple[int, np.ndarray]]:
     """m [n, d], a block of rows at a time. When its rows can be read from the file in order
     (`matrix_file`: the .npy and where its data starts), the file is mapped on its own and each
@@ -307,16 +302,6 @@ def read_norms(folder: Path, matrix: np.ndarray) -> np.ndarray | None:  # [n_key
     if not np.array_equal(row_norms(np.asarray(matrix[spot])), norms[spot], equal_nan=True):
         return None
     return norms
-
-
-def unit_rows(m: np.ndarray) -> np.ndarray:  # [c, d] -> [c, d] float32, every row of norm 1
-    """Rows scaled to norm 1. A zero or non-finite row has no direction: its row is NaN,
-    so every cosine with it is NaN and it is never anyone's nearest key."""
-    m = np.asarray(m, dtype=np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):
-        norms = row_norms(m)[:, None]
-        good = np.isfinite(norms) & (norms > 0)
-        return np.divide(m, norms, out=np.full_like(m, np.nan), where=good).astype(np.float32, copy=False)
 
 
 def resolve_path(path: str | os.PathLike | None) -> Path:

@@ -1,20 +1,20 @@
-"""Rich views of the result objects, one module per command family. Imported only when output is
-for a person.
+"""Rich views of the result objects: one module per view. Imported only when output is for a person.
 
-`render.NAME` reads only the module that holds NAME (`render.inspect_view` never compiles the
-softmax or model views): with PYTHONDONTWRITEBYTECODE every module read is compiled on every run.
+`views.NAME` reads only the module that holds NAME (`views.softmax_view` never compiles the inspect
+views): with PYTHONDONTWRITEBYTECODE every module read is compiled on every run. The views of
+`attn inspect` are chosen from their registry in views/inspect.py.
 """
 
 from attn_cli.lazy import module_getattr
 
-MODULES = ("base", "softmax", "lesson", "vectors", "inspection", "heads", "models")
-VIEWS = {
+MODULES = ("base", "heatmap", "captions", "inspect", "softmax", "lesson", "vectors", "heads", "models")
+WHERE = {
     "softmax_view": "softmax", "analogy_view": "lesson", "similarity_view": "lesson",
     "vectors_info": "vectors",
-    "inspect_view": "inspection", "Heatmap": "inspection",
+    "inspect_view": "inspect", "ViewOptions": "inspect", "Heatmap": "heatmap", "abbreviate": "heatmap",
     "heads_list": "heads", "head_trained": "heads", "heads_eval": "heads",
-    "model_view": "models", "model_info": "models", "heads_found": "models",
+    "model_info": "models", "heads_found": "models", "key_label": "base",
 }  # fmt: skip
 
 
-__getattr__ = module_getattr(__name__, VIEWS, MODULES)
+__getattr__ = module_getattr(__name__, WHERE, MODULES)

@@ -141,3 +141,10 @@ def project_path(token: str, hidden: np.ndarray, height: int = 14) -> PathPictur
     labels = ["E", *[str(l) for l in range(len(hidden) - 1)]]
     title = (f"{token!r} layer by layer (∘ = E, then the output of each layer); the plane keeps {plane.kept:.0%} of the spread")
     return PathPicture([plane.points], [labels[-1]], marks=plane.points[1:-1], mark_labels=labels[1:-1], title=title, height=height)
+
+
+def picture(result, options) -> list:
+    """E -> E' as arrows (the lesson's heads), or the --focus token through a checkpoint's layers."""
+    if result.e is not None:
+        return [shift_picture(result.tokens, result.e, result.e_prime)]
+    return [project_path(result.pieces[result.focus_piece], result.focus_path)]

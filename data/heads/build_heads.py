@@ -38,6 +38,7 @@ sys.path.insert(0, str(HERE))
 import sentences as grammar  # noqa: E402
 from attn_cli.heads import evaluation
 from attn_cli.heads import training  # noqa: E402
+from attn_cli.heads import links as link_files
 from attn_cli.core.attention import Head, Mask, allowed_keys
 from attn_cli.core.blocks import input_embeddings  # noqa: E402
 from attn_cli.analysis.senses import read_sense_set  # noqa: E402
@@ -133,7 +134,7 @@ def word_pools(vectors, seed=SEED) -> tuple[grammar.Words, grammar.Words]:
     return pools(adj_train + hand["adj"], noun_train + hand_noun_pairs), pools(adj_held, noun_held)
 
 
-def examples(sentences, vectors, links_of) -> list[training.Example]:
+def examples(sentences, vectors, links_of) -> list[link_files.Example]:
     """Each sentence under both masks; `links_of(sentence)` gives {query: [keys]}; under the causal
     mask keys after their query are dropped (a query left without keys attends to itself)."""
     out = []
@@ -142,7 +143,7 @@ def examples(sentences, vectors, links_of) -> list[training.Example]:
         e, links = embedded.embeddings(), links_of(s)  # [n, d]
         for mask in Mask:
             kept = {q: [k for k in ks if mask == Mask.none or k < q] for q, ks in links.items()}
-            out.append(training.Example(s.tokens, e, embedded.vectors, {q: ks for q, ks in kept.items() if ks}, mask))
+            out.append(link_files.Example(s.tokens, e, embedded.vectors, {q: ks for q, ks in kept.items() if ks}, mask))
     return out
 
 
@@ -151,15 +152,15 @@ def examples(sentences, vectors, links_of) -> list[training.Example]:
 
 def link_figures(heads, links_file, vectors) -> dict:
     """{mask: {row name: figures}} for the heads and the baselines, as `attn heads eval` reports them."""
-    links = training.read_links(links_file) if isinstance(links_file, Path) else links_file
-    exs = training.links_to_examples(links, vectors, Mask.none, str(links_file), strict=False)
+    links = link_files.read_links(links_file) if isinstance(links_file, Path) else links_file
+    exs = link_files.links_to_examples(links, vectors, Mask.none, str(links_file), strict=False)
     return {mask: {row.pop("name"): row for row in evaluation.link_rows(heads, exs, mask, vectors.vector_size)}
             for mask in MASKS}
 
 
-def long_links(links_file: Path) -> list[training.Link]:
+def long_links(links_file: Path) -> list[link_files.Link]:
     """The links of the file's sentences of LONG_TOKENS tokens or more."""
-    return [link for link in training.read_links(links_file) if len(tokenize(link.sentence)) >= LONG_TOKENS]
+    return [link for link in link_files.read_links(links_file) if len(tokenize(link.sentence)) >= LONG_TOKENS]
 
 
 def sense_figures(heads, cases_file, words_file, vectors) -> dict:
@@ -186,7 +187,8 @@ def even_through_value_map(adjective, context, cases_file, words_file, vectors) 
     see, through the head's own W_V (the adjective head as it is): what the value map does without
     the head's choice of where to look. The weight spread is what the head gives to tokens (1 less
     its sink's). {mask: share of cases resolved}."""
-    from attn_cli.analysis.glove import Settings, inspect_text
+    from attn_cli.analysis.inspect import inspect_text
+    from attn_cli.models.glove import Settings
     from attn_cli.vectors.words import is_content
 
     cases, senses = sense_cases(cases_file, words_file, vectors)
@@ -215,10 +217,10 @@ def unambiguous(s: grammar.Sentence) -> bool:
     return all(s.tokens.count(w) == 1 for w in labelled)
 
 
-def sentence_links(sentences) -> list[training.Link]:
+def sentence_links(sentences) -> list[link_files.Link]:
     """The sentences' noun -> adjective links as a links file would give them (sentences whose
     labelled words repeat are left out)."""
-    return [training.Link(s.text, s.tokens[q], s.tokens[k], 0) for s in sentences if unambiguous(s)
+    return [link_files.Link(s.text, s.tokens[q], s.tokens[k], 0) for s in sentences if unambiguous(s)
             for q, ks in s.adjectives.items() for k in ks]
 
 
@@ -300,7 +302,7 @@ def build_adjective(vectors, n_train=ADJECTIVE_SENTENCES):
     weight = np.tile([HAND_WEIGHT if w in hand else 1.0 for w in words], POSITION_COPIES)  # [w * copies]
     adj = logistic_regression(x, np.tile(is_adj, POSITION_COPIES).astype(float), weight)
     noun = ridge_regression(x, np.tile(is_noun, POSITION_COPIES).astype(float), weight)
-    dev = training.links_to_examples(training.read_links(SETS["dev"][0]), vectors, Mask.none, strict=False)
+    dev = link_files.links_to_examples(link_files.read_links(SETS["dev"][0]), vectors, Mask.none, strict=False)
     tried = []
     for values in itertools.product(*ADJECTIVE_SHAPES.values()):
         shape = dict(zip(ADJECTIVE_SHAPES, values))
@@ -323,7 +325,7 @@ def build_adjective(vectors, n_train=ADJECTIVE_SENTENCES):
                   "spread": {f"{t:g}": v for t, v in spread.items()}}
 
 
-def cross_entropy(head: Head, exs: list[training.Example]) -> float:
+def cross_entropy(head: Head, exs: list[link_files.Example]) -> float:
     """Mean over linked queries (both masks) of -mean_{own keys a} log w_qa: how far each row is from even weight on its own keys."""
     from attn_cli.core.attention import run_head
 
@@ -453,7 +455,8 @@ def alone_figures(adjective, context, cases_file, vectors) -> dict:
 def alone_cosine(heads, cases_file, vectors) -> float:
     """Mean cos(E, E') of the sense cases' words under the causal mask when no content word comes before
     them (their context is after): the heads have nothing to write, and the word should stay itself."""
-    from attn_cli.analysis.glove import Settings, inspect_text
+    from attn_cli.analysis.inspect import inspect_text
+    from attn_cli.models.glove import Settings
     from attn_cli.vectors.words import is_content
 
     cosines = []
@@ -531,7 +534,8 @@ def sense_margins(adjective, context, cases_file, words_file, vectors) -> dict:
     head's update is c W_V) and, for each other sense, the difference of the centroids (g = intended -
     other). E' = a + c W_V is nearer the intended sense than the other exactly when g . E' > 0.
     {"a", "c", "g": [r, d], "case": [r] (an index into "e" and "word"), "mask": [r], "e": [n, d], "word": [n]}"""
-    from attn_cli.analysis.glove import Settings, inspect_text
+    from attn_cli.analysis.inspect import inspect_text
+    from attn_cli.models.glove import Settings
 
     cases, senses = sense_cases(cases_file, words_file, vectors)
     rows = {"a": [], "c": [], "g": [], "case": [], "mask": [], "e": [], "word": []}

@@ -145,7 +145,8 @@ RSS_WRAPPER = (
 COMPUTE_ONLY = r"""
 import sys
 from attn_cli.heads.registry import default_heads
-from attn_cli.analysis.glove import Settings, inspect_text
+from attn_cli.analysis.inspect import inspect_text
+from attn_cli.models.glove import Settings
 from attn_cli.vectors.store import load
 vectors = load()
 text = open(sys.argv[1], encoding="utf-8").read()

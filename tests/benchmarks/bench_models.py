@@ -45,7 +45,7 @@ LENGTHS = (16, 128)
 RSS_TARGET_MB = 250
 MB = 1e6
 # What only the --model path should import (cold-start cost): the two packages and attn's checkpoint code.
-CHECKPOINT_CODE = ("safetensors", "tokenizers", "attn_cli.models.sources.folder", "attn_cli.models.transformer", "attn_cli.analysis.model")
+CHECKPOINT_CODE = ("safetensors", "tokenizers", "attn_cli.models.sources.folder", "attn_cli.models.transformer", "attn_cli.analysis")
 
 # ru_maxrss of RUSAGE_CHILDREN is the largest of all waited-for children: a fresh wrapper has exactly one.
 RSS_WRAPPER = (

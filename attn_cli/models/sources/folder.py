@@ -12,8 +12,8 @@ import numpy as np
 
 from attn_cli.errors import DataError, InputError
 
-SUPPORTED = {"bert": "BERT-family encoder (no mask)", "gpt2": "GPT-2-family decoder (causal mask)"}
 WEIGHT_FILE = "model.safetensors"
+INDEX_FILE = "model.safetensors.index.json"  # a checkpoint in several files: which file holds which tensor
 PICKLE_FILES = ("pytorch_model.bin", "tf_model.h5", "flax_model.msgpack")
 PREFIXES = ("bert.", "transformer.", "model.")  # task heads (BertForMaskedLM, GPT2LMHeadModel) nest the base model
 
@@ -64,42 +64,35 @@ def read_config(folder: Path) -> dict:
         raise DataError(f"{path}: not valid JSON ({e})") from None
     if not isinstance(config, dict):
         raise DataError(f"{path}: expected a JSON object")
-    kind = config.get("model_type")
-    if kind not in SUPPORTED:
-        known = "; ".join(f"{k} ({v})" for k, v in SUPPORTED.items())
-        raise DataError(f"{path}: model_type {kind!r} is not supported; attn runs {known}")
     return config
 
 
-class LazyTensor:
-    """A tensor left in the (memory-mapped) file until needed: the vocabulary's embeddings are most
-    of a checkpoint, and one sentence needs a few of their rows."""
+class SafeTensor:
+    """A tensor left in its (memory-mapped) safetensors file until asked for (see attn_cli.models.sources)."""
 
     def __init__(self, path: Path, name: str, shape: tuple, dtype: str):
         self.path, self.name, self.shape, self.dtype = path, name, tuple(shape), dtype
-        self._full = None
+
+    def __repr__(self) -> str:
+        return f"SafeTensor({self.name!r}, {list(self.shape)}, {self.dtype})"
 
     @property
     def size(self) -> int:
         return int(np.prod(self.shape))
 
-    def rows(self, ids: list[int]) -> np.ndarray:  # -> [len(ids), d] float32
-        if self._full is not None:
-            return self._full[ids]
+    def array(self) -> np.ndarray:  # -> self.shape, float32
+        from safetensors import safe_open
+
+        with safe_open(str(self.path), framework="numpy") as f:
+            return check_finite(self.name, f.get_tensor(self.name).astype(np.float32, copy=False))
+
+    def rows(self, ids) -> np.ndarray:  # [m] row indices -> [m, d] float32
         from safetensors import safe_open
 
         with safe_open(str(self.path), framework="numpy") as f:
             view = f.get_slice(self.name)
-            rows = {i: view[i : i + 1] for i in dict.fromkeys(ids)}  # [1, d] each, read from the mapped file
-        return check_finite(self.name, np.concatenate([rows[i] for i in ids]).astype(np.float32, copy=False))
-
-    def full(self) -> np.ndarray:  # -> [V, d] float32
-        if self._full is None:
-            from safetensors import safe_open
-
-            with safe_open(str(self.path), framework="numpy") as f:
-                self._full = check_finite(self.name, f.get_tensor(self.name).astype(np.float32, copy=False))
-        return self._full
+            rows = {i: view[i : i + 1] for i in dict.fromkeys(int(i) for i in ids)}  # [1, d] each, read from the mapped file
+        return check_finite(self.name, np.concatenate([rows[int(i)] for i in ids]).astype(np.float32, copy=False))
 
 
 def check_finite(name: str, w: np.ndarray) -> np.ndarray:
@@ -108,34 +101,61 @@ def check_finite(name: str, w: np.ndarray) -> np.ndarray:
     return w
 
 
-LAZY = ("embeddings.word_embeddings.weight", "wte.weight")  # BERT's and GPT-2's vocabulary embeddings
-
-
-def read_weights(folder: Path) -> dict[str, "np.ndarray | LazyTensor"]:
-    """Every tensor of model.safetensors as float32 NumPy arrays, names without a task model's prefix;
-    the vocabulary's embeddings stay in the file as a LazyTensor."""
+def weight_files(folder: Path) -> list[Path]:
+    """model.safetensors, or the files model.safetensors.index.json names."""
     path = folder / WEIGHT_FILE
-    if not path.is_file():
-        pickles = [name for name in PICKLE_FILES if (folder / name).exists()]
-        if pickles:
-            raise DataError(f"{folder}: only {pickles[0]}, a pickle that attn will not run; convert it to {WEIGHT_FILE} (save_pretrained(..., safe_serialization=True))")
-        raise DataError(f"{folder}: no {WEIGHT_FILE}")
+    if path.is_file():
+        return [path]
+    index = folder / INDEX_FILE
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map")
+        except (ValueError, UnicodeDecodeError, RecursionError, AttributeError):
+            weight_map = None
+        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+            raise DataError(f"{index}: expected a JSON object with a weight_map of tensor names to file names")
+        files = sorted(set(weight_map.values()))
+        bad = [f for f in files if "/" in f or "\\" in f or f.startswith(".") or not f.endswith(".safetensors")]
+        if bad:
+            raise DataError(f"{index}: {bad[0]!r} is not the name of a .safetensors file in the folder")
+        return [folder / f for f in files]
+    pickles = [name for name in PICKLE_FILES if (folder / name).exists()]
+    if pickles:
+        raise DataError(f"{folder}: only {pickles[0]}, a pickle that attn will not run; convert it to {WEIGHT_FILE} (save_pretrained(..., safe_serialization=True))")
+    raise DataError(f"{folder}: no {WEIGHT_FILE}")
+
+
+def read_tensors(folder: Path) -> dict[str, SafeTensor]:
+    """Every floating-point tensor of the folder's safetensors file(s), by name, left in the file."""
     from safetensors import SafetensorError, safe_open
 
-    weights = {}
-    try:
-        with safe_open(str(path), framework="numpy") as f:
-            for name in f.keys():
-                short = strip_prefix(name)
-                if short in LAZY:
+    tensors = {}
+    for path in weight_files(folder):
+        try:
+            with safe_open(str(path), framework="numpy") as f:
+                for name in f.keys():
                     view = f.get_slice(name)
-                    weights[short] = LazyTensor(path, name, view.get_shape(), view.get_dtype())
-                else:
-                    weights[short] = f.get_tensor(name)
-    except (SafetensorError, OSError, ValueError, TypeError) as e:
-        raise DataError(f"{path}: cannot read the weights ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
-    floats = {name: w for name, w in weights.items() if isinstance(w, LazyTensor) or w.dtype.kind == "f"}
-    return {name: w if isinstance(w, LazyTensor) else w.astype(np.float32, copy=False) for name, w in floats.items()}
+                    dtype = view.get_dtype()
+                    if dtype.startswith(("F", "BF")):
+                        tensors[name] = SafeTensor(path, name, view.get_shape(), dtype)
+        except (SafetensorError, OSError, ValueError, TypeError) as e:
+            raise DataError(f"{path}: cannot read the weights ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    return tensors
+
+
+def load(folder: Path):
+    """A model folder as a Source: config.json, the tensors (left in their files), the tokenizer files."""
+    from attn_cli.models.sources import Source
+
+    config = read_config(folder)
+    settings = tokenizer_settings(folder)
+    name = config.get("_name_or_path") or folder.name
+    template = settings.get("chat_template")
+    return Source(
+        path=folder, name=str(name) if name and not str(name).startswith("/") else folder.name, config=config,
+        tensors=read_tensors(folder), chat_template=template if isinstance(template, str) else None,
+        tokenizer_factory=lambda: read_tokenizer(folder, settings),
+    )
 
 
 def strip_prefix(name: str) -> str:
@@ -145,24 +165,24 @@ def strip_prefix(name: str) -> str:
     return name
 
 
-def read_tokenizer(folder: Path, config: dict):
+def read_tokenizer(folder: Path, settings: dict):
     """The model's own tokenizer: tokenizer.json, else vocab.txt (WordPiece) or vocab.json + merges.txt (byte-level BPE)."""
-    tokenizer = _tokenizer_files(folder, config)
+    tokenizer = _tokenizer_files(folder, settings)
     tokenizer.no_padding()  # one sentence at a time: padding would add [PAD] rows
     tokenizer.no_truncation()  # too long is an error the caller names, not silently cut
     return tokenizer
 
 
-def _tokenizer_files(folder: Path, config: dict):
+def _tokenizer_files(folder: Path, settings: dict):
     from tokenizers import Tokenizer
 
     try:
         if (folder / "tokenizer.json").is_file():
             return Tokenizer.from_file(str(folder / "tokenizer.json"))
-        if config["model_type"] == "bert" and (folder / "vocab.txt").is_file():
+        if (folder / "vocab.txt").is_file():  # a WordPiece vocabulary (BERT's)
             from tokenizers.implementations import BertWordPieceTokenizer
 
-            lowercase = tokenizer_settings(folder).get("do_lower_case", True)
+            lowercase = settings.get("do_lower_case", True)
             return BertWordPieceTokenizer(str(folder / "vocab.txt"), lowercase=bool(lowercase))
         if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
             from tokenizers.implementations import ByteLevelBPETokenizer

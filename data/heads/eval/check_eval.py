@@ -98,7 +98,7 @@ def check_adjectives(path: Path, v, min_tok, max_tok, min_sent, min_links, long=
                 warn(f"{where}: adjective {adj!r} occurs {tokens.count(adj)} times")
             q = tokens.index(noun)
             places = [i for i, t in enumerate(tokens) if t == adj]
-            k = min(places, key=lambda i: (abs(i - q), i > q))  # as attn_cli.training._nearest
+            k = min(places, key=lambda i: (abs(i - q), i > q))  # as attn_cli.heads.links._nearest
             if not k < q:
                 err(f"{where}: nearest {adj!r} is not before {noun!r}")
             elif q - k > 7:

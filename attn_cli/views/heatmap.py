@@ -1,12 +1,7 @@
-"""`attn inspect` over word vectors: the heatmap, the focus and shift tables, the sense meter."""
-
-from rich import box
-from rich.table import Table
-from rich.text import Text
+"""The heatmap: a matrix as a grid of coloured, numbered cells, degrading to a compact grid, then to a list of each row's top entries."""
 
 from attn_cli import results
-from attn_cli.views.base import SHADES, bar, key_label, signed_bar
-
+from attn_cli.views.base import SHADES
 
 LEGEND_STEPS = 10
 MASKED = "·"
@@ -15,26 +10,6 @@ ROW_LABEL_WIDTH = 13
 TOP_KEYS = 3  # keys per row listed when not even the compact grid fits
 MIN_LABEL = 5  # a column label cut shorter than this ("wh…") says nothing: draw the compact grid instead
 COMPACT_MIN_CELLS = 8  # the compact grid needs room for at least this many cells a row
-
-
-def stage_caption(stage: str, *, masked: bool, transposed: bool = False, scaled: bool = True) -> str:
-    """What the heatmaps show at this stage; the masked cells (·) are explained only when there are any."""
-    if stage == "scores":
-        return "Q·Kᵀ before scaling" + (" (· = hidden by the mask in the next step)" if masked else "")
-    if stage == "masked":
-        matrix = "Q·Kᵀ / √d_k" if scaled else "Q·Kᵀ not divided by √d_k (--no-scale),"
-        return matrix + (" with the mask applied (· = −∞, gets weight exactly 0)" if masked else " (no mask)")
-    line = "column" if transposed else "row"
-    return f"softmax over each query's {line}: each {line} sums to 1" + (" (· = masked, weight exactly 0)" if masked else "")
-
-SENSE_BAR_SCALE = 0.1  # a change of this size fills the sense meter's bar, unless a larger one is shown
-RELATIVE_NOTE = "softmax depends only on differences between scores in a row: adding a constant to a row changes nothing"
-PARTS_CAPTION = (  # a phrase a line, so that 80 columns never cut one
-    "ΔE = ΔE_ctx + ΔE_self\n"
-    "  context: Σ_{j≠i} w_ij v_j, what the other tokens wrote\n"
-    "  self: w_ii v_i, a copy of the token's own value (through W_O, if any)\n"
-    "  cos ctx = cos(E, E + ΔE_ctx): how far the context part alone turns E"
-)
 
 
 def abbreviate(label: str, width: int, align: str = "") -> str:
@@ -158,7 +133,6 @@ class Heatmap:
     def compact(self, max_width: int, system: str | None):
         """One character cell per entry, token indices as the axes and the index -> token lists below.
         A matrix wider than the console is pooled over blocks of tokens first, and the caption says so."""
-        import numpy as np
         from rich.segment import Segment
         from rich.style import Style
         from rich.text import Text
@@ -277,45 +251,6 @@ class Heatmap:
             yield line
 
 
-def token_list(result: results.InspectResult) -> Text:
-    text = Text("tokens ", style="bold")
-    for i, token in enumerate(result.tokens):
-        text.append(f"{i}:", style="dim")
-        text.append(token + " ")
-    return text
-
-
-def head_heading(head: results.HeadView, result: results.InspectResult, stage: str, transpose: bool = False) -> Text:
-    mask = "causal mask" if result.mask == "causal" else "no mask"
-    text = Text(f"head {head.name}", style="bold cyan")
-    text.append(f"  d_k={head.d_k} · {mask} · {stage}{'' if result.scale else ' · not divided by √d_k'}", style="dim")
-    if head.distance is not None:
-        text.append(f"\n{distance_note(head.distance)}", style="dim")
-    if head.sink is not None:
-        text.append(f"\n{sink_note(head.sink, 'column' if transpose else 'row')}", style="dim")
-    if head.description:
-        text.append(f"\n{head.description}", style="yellow" if head.noise else "dim")
-    if head.top_weight_scaled is not None:
-        text.append(
-            f"\nwithout /√d_k: mean top weight {head.top_weight:.2f} (with: {head.top_weight_scaled:.2f})",
-            style="bold yellow",
-        )
-    return text
-
-
-def distance_note(distance: list) -> str:
-    """What a key loses for where it stands, in words: "a key k tokens before the query loses 1.33·k, ..."."""
-    before, after, itself = distance
-    parts = [f"a key k tokens before the query loses {before:.3g}·k from its score" if before else "",
-             f"k tokens after it {after:.3g}·k" if after else "", f"the query itself {itself:.3g}" if itself else ""]
-    return "distance (ALiBi): " + (", ".join(p for p in parts if p) or "no cost")
-
-
-def sink_note(score: float, line: str = "row") -> str:
-    return (f"{results.SINK_TOKEN}: a key every query sees that writes nothing (score {score:.3g}); "
-            f"weight on it is an update not made, and each {line} sums to 1 with it")
-
-
 def heatmap(head: results.HeadView, tokens: list[str], stage: str, transpose: bool) -> Heatmap:
     import numpy as np
 
@@ -330,126 +265,38 @@ def heatmap(head: results.HeadView, tokens: list[str], stage: str, transpose: bo
     return Heatmap(matrix, tokens, keys, kind=kind)
 
 
-def focus_table(head: results.HeadView, tokens: list[str], i: int, scale: bool = True) -> Table:
-    """Query i's row: the scaled scores and the softmax distribution they become."""
-    table = Table(box=box.SIMPLE, title=f"what {tokens[i]!r} (#{i}) attends to, head {head.name}", title_justify="left")
-    table.add_column("key")
-    distance = " − distance" if head.distance is not None else ""
-    table.add_column(("score/√d_k" if scale else "score (not /√d_k)") + distance, justify="right")
-    table.add_column("weight", justify="right")
-    table.add_column("softmax")
-    for j, token in enumerate(tokens):
-        if head.allowed is not None and not head.allowed[i, j]:
-            table.add_row(Text(f"{j}:{token}", style="dim"), Text("−∞ masked", style="dim"), Text("0", style="dim"), "")
-            continue
-        w = float(head.weights[i, j])
-        table.add_row(f"{j}:{token}", f"{head.scaled[i, j]:.3f}", f"{w:.3f}", bar(w))
-    if head.sink is not None:
-        w = float(head.sink_weights[i])
-        table.add_row(f"{results.SINK_TOKEN} nothing", f"{head.sink:.3f}", f"{w:.3f}", bar(w))
-    return table
+def checkpoint_head_heading(head: "results.HeadView", result: "results.InspectResult", stage: str):
+    from rich.text import Text
+
+    title = Text(f"layer {head.layer} · head {head.index}", style="bold cyan")
+    title.append(f"  d_k={head.d_k} · {'causal mask' if result.mask == 'causal' else 'no mask'} · {stage}", style="dim")
+    if head.special_weight is not None:
+        title.append(f"\nthe hidden special tokens held {head.special_weight.mean():.0%} of this head's weight", style="yellow")
+    return title
 
 
-def shift_table(result: results.InspectResult) -> Table:
-    """How far each token's embedding moved: E -> E' = E + Delta E, and how much of that the context wrote."""
-    table = Table(box=box.SIMPLE, title="embedding shift E → E′ = E + ΔE (all heads)", title_justify="left", collapse_padding=True)
-    table.add_column("token")
-    table.add_column("‖E‖", justify="right")
-    table.add_column("‖ΔE‖", justify="right")
-    table.add_column("‖ΔE_ctx‖", justify="right")
-    table.add_column("cos(E, E′)", justify="right")
-    table.add_column("cos ctx", justify="right")
-    neighbors = result.near_input is not None
-    if neighbors:
-        table.add_column("nearest to E")
-        table.add_column("nearest to E′")
-        table.caption = "nearest keys by cosine over the vocabulary, the token itself left out"
-    numbers = zip(result.input_norms, result.delta_norms, result.delta_context_norms, result.cosines, result.context_cosines)
-    for i, (token, (norm, delta, context, cos, context_cos)) in enumerate(zip(result.tokens, numbers)):
-        row = [token, f"{norm:.2f}", f"{delta:.2f}", f"{context:.2f}", f"{cos:.3f}", f"{context_cos:.3f}"]
-        if neighbors:
-            before, after = result.near_input[i], result.near_output[i]
-            row.append(", ".join(map(key_label, before)))
-            moved = Text()
-            for k, key in enumerate(after):
-                moved.append(key_label(key), style="" if key in before else "bold green")
-                moved.append(", " if k < len(after) - 1 else "")
-            row.append(moved)
-        table.add_row(*row)
-    return table
-
-
-def head_shift_table(result: results.InspectResult, h: int) -> Table:
-    """One head's update alone (--per-head): its size, its context and self parts, and the cosine shifts they cause."""
-    head = result.heads[h]
-    table = Table(box=box.SIMPLE, title=f"shift from head {head.name} alone", title_justify="left")
-    for name in ("token", "‖ΔE‖", "‖ΔE_ctx‖", "‖ΔE_self‖", "cos(E, E+ΔE)", "cos ctx"):
-        table.add_column(name, justify="left" if name == "token" else "right")
-    cos, context_cos = result.head_cosines(h)
-    norms = zip(*head.norm_rows(), cos, context_cos)
-    for token, (delta, context, own, c, cc) in zip(result.tokens, norms):
-        table.add_row(token, f"{delta:.2f}", f"{context:.2f}", f"{own:.2f}", f"{c:.3f}", f"{cc:.3f}")
-    return table
-
-
-def sense_meter(result: results.InspectResult):
-    """Mean cosine of each measured token with each sense's probe words, before and after the heads."""
-    from rich.console import Group
-
-    title = Text("sense meter", style="bold")
-    title.append(": mean cosine with each sense's probe words, of E (before the heads) and E′ (after)", style="dim")
-    table = Table(box=box.SIMPLE)
-    for name in ("token", "sense", "before", "after", "change", ""):
-        table.add_column(name, justify="right" if name in ("before", "after", "change") else "left")
-    scale = max([abs(c) for row in result.senses for c in row.change] + [SENSE_BAR_SCALE])  # tiny changes keep tiny bars
-    lines = []
-    for row in result.senses:
-        for k, (name, before, after, change) in enumerate(zip(row.names, row.before, row.after, row.change)):
-            label = f"{row.index}:{row.token}" if k == 0 else ""
-            shown = f"{change:+.3f}" if round(change, 3) != 0 else "0.000"
-            table.add_row(label, name, f"{before:.3f}", f"{after:.3f}", shown, signed_bar(change, scale, 8))
-        table.add_section()
-        line = Text(f"  {row.index}:{row.token}", style="bold")
-        line.append(f"  nearer to {row.nearest_before} before / {row.nearest_after} after")
-        if row.nearest_before != row.nearest_after:
-            if row.change[row.names.index(row.nearest_after)] > 0:
-                line.append("  (changed)", style="bold green")
-            else:  # nearest only because the old sense fell further: context did not bring it
-                line.append(f"  (changed, but {row.nearest_after} did not gain: {row.nearest_before} fell more)", style="yellow")
-        lines.append(line)
-    return Group(title, table, *lines)
-
-
-def inspect_view(result: results.InspectResult, *, stage: str = "weights", transpose: bool = False, focus: int | None = None,
-                 per_head: bool = False, picture: bool = False) -> list:
-    """Everything `attn inspect` shows for one sentence, in order."""
+def heads(result: "results.InspectResult", options) -> list:
+    """Each head shown in full: its heading and heatmap; with --focus the query's row, with --per-head its own shift."""
     from rich.rule import Rule
+    from rich.text import Text
 
-    parts: list = [token_list(result)]
-    if result.unknown:
-        parts.append(Text(f"without a vector: {', '.join(dict.fromkeys(result.unknown))}", style="yellow"))
-    position = "word vector + sinusoidal position" if result.position else "word vector only (--no-position)"
-    parts.append(Text(f"E = {position}", style="dim"))
-    parts.append(Text(stage_caption(stage, masked=result.mask == "causal", transposed=transpose, scaled=result.scale), style="dim"))
-    if not result.scale:
-        parts.append(Text("--no-scale: the scores go into softmax without the division by √d_k", style="yellow"))
-    if stage in ("scores", "masked") or focus is not None:
+    from attn_cli.views.captions import RELATIVE_NOTE, head_heading, stage_caption
+
+    parts: list = []
+    stage = options.stage
+    if result.model is not None and stage != "weights":  # a checkpoint's heading does not say what the stage shows
+        parts.append(Text(stage_caption(stage, masked=result.mask == "causal", transposed=options.transpose), style="dim"))
         parts.append(Text(RELATIVE_NOTE, style="dim"))
     for h, head in enumerate(result.heads):
         parts.append(Rule(style="dim"))
-        parts.append(head_heading(head, result, stage, transpose))
-        parts.append(heatmap(head, result.tokens, stage, transpose))
-        if focus is not None:
-            parts.append(focus_table(head, result.tokens, focus, result.scale))
-        if per_head:
-            parts.append(head_shift_table(result, h))
-    parts.append(Rule(style="dim"))
-    parts.append(shift_table(result))
-    parts.append(Text(PARTS_CAPTION, style="dim"))
-    if result.senses:
-        parts.append(sense_meter(result))
-    if picture:
-        from attn_cli.views.picture import shift_picture
+        parts.append(head_heading(head, result, stage, options.transpose) if head.layer is None else checkpoint_head_heading(head, result, stage))
+        parts.append(heatmap(head, result.tokens, stage, options.transpose))
+        if result.focus is not None and head.layer is None:
+            from attn_cli.views.focus import focus_table
 
-        parts.append(shift_picture(result.tokens, result.e, result.e_prime))
+            parts.append(focus_table(head, result.tokens, result.focus, result.scale))
+        if options.per_head:
+            from attn_cli.views.shift import head_shift_table
+
+            parts.append(head_shift_table(result, h))
     return parts

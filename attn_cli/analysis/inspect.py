@@ -1,0 +1,164 @@
+"""`attn inspect` without the terminal, for every model: text -> Tokens -> Trace -> one InspectResult, built whole.
+
+The same steps for the lesson's heads over word vectors and for a checkpoint: tokenize (and check
+what the n x n matrices will cost), run the model, choose the units (pieces or words, special
+tokens shown or not), the heads shown in full, and add what the model's capabilities and the
+options ask for: the residual stream and --focus path through the layers, or the update
+E -> E' with its self and context parts, neighbours and the sense meter.
+"""
+
+import numpy as np
+
+from attn_cli.analysis.units import aggregate, find_focus, groups, visible_units
+from attn_cli.errors import InputError
+from attn_cli.models.base import Model, Trace
+from attn_cli.records import Record
+from attn_cli.results.inspect import HeadView, InspectResult
+
+
+class InspectSettings(Record):
+    """What `inspect` reports for each sentence (how a model runs is the model's own settings). A plain class: see attention.Head."""
+
+    __slots__ = ("heads", "words", "hide_special", "focus", "neighbors", "stage", "embeddings", "senses", "matrices")
+
+    def __init__(self, heads: list[str] | None = None, words: bool = False, hide_special: bool = False, focus: str | None = None,
+                 neighbors: int = 3, stage: str | None = None, embeddings: bool = False, senses=None, matrices: tuple | None = None):
+        self.heads = heads  # a checkpoint's "L.H" or "L" (every head of layer L); None: every head
+        self.words = words  # merge word pieces into words
+        self.hide_special = hide_special  # leave [CLS], [SEP], ... out of the view
+        self.focus = focus  # a token (or index) to follow: its path through the layers, or its row in each head
+        self.neighbors = neighbors  # nearest vocabulary entries (0: no search)
+        self.stage = stage  # also report each head's matrix at this stage ("scores", "masked", "weights")
+        self.embeddings = embeddings  # also report E and E'
+        self.senses = senses  # (ad-hoc senses, sense set, its name) for the sense meter, or None
+        self.matrices = matrices  # (n x n matrices a sentence keeps, what they are for): checked against memory before the forward pass
+
+
+def parse_heads(specs: list[str] | None, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
+    """"L.H" picks one head, "L" every head of layer L (0-based); none given: every head of every layer."""
+    if not specs:
+        return [(l, h) for l in range(n_layers) for h in range(n_heads)]
+    chosen: list[tuple[int, int]] = []
+    for spec in specs:
+        layer, _, head = spec.partition(".")
+        try:
+            l = int(layer)
+            hs = [int(head)] if head else list(range(n_heads))
+        except ValueError:
+            raise InputError(f"--head {spec!r}: with --model, a head is LAYER.HEAD (e.g. 2.11) or a LAYER (all its heads)") from None
+        if not 0 <= l < n_layers:
+            raise InputError(f"--head {spec}: layer {l} does not exist; the model has layers 0 to {n_layers - 1}")
+        for h in hs:
+            if not 0 <= h < n_heads:
+                raise InputError(f"--head {spec}: head {h} does not exist; each layer has heads 0 to {n_heads - 1}")
+            if (l, h) not in chosen:
+                chosen.append((l, h))
+    return chosen
+
+
+def inspect(model: Model, text: str, settings: InspectSettings) -> InspectResult:
+    """One sentence through `model`, and everything `inspect` reports for it."""
+    tokens = model.tokenize(text)
+    if settings.matrices is not None:
+        from attn_cli.io.memory import check_memory
+
+        check_memory(len(tokens.ids), *settings.matrices)
+    trace = model.forward(tokens, keep_scores=settings.stage in ("scores", "masked"))
+    if "layers" in model.capabilities:
+        return layered(model, trace, settings)
+    return one_layer(model, trace, settings)
+
+
+def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectResult:
+    """A checkpoint: every head's weights over the units shown, the heads picked shown in full, the residual stream."""
+    from attn_cli.analysis.residual import layer_numbers, residual
+
+    selected = parse_heads(settings.heads, model.n_layers, model.n_heads)
+    weights = np.stack([layer.weights for layer in trace.layers])  # [L, H, n, n]
+    members, labels, special = groups(trace.tokens, settings.words)
+    if settings.words:
+        weights = aggregate(weights, members)  # [L, H, g, g]
+    allowed = visible_units(model.causal, members)  # [g, g] or None
+    special_weight, shown = None, list(range(len(members)))
+    if settings.hide_special:
+        shown = [u for u, s in enumerate(special) if not s]
+        if not shown:
+            raise InputError("every token is a special token; drop --hide-special")
+        hidden = [u for u, s in enumerate(special) if s]
+        special_weight = weights[..., hidden].sum(axis=-1)[..., shown]  # [L, H, g']: what each query put on them
+        weights = weights[..., shown, :][..., shown]
+        allowed = None if allowed is None else allowed[np.ix_(shown, shown)]
+    focus = None
+    if settings.focus is not None:
+        u = find_focus([labels[s] for s in shown], [trace.tokens.pieces[members[s][-1]] for s in shown], settings.focus, model.fold)
+        piece = members[shown[u]][-1]  # a word's last piece: under a causal mask the one that has seen the whole word
+        focus = (piece, residual(model, trace, piece, settings.neighbors))
+    staged = settings.stage in ("scores", "masked")
+    if staged and (settings.words or settings.hide_special):
+        raise InputError("--stage shows the raw scores of word pieces; drop --words and --hide-special")
+    heads = [HeadView(f"{l}.{h}", model.d_k, weights[l, h], allowed, layer=l, index=h,
+                      scores=trace.layers[l].scores[h] if staged and trace.layers[l].scores is not None else None,
+                      masked=trace.layers[l].masked[h] if staged else None,
+                      special_weight=None if special_weight is None else special_weight[l, h]) for l, h in selected]
+    return InspectResult(
+        [labels[s] for s in shown], "causal" if model.causal else "none", heads, settings.stage,
+        model=model.summary(), caption=model.spec.update_caption, pieces=list(trace.tokens.pieces), special=[special[s] for s in shown], words=settings.words,
+        hide_special=settings.hide_special, weights=weights, allowed=allowed, special_weight=special_weight, **layer_numbers(trace),
+        focus=None if focus is None else u, focus_piece=None if focus is None else focus[0], residual=None if focus is None else focus[1],
+        focus_path=None if focus is None else trace.hidden[:, focus[0]],
+    )
+
+
+def one_layer(model: Model, trace: Trace, settings: InspectSettings) -> InspectResult:
+    """The lesson's heads: one layer over E, every head shown, the update E -> E' split into its self and context parts."""
+    from attn_cli.core.attention import allowed_keys, attention_weights
+
+    run = model.settings
+    if not (np.isfinite(trace.layers[0].weights).all() and np.isfinite(trace.hidden).all()):
+        from attn_cli.errors import DataError
+
+        raise DataError("the heads' scores or updates overflow float64 on this sentence: the vectors or the head weights are too large")
+    e, e_prime = trace.hidden  # [n, d], [n, d]
+    tokens = trace.tokens.pieces
+    allowed = allowed_keys(run.mask, len(e))
+    outs = trace.layers[0].heads
+    views = [
+        HeadView(
+            head.name, head.d_k, out.weights, allowed, noise=getattr(head, "noise", False), description=getattr(head, "description", ""),
+            scores=out.scores, masked=out.masked, delta=out.delta, delta_self=out.delta_self, delta_context=out.delta_context,
+            top_weight=None if run.scale else float(np.mean(np.max(out.weights, axis=1))),
+            top_weight_scaled=None if run.scale else float(np.mean(np.max(attention_weights(out.scores, head.d_k, allowed, distance=head.distance, sink=head.sink)[1], axis=1))),
+            distance=None if head.distance is None else [float(x) for x in head.distance], sink=head.sink, sink_weights=out.sink,
+        )
+        for head, out in zip(model.heads, outs)
+    ]
+    focus = None if settings.focus is None else find_focus(tokens, tokens, settings.focus, model.fold)
+    senses = note = None
+    if settings.senses is not None:
+        from attn_cli.analysis.senses import measure_senses
+
+        adhoc, table, table_name = settings.senses
+        senses, note = measure_senses(tokens, e, e_prime, model.vectors, adhoc=adhoc, sense_set=table, set_name=table_name, focus=focus)
+    near = model.nearest(np.concatenate([e, e_prime]), settings.neighbors, skip=2 * model.own_rows(tokens)) if settings.neighbors > 0 else None
+    n = len(e)
+    return InspectResult(
+        tokens, run.mask.value, views, settings.stage,
+        unknown=trace.tokens.unknown, position=run.position, scale=run.scale, e=e, delta=trace.layers[0].attn_update, e_prime=e_prime,
+        delta_self=sum_parts([o.delta_self for o in outs], e), delta_context=sum_parts([o.delta_context for o in outs], e),
+        with_embeddings=settings.embeddings, near_input=None if near is None else near[:n], near_output=None if near is None else near[n:],
+        senses=senses, senses_note=note, focus=focus,
+    )
+
+
+def sum_parts(parts: list, like: np.ndarray) -> np.ndarray:  # [h][n, d] -> [n, d]
+    return np.sum(parts, axis=0) if parts else np.zeros_like(like)
+
+
+def inspect_text(text: str, vectors, heads: list, settings) -> InspectResult:
+    """The lesson's heads (models.glove.Settings says how they run) over one sentence, as `inspect` reports it, without neighbours."""
+    from attn_cli.models.glove import GloveModel, stored_matrices
+
+    what = f"{len(heads)} head{'s' if len(heads) != 1 else ''}"
+    stage = settings.stage.value if settings.stage else None
+    return inspect(GloveModel(vectors, heads, settings), text, InspectSettings(neighbors=0, stage=stage, embeddings=settings.embeddings,
+                                                                            matrices=(stored_matrices(len(heads), settings), what)))

@@ -1,0 +1,52 @@
+"""`attn predict`: a real model's own prediction, a softmax over its vocabulary, and the logit lens."""
+
+import math
+from typing import Annotated
+
+import typer
+
+from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples, say
+from attn_cli.errors import InputError
+
+MAX_TOP = 100
+
+
+@app.command("predict", cls=AttnCommand, epilog=examples(
+    'attn predict "The capital of France is" --model ./SmolLM2.Q4_1.gguf',
+    'attn predict "The capital of France is" --model ollama:smollm2 --lens',
+    'attn predict "Capital of France?" --model ./smollm2 --chat --top 5 --json',
+))
+def predict(
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The text to continue (a decoder), or with [MASK] where a masked LM should fill in; - reads one per line from stdin.", show_default=False)],
+    model: Annotated[str, typer.Option("--model", metavar="PATH|NAME", help="A checkpoint: a Hugging Face folder, a .gguf file, ollama:NAME[:TAG], or a name in the local Hugging Face cache (never downloaded).", show_default=False)],
+    top: Annotated[int, typer.Option("--top", metavar="K", min=1, max=MAX_TOP, help="Tokens to list.")] = 10,
+    temperature: Annotated[float, typer.Option("--temperature", "-t", help="Divide the logits by T before softmax: low T sharper, high T flatter; T = 0 is the argmax.")] = 1.0,
+    chat: Annotated[bool, typer.Option("--chat", help="Wrap the text in the model's own chat template as a user's message first.")] = False,
+    lens: Annotated[bool, typer.Option("--lens", help="Also read every layer's residual through the output head (the logit lens): what it would predict there.")] = False,
+    focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="Predict from this token instead (default: the last one, or the [MASK]).", show_default=False)] = None,
+    output: FormatOpt = Format.table,
+) -> None:
+    """The model's own prediction: its logits at the last position through softmax over the whole vocabulary, the top tokens.
+
+    The lesson's last step: "the transformer block finally produces a probability distribution
+    over the next token". A masked-LM encoder (BERT with its head) predicts a [MASK] instead.
+    """
+    from attn_cli.analysis.predict import PredictSettings, predict as run
+    from attn_cli.cli.inspect import emit, line_text, stdin_lines
+    from attn_cli.io.files import check_text
+    from attn_cli.models.loading import load
+
+    if not math.isfinite(temperature) or temperature < 0:
+        raise InputError(f"--temperature must be a finite number >= 0, not {temperature:g}")
+    lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
+    chosen = load(model)
+    if chosen.predicts is None:
+        raise InputError(f"{chosen.name} has no output head to predict with: an encoder without a masked-LM head (attn inspect --model shows its layers)")
+    settings = PredictSettings(top=top, temperature=temperature, chat=chat, lens=lens, focus=focus)
+
+    def view(result, line: int) -> list:
+        from attn_cli.views.predict import predict_view
+
+        return predict_view(result)
+
+    emit(lines, lambda line: run(chosen, line_text(line), settings), view, single=text != "-", output=output, exports=(None, None, None, text), force=False)

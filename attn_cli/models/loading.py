@@ -1,0 +1,44 @@
+"""`--model PATH|NAME`: find the checkpoint, read it with its family's table, and return a Transformer ready to run.
+
+Sources (attn_cli.models.sources): a Hugging Face folder (config.json, safetensors, tokenizer
+files), a name in the local Hugging Face cache, a .gguf file, or `ollama:NAME[:TAG]` in Ollama's
+store. Nothing is ever downloaded.
+"""
+
+from pathlib import Path
+
+from attn_cli.errors import DataError
+from attn_cli.models import families
+from attn_cli.models.transformer import Transformer
+from attn_cli.models.weights import Weights
+
+
+def open_source(spec: str):
+    """The Source `--model` names (see attn_cli.models.sources)."""
+    from attn_cli.models.sources import folder, ollama
+
+    if ollama.is_ollama(spec):
+        return ollama.load(spec)
+    path = Path(spec).expanduser()
+    if path.suffix.lower() == ".gguf" and path.is_file():
+        from attn_cli.models.sources import gguf
+
+        return gguf.load(path)
+    return folder.load(folder.resolve(spec))
+
+
+def load(spec: str) -> Transformer:
+    """The checkpoint at PATH, NAME (the local Hugging Face cache), FILE.gguf or ollama:NAME, ready to run."""
+    source = open_source(spec)
+    in_folder = Path(source.path).is_dir()
+    where = str(Path(source.path) / "config.json") if in_folder else str(source.path)
+    family = families.family(source.config.get("model_type"), where)
+    spec_ = family.spec(source.config, where)
+    weights_at = str(Path(source.path) / "model.safetensors") if in_folder else str(source.path)
+    tensors = source.tensors
+    if spec_.tied_embeddings:  # the output projection is the embeddings: a stored copy (some files keep one) is not read
+        tensors = {name: t for name, t in tensors.items() if not name.endswith("lm_head.weight")}
+    weights = Weights(spec_, tensors, family.TENSORS, family.OPTIONAL, weights_at)
+    if not spec_.tied_embeddings and "unembed" in family.TENSORS and not weights.has("unembed"):
+        raise DataError(f"{weights_at}: the config says the output is not tied to the embeddings, but there is no lm_head.weight")
+    return Transformer(source.name, Path(source.path), spec_, weights, source.tokenizer(), source.config, source.chat_template)

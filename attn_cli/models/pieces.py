@@ -1,0 +1,33 @@
+"""A tokenizer's pieces as a reader sees them: "cat", not GPT-2's "Ġcat"; the bytes of a character cut in two, not mojibake."""
+
+from functools import lru_cache
+
+WHITESPACE = {" ": "␣", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+@lru_cache(maxsize=1)
+def byte_table() -> dict[str, int]:
+    """GPT-2's byte-level alphabet, character -> byte (bytes_to_unicode, inverted)."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    chars, extra = dict(), 0
+    for b in range(256):
+        if b in printable:
+            chars[chr(b)] = b
+        else:
+            chars[chr(256 + extra)] = b
+            extra += 1
+    return chars
+
+
+def readable(tokenizer, token_id: int, piece: str) -> str:
+    """The piece decoded by its tokenizer, without a word's leading space; whitespace named; partial bytes as 0xNN."""
+    text = tokenizer.decode([token_id], skip_special_tokens=False)
+    if "\ufffd" in text:  # some bytes of a character: show them
+        table = byte_table()
+        if all(c in table for c in piece.lstrip("Ġ")):
+            return " ".join(f"0x{table[c]:02X}" for c in piece.lstrip("Ġ"))
+        return piece
+    shown = text.strip()
+    if not shown:
+        return "".join(WHITESPACE.get(c, c) for c in text) or piece
+    return shown

@@ -1,0 +1,154 @@
+"""A checkpoint's tensors under attn's own names and layout, read through its family's table.
+
+Canonical names (TransformerLens's idea: one set of names for every family):
+    embed.tokens [V, d]   embed.positions [P, d]   embed.types [T, d]   embed.norm.w/b [d]
+    per layer:  attn.norm.w/b [d]   attn.qkv.w [d, (h + 2 h_kv) d_head]   attn.qkv.b   attn.o.w [h d_head, d]   attn.o.b [d]
+                mlp.norm.w/b [d]    mlp.in.w [d, ff]   mlp.gate.w [d, ff]   mlp.out.w [ff, d]   (and their .b)
+    final_norm.w/b [d]    unembed [V, d] (the output projection; absent when tied to embed.tokens)
+Matrices are laid out [in, out] once, at load, so each step is x @ W. Q, K and V are one matrix.
+
+The vocabulary's embeddings stay in the file (a sentence needs a few rows); every other tensor is
+read at load when the file stores floats, or as the forward pass reaches its layer when it is
+quantized (a GGUF file), so a quantized model never sits in memory as float32 whole.
+"""
+
+import re
+
+import numpy as np
+
+from attn_cli.errors import DataError
+from attn_cli.models.spec import Spec
+
+PREFIXES = ("bert.", "transformer.", "model.")  # task models (BertForMaskedLM, GPT2LMHeadModel, LlamaForCausalLM) nest the base model
+EMBEDDING = "embed.tokens"
+EAGER_DTYPES = ("F32", "F16", "BF16", "F64")  # read at load; anything else (quantized) is dequantized layer by layer
+
+
+def strip_prefix(name: str) -> str:
+    for prefix in PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
+def stored_shapes(canonical: str, spec: Spec, names: tuple) -> list[tuple]:
+    """The shape each of a canonical tensor's source tensors must have, in attn's layout ([in, out] for matrices)."""
+    d, dh, ff = spec.d_model, spec.d_head, spec.d_ff
+    q, kv = spec.n_heads * dh, spec.n_kv_heads * dh
+    parts = {"attn.qkv": [q, kv, kv] if len(names) == 3 else [q + 2 * kv]}
+    outs = {"attn.qkv": None, "attn.o": d, "mlp.in": ff, "mlp.gate": ff, "mlp.out": d, "mlm.dense": d}
+    ins = {"attn.qkv": d, "attn.o": q, "mlp.in": d, "mlp.gate": d, "mlp.out": ff, "mlm.dense": d}
+    base, _, kind = canonical.rpartition(".")
+    if canonical in ("embed.tokens", "unembed"):
+        return [(spec.vocab_size, d)]
+    if canonical == "mlm.bias":
+        return [(spec.vocab_size,)]
+    if canonical == "embed.positions":
+        return [(spec.max_positions, d)]
+    if canonical == "embed.types":
+        return [(None, d)]
+    if base.endswith("norm"):
+        return [(d,)]
+    widths = parts.get(base) or [outs[base]]
+    return [(ins[base], w) for w in widths] if kind == "w" else [(w,) for w in widths]
+
+
+class Weights:
+    """The canonical tensors of one checkpoint (see the module's docstring)."""
+
+    def __init__(self, spec: Spec, tensors: dict, table: dict, optional: tuple, where: str):
+        self.spec, self.where = spec, where
+        self.tensors = {strip_prefix(name): t for name, t in tensors.items()}  # source tensors, by name without a task model's prefix
+        self.table, self.optional = table, optional
+        self.plan: dict[str, list] = {}  # canonical name ("layers.3.attn.qkv.w" or "embed.norm.w") -> [(tensor, layout)]
+        for canonical, stored in table.items():
+            for l in range(spec.n_layers) if "{l}" in "".join(stored.names) else [None]:
+                key = canonical if l is None else f"layers.{l}.{canonical}"
+                found = self._find(canonical, stored, l)
+                if found is not None:
+                    self.plan[key] = found
+        self.check_layers()
+        self.eager = all(t.dtype in EAGER_DTYPES for parts in self.plan.values() for t, _ in parts)
+        self._arrays: dict[str, np.ndarray] = {}
+        if self.eager:  # floats: read now, so a damaged tensor is an error before any sentence
+            for key in self.plan:
+                if key != EMBEDDING:
+                    self._arrays[key] = self.read(key)
+        self._vocabulary = None
+
+    def _find(self, canonical: str, stored, l: int | None):
+        """[(source tensor, layout)] for one canonical tensor, shapes checked; None when it is optional and absent."""
+        parts = []
+        shapes = stored_shapes(canonical, self.spec, stored.names)
+        for name, shape in zip(stored.names, shapes):
+            options = [n.format(l=l) for n in (name, *stored.alternatives)]
+            tensor = next((self.tensors[n] for n in options if n in self.tensors), None)
+            want = shape if stored.layout != "linear" else tuple(reversed(shape))  # torch's Linear keeps [out, in]
+            if tensor is None:
+                if canonical in self.optional and not parts:
+                    return None
+                raise DataError(f"{self.where}: missing tensor {options[0]} (shape {[s for s in want if s is not None]})")
+            if len(tensor.shape) != len(want) or any(w is not None and s != w for s, w in zip(tensor.shape, want)):
+                raise DataError(f"{self.where}: tensor {tensor.name if hasattr(tensor, 'name') else options[0]}: shape {list(tensor.shape)}, expected {list(want)}")
+            parts.append((tensor, stored.layout))
+        return parts
+
+    def check_layers(self) -> None:
+        """The config's layer count against the layers the file holds: a config that understates the model is not believed."""
+        held = {int(m.group(1)) for name in self.tensors for m in [re.search(r"(?:^|\.)(?:layer|layers|h|blk)\.(\d+)\.", name)] if m}
+        if held and max(held) + 1 != self.spec.n_layers:
+            raise DataError(f"{self.where}: the config says {self.spec.n_layers} layers, but the weights hold {max(held) + 1}")
+
+    def read(self, key: str) -> np.ndarray:
+        """One canonical tensor as float32, in attn's layout."""
+        arrays = []
+        for tensor, layout in self.plan[key]:
+            a = tensor.array()
+            arrays.append(np.ascontiguousarray(a.T) if layout == "linear" else a)
+        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays, axis=-1)
+
+    def has(self, key: str) -> bool:
+        return key in self.plan
+
+    def get(self, key: str) -> np.ndarray | None:
+        """A tensor outside the layers (embed.*, final_norm.*, unembed), or None when the checkpoint has none."""
+        if key not in self.plan:
+            return None
+        if key not in self._arrays:
+            self._arrays[key] = self.read(key)  # small: norms, positions; the vocabulary goes through rows() / vocabulary()
+        return self._arrays[key]
+
+    def layer(self, l: int) -> dict[str, np.ndarray]:
+        """Layer l's tensors by canonical name (without the "layers.l." prefix)."""
+        prefix = f"layers.{l}."
+        keys = [k for k in self.plan if k.startswith(prefix)]
+        if self.eager:
+            return {k[len(prefix):]: self._arrays[k] for k in keys}
+        return {k[len(prefix):]: self.read(k) for k in keys}  # dequantized now, dropped when the layer is done
+
+    def rows(self, ids: list[int]) -> np.ndarray:  # -> [len(ids), d] float32
+        """Some rows of the vocabulary's embeddings, read from the file alone."""
+        if self._vocabulary is not None:
+            return self._vocabulary[ids]
+        (tensor, _), = self.plan[EMBEDDING]
+        return tensor.rows(ids)
+
+    def vocabulary(self) -> np.ndarray:  # -> [V, d] float32
+        """The whole embedding matrix (for the nearest tokens of a vector), read once."""
+        if self._vocabulary is None:
+            self._vocabulary = self.read(EMBEDDING)
+        return self._vocabulary
+
+    def unembedding(self) -> np.ndarray:  # -> [V, d] float32: logits = x @ W_U^T
+        return self.get("unembed") if self.has("unembed") else self.vocabulary()
+
+    def parameter_counts(self) -> dict[str, int]:
+        """Elements per group, counted from the tensors in the file (not from the config's claims)."""
+        counts = {"embeddings": 0, "attention": 0, "mlp": 0, "norms": 0, "output": 0}
+        for key, parts in self.plan.items():
+            size = sum(t.size for t, _ in parts)
+            name = key.split(".", 2)[-1] if key.startswith("layers.") else key
+            group = ("norms" if ".norm." in f".{name}" or name.startswith("final_norm") else "embeddings" if name.startswith("embed.")
+                     else "output" if name in ("unembed", "mlm.bias") or name.startswith("mlm.") else {"attn": "attention", "mlp": "mlp"}[name.split(".")[0]])
+            counts[group] += size
+        return counts

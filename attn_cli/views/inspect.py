@@ -1,0 +1,58 @@
+"""What `attn inspect` shows, as a registry of views: each names what it needs from the result and draws its part.
+
+A sentence's screen is the registered views in order, each shown when the result holds what it
+needs and the options ask for it. Adding a view is its module (a function `(result, options) ->
+[renderables]`) and one line in VIEWS.
+"""
+
+import importlib
+
+from attn_cli.records import Record
+
+
+class ViewOptions(Record):
+    """What the options ask the views for (a plain class: see attention.Head)."""
+
+    __slots__ = ("stage", "transpose", "per_head", "picture", "overview")
+
+    def __init__(self, stage: str = "weights", transpose: bool = False, per_head: bool = False, picture: bool = False, overview: bool = False):
+        self.stage = stage  # the matrix the heatmaps show: "scores", "masked" or "weights"
+        self.transpose = transpose  # queries as columns
+        self.per_head = per_head  # each head's own shift under its heatmap
+        self.picture = picture  # E -> E' (or a token's path) as arrows in 2-D
+        self.overview = overview  # every head as a thumbnail, not the chosen heads in full
+
+
+class View(Record):
+    __slots__ = ("name", "needs", "where", "wanted")
+
+    def __init__(self, name: str, needs: tuple, where: str, wanted=lambda options: True):
+        self.name = name
+        self.needs = needs  # result sections that must be there (not None)
+        self.where = where  # "module:function" under attn_cli.views
+        self.wanted = wanted  # whether the options ask for it
+
+    def parts(self, result, options) -> list:
+        module, _, function = self.where.partition(":")
+        return getattr(importlib.import_module(f"attn_cli.views.{module}"), function)(result, options)
+
+
+VIEWS = [  # in the order they are shown
+    View("heading", (), "captions:heading"),
+    View("overview", ("weights",), "overview:overview", lambda o: o.overview),
+    View("heads", (), "heatmap:heads", lambda o: not o.overview),
+    View("shift", ("e",), "shift:shift"),
+    View("layers", ("attn_norms",), "residual:layers"),
+    View("residual", ("residual",), "residual:path"),
+    View("senses", ("senses",), "senses:meter"),
+    View("picture", (), "picture:picture", lambda o: o.picture),
+]
+
+
+def chosen(result, options: ViewOptions) -> list[View]:
+    return [v for v in VIEWS if v.wanted(options) and all(getattr(result, need) is not None for need in v.needs)]
+
+
+def inspect_view(result, options: ViewOptions) -> list:
+    """Everything `attn inspect` shows for one sentence, in order."""
+    return [part for view in chosen(result, options) for part in view.parts(result, options)]

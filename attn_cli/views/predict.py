@@ -1,0 +1,45 @@
+"""The view of `attn predict`: the model's top tokens as a softmax over its vocabulary, and the logit lens."""
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from attn_cli.views.base import bar, key_label
+from attn_cli.views.softmax import fmt_probability
+
+
+def predict_view(result) -> list:
+    m = result.model
+    what = "the next token after" if result.predicts == "next" else "the masked word at"
+    heading = Text(f"{m['name']} · {m['type']} · {m['layers']} layers × {m['heads']} heads", style="bold")
+    tokens = Text("tokens ", style="bold")
+    for i, token in enumerate(result.tokens):
+        tokens.append(f"{i}:", style="dim")
+        tokens.append(token + " ", style="bold cyan" if i == result.position else "")
+    t = result.temperature
+    scale = "softmax of the logits" if t == 1 else "argmax (T = 0)" if t == 0 else f"softmax of logits / {t:g}"
+    title = f"{what} {result.tokens[result.position]!r} (#{result.position}): {scale} over the whole vocabulary"
+    table = Table(box=box.SIMPLE, title=title, title_justify="left")
+    for name, justify in (("", "right"), ("token", "left"), ("logit", "right"), ("probability", "right"), ("", "left")):
+        table.add_column(name, justify=justify)
+    for rank, p in enumerate(result.predictions, 1):
+        table.add_row(str(rank), key_label(p.token), f"{p.logit:.2f}", fmt_probability(p.probability), bar(p.probability))
+    shown = sum(p.probability for p in result.predictions)
+    parts = [heading, tokens, table, Text(f"the {len(result.predictions)} shown hold {shown:.1%} of the probability", style="dim")]
+    if result.lens is not None:
+        parts.append(lens_table(result))
+    return parts
+
+
+def lens_table(result) -> Table:
+    """Each layer's residual at the position through the model's output head."""
+    winner = result.predictions[0].token
+    table = Table(box=box.SIMPLE, title=f"logit lens: each layer's residual at #{result.position} through the output head",
+                  title_justify="left", caption=f"p, rank: of the model's final prediction {winner!r}, had it stopped at that layer")
+    for name, justify in (("layer", "right"), ("top tokens", "left"), ("p", "right"), ("rank", "right"), ("", "left")):
+        table.add_column(name, justify=justify)
+    for row in result.lens:
+        top = ", ".join(f"{key_label(p.token)} {p.probability:.2f}" for p in row["top"])
+        layer = "E" if row["layer"] == 0 else str(row["layer"] - 1)
+        table.add_row(layer, top, fmt_probability(row["final_probability"]), f"{row['final_rank']:,}", bar(row["final_probability"], 16))
+    return table

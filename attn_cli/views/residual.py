@@ -1,0 +1,42 @@
+"""The residual stream of a checkpoint: the mean update of each layer, and the --focus token's path through the layers."""
+
+from rich import box
+from rich.table import Table
+
+def layer_table(result: "InspectResult") -> Table:
+    table = Table(box=box.SIMPLE, title="the residual stream, layer by layer (mean over tokens)", title_justify="left")
+    for name in ("layer", "‖x‖", "‖Δ attention‖", "‖Δ MLP‖", "cos(x, previous x)"):
+        table.add_column(name, justify="right")
+    table.add_row("E", f"{result.norms[0].mean():.2f}", "", "", "")
+    for l in range(len(result.attn_norms)):
+        table.add_row(str(l), f"{result.norms[l + 1].mean():.2f}", f"{result.attn_norms[l].mean():.2f}",
+                      f"{result.mlp_norms[l].mean():.2f}", f"{result.layer_cosines[l].mean():.3f}")
+    table.caption = result.caption
+    return table
+
+
+def residual_table(result: "InspectResult") -> Table:
+    i = result.focus_piece
+    table = Table(box=box.SIMPLE, title=f"how {result.pieces[i]!r} (piece #{i}) moves through the layers: E′ = E + ΔE, layer after layer",
+                  title_justify="left")
+    neighbors = any(row.nearest for row in result.residual)
+    for name in ("layer", "‖x‖", "‖Δ attention‖", "‖Δ MLP‖", "cos prev", "cos E") + (("nearest vocabulary tokens",) if neighbors else ()):
+        table.add_column(name, justify="left" if name.startswith("nearest") else "right")
+    for row in result.residual:
+        opt = lambda x, f: "" if x is None else format(x, f)  # noqa: E731
+        cells = ["E" if row.layer == 0 else str(row.layer - 1), f"{row.norm:.2f}", opt(row.attn_update, ".2f"),
+                 opt(row.mlp_update, ".2f"), opt(row.cosine_previous, ".3f"), f"{row.cosine_input:.3f}"]
+        table.add_row(*cells, *([", ".join(row.nearest)] if neighbors else []))
+    if neighbors:
+        table.caption = "nearest by cosine to the input embeddings of the whole vocabulary"
+    return table
+
+
+def layers(result: "InspectResult", options) -> list:
+    from rich.rule import Rule
+
+    return [Rule(style="dim"), layer_table(result)]
+
+
+def path(result: "InspectResult", options) -> list:
+    return [residual_table(result)]
