@@ -64,7 +64,7 @@ def test_a_model_resolves_to_its_gguf_blob(store, monkeypatch):
     blob = ollama.resolve("ollama:tiny-llama:q8_0")
     assert blob.parent == store / "blobs" and blob.name.startswith("sha256-")
     src, direct = ollama.load("ollama:tiny-llama:q8_0"), gguf.load(checkpoints.gguf_fixture("tiny-llama", "Q8_0"))
-    assert src.name == "tiny-llama" and src.config == direct.config and sorted(src.tensors) == sorted(direct.tensors)
+    assert src.name == "tiny-llama:q8_0" and src.config == direct.config and sorted(src.tensors) == sorted(direct.tensors)
     for key, tensor in src.tensors.items():
         assert np.array_equal(tensor.array(), direct.tensors[key].array()), key
 

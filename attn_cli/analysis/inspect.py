@@ -100,9 +100,11 @@ def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectRes
                       scores=trace.layers[l].scores[h] if staged and trace.layers[l].scores is not None else None,
                       masked=trace.layers[l].masked[h] if staged else None,
                       special_weight=None if special_weight is None else special_weight[l, h]) for l, h in selected]
+    raw = np.stack([layer.weights for layer in trace.layers])  # [L, H, n, n]
+    first = raw[:, :, 1:, 0].mean(axis=-1) if raw.shape[-1] > 1 else None  # [L, H]: weight on the first token, over the later queries
     return InspectResult(
         [labels[s] for s in shown], "causal" if model.causal else "none", heads, settings.stage,
-        model=model.summary(), caption=model.spec.update_caption, pieces=list(trace.tokens.pieces), special=[special[s] for s in shown], words=settings.words,
+        model=model.summary(), caption=model.spec.update_caption, first_token=first, pieces=list(trace.tokens.pieces), special=[special[s] for s in shown], words=settings.words,
         hide_special=settings.hide_special, weights=weights, allowed=allowed, special_weight=special_weight, **layer_numbers(trace),
         focus=None if focus is None else u, focus_piece=None if focus is None else focus[0], residual=None if focus is None else focus[1],
         focus_path=None if focus is None else trace.hidden[:, focus[0]],

@@ -100,11 +100,12 @@ class Weights:
             raise DataError(f"{self.where}: the config says {self.spec.n_layers} layers, but the weights hold {max(held) + 1}")
 
     def read(self, key: str) -> np.ndarray:
-        """One canonical tensor as float32, in attn's layout."""
-        arrays = []
-        for tensor, layout in self.plan[key]:
-            a = tensor.array()
-            arrays.append(np.ascontiguousarray(a.T) if layout == "linear" else a)
+        """One canonical tensor as float32, in attn's layout: a Linear's [out, in] rows are joined (Q, K, V) and
+        transposed without a copy (x @ W with W in Fortran order is the same BLAS product)."""
+        parts = self.plan[key]
+        arrays = [tensor.array() for tensor, _ in parts]
+        if parts[0][1] == "linear":
+            return (arrays[0] if len(arrays) == 1 else np.concatenate(arrays, axis=0)).T  # [out, in] -> [in, out]
         return arrays[0] if len(arrays) == 1 else np.concatenate(arrays, axis=-1)
 
     def has(self, key: str) -> bool:

@@ -62,7 +62,7 @@ HEAD_NUMBERS = ("delta_norms", "delta_context_norms", "delta_self_norms", "cosin
 SLOTS = (
     "tokens", "mask", "heads", "stage", "focus",  # every result
     "model", "caption", "pieces", "special", "words", "hide_special", "weights", "allowed", "special_weight",  # a checkpoint's units and heads
-    "attn_norms", "mlp_norms", "norms", "layer_cosines", "focus_piece", "residual", "focus_path",  # its residual stream
+    "attn_norms", "mlp_norms", "norms", "layer_cosines", "first_token", "focus_piece", "residual", "focus_path",  # its residual stream
     "unknown", "position", "scale", "e", "delta", "e_prime", "delta_self", "delta_context",  # the lesson's heads and their update
     "with_embeddings", "near_input", "near_output", "senses", "senses_note",
 )
@@ -84,7 +84,8 @@ class InspectResult(Record):
             raise TypeError(f"InspectResult has no section {', '.join(sections)}")
         # a checkpoint's: model (summary), caption (how to read its updates; not in JSON), pieces (every piece), special (per unit), words, hide_special (flags),
         #   weights [L, H, g, g] (every head), allowed [g, g], special_weight [L, H, g] (--hide-special),
-        #   attn_norms, mlp_norms [L, n], norms [L + 1, n], layer_cosines [L, n], focus_piece, residual [ResidualRow], focus_path [L + 1, d]
+        #   attn_norms, mlp_norms [L, n], norms [L + 1, n], layer_cosines [L, n], first_token [L, H] (each head's mean weight on
+        #   the first token, over the queries after it: a decoder's attention sink), focus_piece, residual [ResidualRow], focus_path [L + 1, d]
         # the lesson's heads: unknown (words without a vector), position, scale (flags), e, delta, e_prime, delta_self,
         #   delta_context [n, d], with_embeddings, near_input / near_output (keys nearest E and E'), senses [SenseRow], senses_note
 
@@ -248,10 +249,13 @@ class InspectResult(Record):
         return out
 
     def layer_dict(self, l: int) -> dict:
-        return {
+        out = {
             "layer": l,
             "attn_update_norms": significant(self.attn_norms[l], NUMBER_DIGITS).tolist(),
             "mlp_update_norms": significant(self.mlp_norms[l], NUMBER_DIGITS).tolist(),
             "norms": significant(self.norms[l + 1], NUMBER_DIGITS).tolist(),
             "cosines_previous": significant(self.layer_cosines[l], NUMBER_DIGITS).tolist(),
         }
+        if self.first_token is not None:  # per head: its mean weight on the first token (StreamingLLM's attention sink)
+            out["first_token_weight"] = significant(self.first_token[l], WEIGHT_DIGITS).tolist()
+        return out

@@ -6,6 +6,11 @@ from rich.text import Text
 
 from attn_cli.views.base import bar
 
+def share_text(share: float) -> str:
+    """A share of the parameters, to a digit that is not 0 (0.04%, not 0.0%)."""
+    return f"{share:.1%}" if share >= 0.001 or share == 0 else f"{share:.2%}" if share >= 0.0001 else f"{share:.1e}"
+
+
 def model_info(info: "ModelInfo") -> Table:
     table = Table(box=box.SIMPLE, show_header=False, title=f"{info.name} ({info.path})", title_justify="left")
     table.add_column(style="bold")
@@ -13,19 +18,27 @@ def model_info(info: "ModelInfo") -> Table:
     table.add_column(style="dim")
     table.add_row("architecture", info.type, info.description)
     table.add_row("layers × heads", f"{info.layers} × {info.heads}", f"{info.layers * info.heads} heads")
+    if info.kv_heads != info.heads:
+        table.add_row("key/value heads", f"{info.kv_heads} a layer", f"grouped-query attention: each K/V head serves {info.heads // info.kv_heads} query heads")
     table.add_row("d_model", str(info.d_model), "the size of every token's vector E")
-    table.add_row("d_k", str(info.d_k), "d_model / heads: the query/key/value size of one head")
-    table.add_row("MLP width", str(info.d_ff), info.activation)
-    table.add_row("vocabulary", f"{info.vocabulary:,}", f"up to {info.max_positions} positions")
+    table.add_row("d_k", str(info.d_k), "the query/key/value size of one head" + (" (d_model / heads)" if info.d_k * info.heads == info.d_model else ""))
+    table.add_row("MLP width", str(info.d_ff), f"{info.activation}, {'gated: (act(x W_gate) * x W_up) W_down' if info.mlp == 'gated' else 'act(x W_in) W_out'}")
+    table.add_row("norm · positions", f"{info.norm} · {info.position}", "RMSNorm" if info.norm == "rms" else "LayerNorm")
+    table.add_row("vocabulary", f"{info.vocabulary:,}", f"up to {info.max_positions:,} positions")
     p = info.per_head
     table.add_section()
-    table.add_row("one head", f"{p['weights']:,}",
-                  f"W_Q, W_K, W_V {p['w_q'][0]}×{p['w_q'][1]} each and W_O's share {p['w_o'][0]}×{p['w_o'][1]}: 4 × {p['w_q'][0]} × {p['w_q'][1]}; + {p['biases']} biases")
+    d, k = p["w_q"]
+    if info.kv_heads == info.heads:
+        about = f"W_Q, W_K, W_V {d}×{k} each and W_O's share {k}×{d}: 4 × {d} × {k}; + {p['biases']} biases"
+    else:
+        g = info.heads // info.kv_heads
+        about = f"W_Q {d}×{k}, W_O's share {k}×{d}, and 1/{g} of a shared W_K, W_V {d}×{k}: (2 + 2/{g}) × {d} × {k}; + {p['biases']} biases"
+    table.add_row("one head", f"{p['weights']:,}", about)
     counts = info.parameters
-    for name in ("embeddings", "attention", "mlp", "layer_norms"):
+    for name in [n for n in ("embeddings", "attention", "mlp", "layer_norms", "output") if n in counts]:
         share = counts[name] / counts["total"] if counts["total"] else 0.0
-        table.add_row(name.replace("_", " "), f"{counts[name]:,}", f"{share:.1%}")
-    table.add_row("total", f"{counts['total']:,}", "counted from the tensors in model.safetensors (a pooler or LM head is not used)")
+        table.add_row(name.replace("_", " "), f"{counts[name]:,}", share_text(share))
+    table.add_row("total", f"{counts['total']:,}", "counted from the tensors in the file (a pooler, or an output head the view does not use, left out)")
     return table
 
 

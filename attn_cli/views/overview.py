@@ -89,4 +89,16 @@ def overview(result: "InspectResult", options) -> list:
     return [Text("model view: each square is one head's weights, queries ↓ keys →; dark = 0, yellow = 1"
                  + ("" if result.allowed is None else "; black = masked"), style="dim"),
             ModelOverview(result),
+            *([Text(sink_note(result), style="dim")] if result.first_token is not None else []),
             Text("pick heads to see in full with --head LAYER.HEAD (or --layer L)", style="dim")]
+
+
+def sink_note(result) -> str:
+    """How much weight the heads park on the first token (a decoder's attention sink, StreamingLLM), in a line."""
+    import numpy as np
+
+    first = np.asarray(result.first_token)  # [L, H]
+    l, h = np.unravel_index(int(np.argmax(first)), first.shape)
+    heavy = int((first > 0.5).sum())
+    return (f"first token: {first.mean():.0%} of a head's weight on average (queries after it), most in {l}.{h} ({first[l, h]:.0%}); "
+            f"{heavy} of {first.size} heads put over half their weight there")

@@ -101,6 +101,22 @@ def check_finite(name: str, w: np.ndarray) -> np.ndarray:
     return w
 
 
+GENERIC_FOLDERS = ("model", "models", "checkpoint", "weights", "snapshot", "final", "")
+
+
+def folder_name(folder: Path, config: dict) -> str:
+    """What to call the model: ORG/NAME of a Hugging Face cache snapshot, else the folder's own name (a config's
+    _name_or_path often names the model it was trained from: all-MiniLM-L6-v2 says nreimers/MiniLM-L6-H384-uncased),
+    else, for a folder called "model" or the like, _name_or_path."""
+    folder = folder.resolve()
+    if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
+        return folder.parent.parent.name[len("models--"):].replace("--", "/")
+    claimed = config.get("_name_or_path")
+    if folder.name.lower() in GENERIC_FOLDERS and isinstance(claimed, str) and claimed and not claimed.startswith(("/", ".")):
+        return claimed
+    return folder.name
+
+
 def weight_files(folder: Path) -> list[Path]:
     """model.safetensors, or the files model.safetensors.index.json names."""
     path = folder / WEIGHT_FILE
@@ -149,10 +165,9 @@ def load(folder: Path):
 
     config = read_config(folder)
     settings = tokenizer_settings(folder)
-    name = config.get("_name_or_path") or folder.name
     template = settings.get("chat_template")
     return Source(
-        path=folder, name=str(name) if name and not str(name).startswith("/") else folder.name, config=config,
+        path=folder, name=folder_name(folder, config), config=config,
         tensors=read_tensors(folder), chat_template=template if isinstance(template, str) else None,
         tokenizer_factory=lambda: read_tokenizer(folder, settings),
     )

@@ -5,6 +5,7 @@ gguf_tokenizer. The numbers are `gguf.quants`' (llama.cpp's own package), import
 quantized tensor is first dequantized.
 """
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +38,10 @@ ROPE_FREQS = "rope_freqs.weight"  # llama3 rope scaling as convert writes it: a 
 
 # --- tensors ----------------------------------------------------------------------------------------
 
+DEQUANTIZE_VALUES = 1 << 20  # values dequantized by one call of gguf.quants: whole rows, up to this many (its own grouping
+# of 16 rows at a time costs twice the time in NumPy calls on a 576-wide model)
+READABLE_IDS = {info[0]: type_id for type_id, info in GGML_TYPES.items()}
+
 
 class GGUFTensor:
     """A tensor left in the mapped file until asked for, dequantized to float32 then, in Hugging Face's layout.
@@ -62,10 +67,10 @@ class GGUFTensor:
         return int(np.prod(self.shape))
 
     def array(self) -> np.ndarray:  # -> self.shape, float32
-        out = _decode(self._blocks(), self.dtype, self.name)
-        if self._order is not None:
-            out = out[self._order]
-        return _finite(self.name, out.reshape(self.shape))
+        blocks = self._blocks()
+        if self._order is not None:  # gathered as bytes, before they become (several times as many) floats
+            blocks = blocks[self._order]
+        return _finite(self.name, _decode(blocks, self.dtype, self.name).reshape(self.shape))
 
     def rows(self, ids) -> np.ndarray:  # [m] row indices -> [m, in] float32
         if len(self.shape) != 2:
@@ -97,14 +102,23 @@ def _decode(blocks: np.ndarray, dtype: str, name: str) -> np.ndarray:  # [rows, 
         return blocks.view("<f8").astype(np.float32)
     if dtype not in QUANTIZED:
         raise DataError(f"tensor {name}: type {dtype} is not supported; attn reads {', '.join(READABLE)}")
-    from gguf import GGMLQuantizationType
-    from gguf.quants import dequantize
+    from gguf import quants
 
+    kind = getattr(quants, dtype, None)  # gguf.quants' class for the type (Q4_1, Q8_0, ...)
+    if kind is None or not hasattr(kind, "dequantize_rows"):  # a type newer than the installed gguf package
+        raise DataError(f"tensor {name}: type {dtype} needs a newer gguf package than the one installed (pip install -U gguf)")
+    _, block, block_bytes = GGML_TYPES[READABLE_IDS[dtype]]
+    values = blocks.shape[1] // block_bytes * block
+    out = np.empty((len(blocks), values), dtype=np.float32)
+    step = max(1, DEQUANTIZE_VALUES // max(1, values))  # rows at a time: gguf.quants' temporaries stay a few MB
     try:
+        kind.init_grid()  # the lookup grids of the IQ types, made once (what gguf.quants.dequantize does first)
         with np.errstate(all="ignore"):  # a damaged scale gives NaN, which _finite reports in one line
-            return dequantize(np.ascontiguousarray(blocks), GGMLQuantizationType[dtype]).astype(np.float32, copy=False)
-    except (KeyError, NotImplementedError):  # a type newer than the installed gguf package
+            for r in range(0, len(blocks), step):
+                out[r : r + step] = kind.dequantize_rows(np.ascontiguousarray(blocks[r : r + step]))
+    except NotImplementedError:
         raise DataError(f"tensor {name}: type {dtype} needs a newer gguf package than the one installed (pip install -U gguf)") from None
+    return out
 
 
 def _finite(name: str, w: np.ndarray) -> np.ndarray:
@@ -208,7 +222,7 @@ def load(path) -> Source:
     file = read_file(path)
     config = config_from(file)
     tensors = _tensors(file, config)
-    name = _get(file, "general.name", str) or Path(path).stem
+    name = file_name(Path(path)) or _get(file, "general.name", str) or Path(path).stem
     pre = _get(file, "tokenizer.ggml.pre", str, default="default")
     add_bos = _get(file, "tokenizer.ggml.add_bos_token", bool, default=pre in LLAMA3_PRES)  # convert writes it when the tokenizer says
     add_eos = _get(file, "tokenizer.ggml.add_eos_token", bool, default=False)
@@ -219,6 +233,16 @@ def load(path) -> Source:
         chat_template=_get(file, "tokenizer.chat_template", str), bos_token_id=bos, eos_token_id=eos,
         add_bos_token=add_bos, add_eos_token=add_eos, tokenizer_factory=lambda: build_tokenizer(file, add_bos, add_eos),
     )
+
+
+QUANT_SUFFIX = re.compile(r"[.-](?:[IQ]?Q\d[\w]*|F16|F32|BF16|F64)$", re.IGNORECASE)
+
+
+def file_name(path: Path) -> str | None:
+    """The model's name as its file says it ("SmolLM2-135M-Instruct" for SmolLM2-135M-Instruct.Q4_1.gguf): a file's own name is
+    what people call the model (general.name is often a converter's slug); None for a blob named by its digest."""
+    stem = QUANT_SUFFIX.sub("", path.stem)
+    return None if stem.startswith("sha256") or not stem else stem
 
 
 def _tensors(file: GGUFFile, config: dict) -> dict:

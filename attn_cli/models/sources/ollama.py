@@ -115,11 +115,9 @@ def available(root: Path) -> list[str]:
 
 
 def load(spec: str, root: Path | None = None):
-    """The Ollama model as a Source (a GGUF file), named as the user named it unless the file names itself."""
+    """The Ollama model as a Source (a GGUF file), named as the user named it ("smollm2:135m")."""
     from dataclasses import replace
 
     from attn_cli.models.sources import gguf
 
-    blob = resolve(spec, root)
-    source = gguf.load(blob)
-    return replace(source, name=spec[len(PREFIX):]) if source.name == blob.stem else source
+    return replace(gguf.load(resolve(spec, root)), name=spec[len(PREFIX):])
