@@ -77,7 +77,9 @@ def train(
     from attn_cli.results import HeadTrained
 
     check_format(output, HeadTrained)  # before training, not after it
-    out = out.expanduser()
+    from attn_cli.files import user_path
+
+    out = user_path(out, "FILE")
     if out.suffix != ".npz":
         raise InputError(f"{out}: the head file must end in .npz")
     check_new_file(out, force)  # before training, not after it

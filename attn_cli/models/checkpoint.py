@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from attn_cli.errors import DataError, InputError
+from attn_cli.files import user_path
 
 SUPPORTED = {"bert": "BERT-family encoder (no mask)", "gpt2": "GPT-2-family decoder (causal mask)"}
 WEIGHT_FILE = "model.safetensors"
@@ -21,9 +22,10 @@ PREFIXES = ("bert.", "transformer.", "model.")  # task heads (BertForMaskedLM, G
 def hub_cache() -> Path:
     """The Hugging Face hub cache as the `huggingface_hub` library finds it (HF_HUB_CACHE, HF_HOME, ~/.cache)."""
     if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
-    home = os.environ.get("HF_HOME") or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")) / "huggingface"
-    return Path(home).expanduser() / "hub"
+        return user_path(os.environ["HF_HUB_CACHE"], "HF_HUB_CACHE")
+    if os.environ.get("HF_HOME"):
+        return user_path(os.environ["HF_HOME"], "HF_HOME") / "hub"
+    return user_path(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "the Hugging Face cache") / "huggingface" / "hub"
 
 
 def cached_snapshot(name: str) -> Path | None:
@@ -43,7 +45,7 @@ def cached_snapshot(name: str) -> Path | None:
 
 def resolve(spec: str) -> Path:
     """A model folder from PATH or a NAME in the local Hugging Face cache (never downloaded)."""
-    path = Path(spec).expanduser()
+    path = user_path(spec, "--model")
     if path.is_dir():
         return path
     if path.exists():

@@ -1,0 +1,132 @@
+"""Checkpoints as hostile input: weights in other dtypes (BF16, 8-bit floats), config values of the
+wrong type or that understate the model, tokenizers that cannot split a word, weights that overflow
+float32, text from a file that UTF-8 cannot hold, unreadable files and homes of users that do not
+exist. Each gets its answer computed exactly, or one `attn: ...` line (tests/oracle.py), never a
+traceback, a warning dump or an internal error.
+
+Fixtures are copies of the tiny GPT-2 (tests/fixtures/models/tiny-gpt2) and of all-MiniLM-L6-v2
+(tests/checkpoints.py), with one tensor, config value or tokenizer entry changed.
+"""
+
+import csv
+import io
+import json
+import os
+import pwd
+import shutil
+import struct
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attn_cli.errors import DataError
+from attn_cli.models import checkpoint, transformer
+from tests import checkpoints
+from tests.oracle import ATTN, Outcome, attn, attn_process, check
+
+G = checkpoints.tiny_gpt2_folder()
+needs_script = pytest.mark.skipif(ATTN is None, reason="the attn console script is not installed")
+
+
+def one_line(outcome, code: int, *parts: str):
+    check(outcome)
+    assert outcome.code == code, outcome
+    assert outcome.stdout == b"" and outcome.stderr.count("\n") == 1 and outcome.stderr.startswith("attn: "), outcome
+    for part in parts:
+        assert part in outcome.stderr, outcome
+    return outcome
+
+
+# --- making damaged copies ------------------------------------------------------------------------
+
+
+def copy_model(source: Path, target: Path, link_weights: bool = False) -> Path:
+    """A copy of a model folder; with `link_weights`, model.safetensors is a link to the original (MiniLM's is 90 MB)."""
+    target.mkdir(parents=True)
+    for item in source.iterdir():
+        if item.is_file() and not item.name.startswith("."):
+            if link_weights and item.name == checkpoint.WEIGHT_FILE:
+                (target / item.name).symlink_to(item)
+            else:
+                shutil.copy(item, target / item.name)
+    return target
+
+
+def minilm_copy(target: Path) -> Path:
+    return copy_model(checkpoints.minilm_folder(), target, link_weights=True)
+
+
+def edit_config(folder: Path, **changes) -> Path:
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | changes))  # ensure_ascii: a lone surrogate is written as \ud800
+    return folder
+
+
+def read_tensors(path: Path) -> dict:
+    """name -> [dtype, shape, raw bytes], in the file's order (written by write_tensors, read with no help from attn)."""
+    data = path.read_bytes()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8 : 8 + n])
+    return {name: [e["dtype"], e["shape"], data[8 + n + e["data_offsets"][0] : 8 + n + e["data_offsets"][1]]]
+            for name, e in header.items() if name != "__metadata__"}
+
+
+def write_tensors(path: Path, tensors: dict) -> None:
+    """A safetensors file: the 8-byte header length, the JSON header (padded to 8 bytes), the tensors' bytes."""
+    header, offset = {}, 0
+    for name, (dtype, shape, raw) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + len(raw)]}
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(struct.pack("<Q", len(text)) + text + b"".join(raw for _, _, raw in tensors.values()))
+
+
+def change_tensors(folder: Path, **changed) -> Path:
+    """Replace tensors of folder/model.safetensors: name (without "transformer.") -> (dtype, raw bytes) or a float32 array."""
+    path = folder / checkpoint.WEIGHT_FILE
+    tensors = read_tensors(path)
+    for short, new in changed.items():
+        entry = tensors["transformer." + short.replace("__", ".")]
+        entry[0], entry[2] = ("F32", np.ascontiguousarray(new, "<f4").tobytes()) if isinstance(new, np.ndarray) else new
+    write_tensors(path, tensors)
+    return folder
+
+
+def float32_of(folder: Path, name: str) -> np.ndarray:
+    dtype, shape, raw = read_tensors(folder / checkpoint.WEIGHT_FILE)["transformer." + name]
+    assert dtype == "F32"
+    return np.frombuffer(raw, "<f4").reshape(shape)
+
+
+# --- paths -----------------------------------------------------------------------------------------------
+
+
+def no_such_user() -> str:
+    for i in range(100):
+        name = f"nosuchuser{i}"
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            return name
+    pytest.skip("every nosuchuserN exists")
+
+
+@pytest.mark.parametrize("command, env", [
+    (["model", "info", "~{u}/x"], {}), (["inspect", "the cat", "--model", "~{u}/x"], {}), (["similarity", "cat", "dog", "--vectors", "~{u}/v"], {}),
+    (["similarity", "cat", "dog"], {"ATTN_VECTORS": "~{u}/v"}), (["vectors", "info", "~{u}/v"], {}), (["inspect", "the cat", "--head", "~{u}/h.npz"], {}),
+    (["inspect", "the cat", "--sense-set", "~{u}/s.tsv"], {}), (["vectors", "convert", "~{u}/v", "out"], {}),
+    (["vectors", "convert", str(G / "vocab.json"), "~{u}/out"], {}), (["heads", "train", "links.tsv", "~{u}/o.npz", "--steps", "1"], {}),
+    (["model", "info", "org/x"], {"HF_HUB_CACHE": "~{u}/hub"}), (["model", "info", "org/x"], {"HF_HOME": "~{u}/hf", "HF_HUB_CACHE": None}),
+])
+def test_the_home_of_a_user_that_does_not_exist_is_a_usage_error(tmp_path, monkeypatch, command, env):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "links.tsv").write_text("the big dog\tdog\tbig\n")
+    user = no_such_user()
+    args = [a.replace("{u}", user) for a in command]
+    one_line(attn(*args, env={k: v and v.replace("{u}", user) for k, v in env.items()}), 2, f"~{user}/", f"no user named {user}")
+
+
