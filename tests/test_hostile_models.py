@@ -130,3 +130,41 @@ def test_the_home_of_a_user_that_does_not_exist_is_a_usage_error(tmp_path, monke
     one_line(attn(*args, env={k: v and v.replace("{u}", user) for k, v in env.items()}), 2, f"~{user}/", f"no user named {user}")
 
 
+# --- float options --------------------------------------------------------------------------------------
+
+
+FLOAT_OPTIONS = {  # every float option, with a command line it is valid in
+    ("softmax", "--temperature"): ["softmax", "1", "2"],
+    ("heads train", "--holdout"): ["heads", "train", "links.tsv", "o.npz", "--steps", "1"],
+}
+
+
+def float_options():
+    import typer
+
+    from attn_cli.cli import app
+
+    def walk(command, path):
+        for sub_name, sub in getattr(command, "commands", {}).items():
+            yield from walk(sub, [*path, sub_name])
+        for param in command.params:
+            if getattr(param.type, "name", "").startswith("float"):
+                yield " ".join(path), param.opts[0]
+
+    return sorted(walk(typer.main.get_command(app), []))
+
+
+def test_every_float_option_is_known_here():
+    assert float_options() == sorted(FLOAT_OPTIONS), "a new float option: add it to FLOAT_OPTIONS (it must refuse NaN)"
+
+
+@pytest.mark.parametrize("option", sorted(FLOAT_OPTIONS), ids=lambda o: " ".join(o))
+@pytest.mark.parametrize("value", ["nan", "-nan", "NaN", "inf", "-inf"])
+def test_every_float_option_refuses_nan_and_inf_in_one_line(tmp_path, monkeypatch, option, value):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "links.tsv").write_text("the big dog\tdog\tbig\n")
+    out = check(attn(*FLOAT_OPTIONS[option], option[1], value))
+    assert out.code == 2 and out.stdout == b"" and out.stderr.strip().splitlines()[-1].startswith("attn: "), out
+    assert option[1] in out.stderr and not (tmp_path / "o.npz").exists()
+
+

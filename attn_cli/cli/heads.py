@@ -1,5 +1,6 @@
 """`attn heads list|train|eval`."""
 
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import Enum
@@ -77,6 +78,8 @@ def train(
     from attn_cli.results import HeadTrained
 
     check_format(output, HeadTrained)  # before training, not after it
+    if math.isnan(holdout):  # NaN passes Click's range check: every comparison with it is false
+        raise InputError("--holdout must be a share from 0 to 0.9, not nan")
     from attn_cli.files import user_path
 
     out = user_path(out, "FILE")
