@@ -168,3 +168,71 @@ def test_every_float_option_refuses_nan_and_inf_in_one_line(tmp_path, monkeypatc
     assert option[1] in out.stderr and not (tmp_path / "o.npz").exists()
 
 
+# --- text from files that UTF-8 cannot hold ---------------------------------------------------------------
+
+
+@pytest.fixture
+def surrogate_model(tmp_path):
+    return edit_config(copy_model(G, tmp_path / "m"), _name_or_path="\ud800x")
+
+
+@pytest.fixture
+def surrogate_head(tmp_path):
+    rng = np.random.default_rng(1)
+    path = tmp_path / "odd.npz"
+    meta = json.dumps({"name": "odd", "description": "lone \ud800 surrogate"})  # as a file holds it: the escape \ud800
+    np.savez(path, w_q=rng.normal(size=(50, 4)), w_k=rng.normal(size=(50, 4)), w_v=np.eye(50), meta=np.array(meta))
+    return path
+
+
+def parsed(out, fmt: str):
+    """stdout in `fmt`, checked complete: JSON and JSONL parse, CSV rows all have the header's width."""
+    assert out.code == 0, out
+    text = out.text  # valid UTF-8 (check() too)
+    if fmt == "--json":
+        return json.loads(text)
+    if fmt == "--jsonl":
+        return [json.loads(line) for line in text.splitlines()]
+    if fmt == "--csv":
+        rows = list(csv.reader(io.StringIO(text)))
+        assert rows and all(len(r) == len(rows[0]) for r in rows)
+        return rows
+    return text
+
+
+@pytest.mark.parametrize("fmt", ["--json", "--jsonl", "--table"])
+def test_a_lone_surrogate_in_a_config_is_written_as_its_escape(surrogate_model, fmt):
+    out = check(attn("model", "info", surrogate_model, *([fmt] if fmt != "--table" else [])))
+    got = parsed(out, fmt)
+    if fmt == "--json":
+        assert got["name"] == "\ud800x" and "\\ud800x" in out.text  # parses back to what the file held
+    elif fmt == "--jsonl":
+        assert got[0]["name"] == "\ud800x"
+    else:
+        assert "\\ud800x" in got  # the view escapes it as it escapes control characters
+
+
+@pytest.mark.parametrize("fmt", ["--json", "--jsonl", "--csv", "--table"])
+def test_a_lone_surrogate_reaches_no_output_unescaped(surrogate_model, surrogate_head, fmt):
+    options = [fmt] if fmt != "--table" else []
+    model = parsed(check(attn("inspect", "the cat", "--model", surrogate_model, "--head", "1.0", *options)), fmt)
+    head = parsed(check(attn("inspect", "the cat", "--head", surrogate_head, *options)), fmt)
+    stream = parsed(check(attn("inspect", "-", "--model", surrogate_model, "--head", "1.0", *options, stdin=b"the cat\nthe dog\n")), fmt)
+    if fmt == "--json":
+        assert model["model"]["name"] == "\ud800x" and head["heads"][0]["description"] == "lone \ud800 surrogate"
+        assert [s["model"]["name"] for s in stream] == ["\ud800x"] * 2
+    elif fmt == "--jsonl":
+        assert model[0]["model"]["name"] == "\ud800x" and [s["line"] for s in stream] == [1, 2]
+    elif fmt == "--csv":
+        assert len(model) == 1 + 4 and len(head) == 1 + 4  # "the cat": 2 tokens, 2 x 2 cells a head
+        assert [r[0] for r in stream[1:5]] == ["1"] * 4 and {r[0] for r in stream[5:]} == {"2"}
+    else:
+        assert "\\ud800x" in model
+
+
+@needs_script
+def test_a_lone_surrogate_is_escaped_in_a_real_process_too(surrogate_model):
+    out = check(attn_process("model", "info", str(surrogate_model), "--json"))
+    assert out.code == 0 and json.loads(out.stdout)["name"] == "\ud800x"
+
+
