@@ -102,6 +102,27 @@ def float32_of(folder: Path, name: str) -> np.ndarray:
     return np.frombuffer(raw, "<f4").reshape(shape)
 
 
+# --- the Hugging Face cache -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ref", [b"\xff\xfe\x00", b"../../../elsewhere", b"..", b"", "caf\u00e9".encode("latin-1")])
+def test_a_cache_ref_that_is_damaged_falls_back_to_the_newest_snapshot(tmp_path, monkeypatch, ref):
+    repo = tmp_path / "hub" / "models--org--tiny"
+    old, new = repo / "snapshots" / "old", repo / "snapshots" / "new"
+    shutil.copytree(G, old)
+    shutil.copytree(G, new)
+    os.utime(old, (1_000_000, 1_000_000))
+    (tmp_path / "elsewhere").mkdir()
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_bytes(ref)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert checkpoint.resolve("org/tiny") == new
+    out = check(attn("model", "info", "org/tiny", "--json"))
+    assert out.code == 0 and json.loads(out.text)["path"] == str(new)
+    (repo / "refs" / "main").write_text("old\n")
+    assert checkpoint.resolve("org/tiny") == old  # a sound ref is followed
+
+
 # --- paths -----------------------------------------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@ SUPPORTED = {"bert": "BERT-family encoder (no mask)", "gpt2": "GPT-2-family deco
 WEIGHT_FILE = "model.safetensors"
 PICKLE_FILES = ("pytorch_model.bin", "tf_model.h5", "flax_model.msgpack")
 PREFIXES = ("bert.", "transformer.", "model.")  # task heads (BertForMaskedLM, GPT2LMHeadModel) nest the base model
+MAX_REF_BYTES = 256  # refs/main holds a commit hash (40 characters)
 
 
 def hub_cache() -> Path:
@@ -34,13 +35,24 @@ def cached_snapshot(name: str) -> Path | None:
     snapshots = repo / "snapshots"
     if not snapshots.is_dir():
         return None
-    ref = repo / "refs" / "main"
-    if ref.is_file():
-        chosen = snapshots / ref.read_text(encoding="utf-8").strip()
-        if chosen.is_dir():
-            return chosen
+    revision = main_revision(repo / "refs" / "main")
+    if revision is not None and (snapshots / revision).is_dir():
+        return snapshots / revision
     found = sorted((p for p in snapshots.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
     return found[-1] if found else None
+
+
+def main_revision(ref: Path) -> str | None:
+    """The snapshot refs/main names: one folder name in ASCII, else None (the newest snapshot is used, as
+    when refs/main is absent); a damaged or unreadable ref never names a folder outside snapshots/."""
+    try:
+        if not ref.is_file():
+            return None
+        with open(ref, "rb") as f:
+            revision = f.read(MAX_REF_BYTES).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return revision if revision and revision not in (".", "..") and not set(revision) & {"/", "\\", "\0"} else None
 
 
 def resolve(spec: str) -> Path:
