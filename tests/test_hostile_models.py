@@ -102,6 +102,90 @@ def float32_of(folder: Path, name: str) -> np.ndarray:
     return np.frombuffer(raw, "<f4").reshape(shape)
 
 
+# --- BF16 and the 8-bit floats --------------------------------------------------------------------
+
+# The OCP 8-bit floating point spec (v1.0), table 1 and its examples: byte -> value (PyTorch's
+# float8_e4m3fn and float8_e5m2, safetensors' F8_E4M3 and F8_E5M2).
+E4M3 = {0x00: 0.0, 0x01: 2.0**-9, 0x07: 0.875 * 2.0**-6, 0x08: 2.0**-6, 0x38: 1.0, 0x3C: 1.5, 0x40: 2.0, 0x77: 240.0, 0x7E: 448.0,
+        0x80: -0.0, 0xB8: -1.0, 0xC0: -2.0, 0xFE: -448.0, 0x7F: np.nan, 0xFF: np.nan}
+E5M2 = {0x00: 0.0, 0x01: 2.0**-16, 0x03: 0.75 * 2.0**-14, 0x04: 2.0**-14, 0x3C: 1.0, 0x3E: 1.5, 0x40: 2.0, 0x7B: 57344.0,
+        0x7C: np.inf, 0xFC: -np.inf, 0x7D: np.nan, 0x7E: np.nan, 0x7F: np.nan, 0x80: -0.0, 0xBC: -1.0, 0xFB: -57344.0}
+# bfloat16: the top 16 bits of a float32
+BF16 = {0x3F80: 1.0, 0xC000: -2.0, 0x4049: 3.140625, 0x0080: 2.0**-126, 0x0001: 2.0**-133, 0x7F7F: (2 - 2.0**-7) * 2.0**127,
+        0x8000: -0.0, 0x7F80: np.inf, 0xFF80: -np.inf, 0x7FC0: np.nan}
+
+
+@pytest.mark.parametrize("dtype, table", [("F8_E4M3", E4M3), ("F8_E5M2", E5M2), ("BF16", BF16)])
+def test_stored_bits_become_the_values_the_formats_define(dtype, table):
+    stored = np.array(list(table), checkpoint.STORED[dtype])
+    got = checkpoint.widen("t", stored, dtype)
+    assert got.dtype == np.float32
+    expected = np.array(list(table.values()), np.float32)
+    np.testing.assert_array_equal(got, expected)  # NaN where NaN, exactly equal elsewhere
+    assert (np.signbit(got) == np.signbit(expected)).all()  # -0.0 keeps its sign
+
+
+@pytest.mark.parametrize("dtype, largest", [("F8_E4M3", 0x7E), ("F8_E5M2", 0x7B)])
+def test_8_bit_floats_rise_with_their_byte_and_the_sign_bit_mirrors_them(dtype, largest):
+    values = checkpoint.widen("t", np.arange(256, dtype=np.uint8), dtype)
+    positive = values[: largest + 1]
+    assert (np.diff(positive) > 0).all()  # every finite positive byte a distinct, larger value
+    np.testing.assert_array_equal(values[0x80:], -values[:0x80])
+    finite = np.isfinite(values)
+    assert finite.sum() == (2 * (largest + 1)), "E4M3FN: all but 2 NaN bytes; E5M2: all but 2 inf and 6 NaN"
+
+
+def test_a_bf16_checkpoint_runs_as_the_float32_one_holding_the_same_values(tmp_path):
+    """wte (read lazily, a row at a time), one matrix and ln_f in BF16: the values loaded are exactly the
+    float32 ones they stand for, and so is every number of the forward pass."""
+    names = ("wte.weight", "h.0.attn.c_attn.weight", "ln_f.weight")
+    exact = {n: (float32_of(G, n).view(np.uint32) & 0xFFFF0000).view(np.float32) for n in names}  # float32 values BF16 holds exactly
+    reference = change_tensors(copy_model(G, tmp_path / "f32"), **{n.replace(".", "__"): v for n, v in exact.items()})
+    bf16 = change_tensors(copy_model(G, tmp_path / "bf16"),
+                          **{n.replace(".", "__"): ("BF16", (v.view(np.uint32) >> 16).astype("<u2").tobytes()) for n, v in exact.items()})
+    a, b = transformer.load(str(reference)), transformer.load(str(bf16))
+    np.testing.assert_array_equal(b.embed["word"].full(), exact["wte.weight"])
+    np.testing.assert_array_equal(b.embed["word"].rows([5, 1, 5]), exact["wte.weight"][[5, 1, 5]])
+    np.testing.assert_array_equal(b.layers[0]["qkv"], exact["h.0.attn.c_attn.weight"])
+    ta, tb = a.run("the cat sat on the mat"), b.run("the cat sat on the mat")
+    np.testing.assert_array_equal(ta.hidden, tb.hidden)
+    np.testing.assert_array_equal(np.stack([l.weights for l in ta.layers]), np.stack([l.weights for l in tb.layers]))
+    out_a, out_b = (check(attn("inspect", "the cat", "--model", m, "--json")) for m in (reference, bf16))
+    assert out_a.code == out_b.code == 0
+    assert json.loads(out_a.text)["heads"] == json.loads(out_b.text)["heads"]
+
+
+@pytest.mark.parametrize("dtype, table", [("F8_E4M3", E4M3), ("F8_E5M2", E5M2)])
+def test_an_8_bit_float_checkpoint_runs_as_the_float32_one_holding_the_same_values(tmp_path, dtype, table):
+    finite = [b for b, v in table.items() if np.isfinite(v) and abs(v) <= 2]
+    stored = np.resize(np.array(finite, np.uint8), 64)  # h.0.ln_1 has 64 values
+    values = np.array([table[b] for b in stored], np.float32)
+    reference = change_tensors(copy_model(G, tmp_path / "f32"), h__0__ln_1__weight=values, h__1__ln_2__bias=values)
+    f8 = change_tensors(copy_model(G, tmp_path / "f8"), h__0__ln_1__weight=(dtype, stored.tobytes()), h__1__ln_2__bias=(dtype, stored.tobytes()))
+    info = check(attn("model", "info", f8, "--json"))
+    assert info.code == 0 and json.loads(info.text)["parameters"]["total"] == 136_960
+    ta, tb = transformer.load(str(reference)).run("the cat sat"), transformer.load(str(f8)).run("the cat sat")
+    np.testing.assert_array_equal(ta.hidden, tb.hidden)
+    np.testing.assert_array_equal(ta.output, tb.output)
+
+
+def test_an_8_bit_nan_is_refused_naming_its_tensor(tmp_path):
+    model = change_tensors(copy_model(G, tmp_path / "m"), h__0__ln_1__bias=("F8_E4M3", bytes([0x38] * 63 + [0x7F])))
+    one_line(attn("model", "info", model), 1, "h.0.ln_1.bias", "NaN")
+
+
+@pytest.mark.parametrize("dtype", ["I32", "F8_E8M0", "C64"])
+def test_a_dtype_attn_does_not_read_is_named_when_a_layer_needs_it(tmp_path, dtype):
+    size = {"I32": 4, "F8_E8M0": 1, "C64": 8}[dtype]
+    used = change_tensors(copy_model(G, tmp_path / "used"), h__1__ln_2__weight=(dtype, b"\x01" * 64 * size))
+    one_line(attn("model", "info", used), 1, "h.1.ln_2.weight", f"stored as {dtype}", "F32", "BF16", "F8_E4M3")
+    unused = copy_model(G, tmp_path / "unused")
+    tensors = read_tensors(unused / checkpoint.WEIGHT_FILE)
+    tensors["transformer.h.0.attn.masked_bias"] = [dtype, [4], b"\x01" * 4 * size]  # a buffer no layer reads
+    write_tensors(unused / checkpoint.WEIGHT_FILE, tensors)
+    assert check(attn("inspect", "the cat", "--model", unused, "--json")).code == 0
+
+
 # --- the Hugging Face cache -----------------------------------------------------------------------------
 
 
@@ -257,3 +341,73 @@ def test_a_lone_surrogate_is_escaped_in_a_real_process_too(surrogate_model):
     assert out.code == 0 and json.loads(out.stdout)["name"] == "\ud800x"
 
 
+# --- weights that overflow float32 ----------------------------------------------------------------------
+
+
+def test_a_tensor_near_float32s_limit_is_read_without_a_warning(tmp_path):
+    huge = np.full((64, 256), 3e38, np.float32)
+    assert checkpoint.check_finite("t", huge) is huge  # its sum overflows; its values do not
+    model = change_tensors(copy_model(G, tmp_path / "m"), h__0__mlp__c_fc__weight=huge)
+    for fmt in ([], ["--json"]):
+        assert check(attn("model", "info", model, *fmt)).code == 0  # check(): no RuntimeWarning
+    with pytest.raises(DataError, match="NaN or infinite"):
+        checkpoint.check_finite("t", np.r_[huge[0], np.float32(np.inf)])
+
+
+# --- unreadable files ---------------------------------------------------------------------------------------
+
+
+def as_another_user() -> tuple[list[str], dict]:
+    """(command prefix, subprocess options) that run attn as a user who cannot read a mode-000 file: ourselves
+    unless we are root, else `nobody`, through setpriv (which keeps the right to reach an interpreter kept in
+    root's home until it is started) or a setuid before exec. Skips only when neither can start attn."""
+    if os.geteuid() != 0:
+        return [], {}
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("running as root, and there is no user nobody to run as")
+
+    def drop():
+        os.setgroups([])
+        os.setgid(nobody.pw_gid)
+        os.setuid(nobody.pw_uid)
+
+    setpriv = shutil.which("setpriv")
+    ways = ([([setpriv, f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups"], {})] if setpriv else []) + [([], {"preexec_fn": drop})]
+    for prefix, popen in ways:
+        try:
+            if subprocess.run([*prefix, ATTN, "--version"], capture_output=True, cwd="/", **popen).returncode == 0:
+                return prefix, popen
+        except OSError:
+            continue
+    pytest.skip("cannot start attn as another user here")
+
+
+@pytest.fixture
+def shared_folder():
+    """A folder another user may enter (pytest's tmp_path is private to us)."""
+    folder = Path(tempfile.mkdtemp(prefix="attn-perm-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@needs_script
+@pytest.mark.parametrize("unreadable, command", [
+    ("m/model.safetensors", ["model", "info", "m"]), ("m/model.safetensors", ["inspect", "the cat", "--model", "m"]),
+    ("m/config.json", ["model", "info", "m"]), ("m/vocab.json", ["model", "info", "m"]),
+    ("v.txt", ["similarity", "cat", "dog", "--vectors", "v.txt"]), ("links.tsv", ["heads", "find", "links.tsv", "--model", "m"]),
+])
+def test_an_unreadable_file_says_permission_denied_not_missing(shared_folder, unreadable, command):
+    copy_model(G, shared_folder / "m")
+    (shared_folder / "v.txt").write_text("2 3\ncat 1 2 3\ndog 3 2 1\n")
+    (shared_folder / "links.tsv").write_text("the big dog\tdog\tbig\n")
+    for path in shared_folder.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    (shared_folder / unreadable).chmod(0)
+    prefix, popen = as_another_user()
+    done = subprocess.run([*prefix, ATTN, *command], capture_output=True, cwd=shared_folder, timeout=60, **popen,
+                          env={**os.environ, "HOME": str(shared_folder), "COLUMNS": "100"})
+    out = one_line(Outcome(command, b"", done.returncode, done.stdout, done.stderr.decode("utf-8", "replace")), 1, unreadable, "ermission denied")
+    assert "No such file" not in out.stderr

@@ -169,6 +169,8 @@ def _take(weights: dict, name: str, shape: tuple, alternatives: tuple = ()) -> n
     for key in (name, *alternatives):
         if key in weights:
             w = weights[key]
+            if isinstance(w, checkpoint.Unreadable):
+                raise DataError(w.refusal())
             if w.shape != shape:
                 raise DataError(f"tensor {key}: shape {list(w.shape)}, expected {list(shape)}")
             return w if isinstance(w, checkpoint.LazyTensor) else checkpoint.check_finite(key, w)  # a lazy one is checked as it is read
@@ -192,10 +194,11 @@ def bert_weights(w: dict, n_layers: int, d: int, ff: int, vocab: int, positions:
         return np.ascontiguousarray(_take(w, f"{name}.weight", (d_out, d_in)).T), _take(w, f"{name}.bias", (d_out,))
 
     g, b = _ln(w, "embeddings.LayerNorm", d)
+    types = w.get("embeddings.token_type_embeddings.weight")
     embed = {
         "word": _take(w, "embeddings.word_embeddings.weight", (vocab, d)),
         "position": _take(w, "embeddings.position_embeddings.weight", (positions, d)),
-        "type": w.get("embeddings.token_type_embeddings.weight", np.zeros((1, d), F32)),  # [types, d]; row 0 for one sentence
+        "type": np.zeros((1, d), F32) if types is None else _take(w, "embeddings.token_type_embeddings.weight", (*types.shape[:1], d)),  # [types, d]; row 0 for one sentence
         "ln_g": g, "ln_b": b,
     }
     layers = []
