@@ -186,6 +186,62 @@ def test_a_dtype_attn_does_not_read_is_named_when_a_layer_needs_it(tmp_path, dty
     assert check(attn("inspect", "the cat", "--model", unused, "--json")).code == 0
 
 
+# --- config values: their types, and the tensors they describe ------------------------------------------
+
+
+@pytest.mark.parametrize("key, value", [
+    ("model_type", ["gpt2"]), ("model_type", {"gpt2": 1}), ("activation_function", ["gelu_new"]), ("activation_function", {"a": 1}),
+    ("activation_function", 3), ("n_layer", "2"), ("n_layer", 2.0), ("n_layer", True), ("n_layer", [2]), ("n_layer", -1),
+    ("n_head", {"n": 4}), ("n_embd", "64"), ("n_inner", [256]), ("n_inner", 256.5), ("n_positions", "64"), ("vocab_size", [512]),
+    ("layer_norm_epsilon", "1e-5"), ("layer_norm_epsilon", [1e-5]), ("layer_norm_epsilon", True), ("layer_norm_epsilon", float("nan")),
+    ("layer_norm_epsilon", float("inf")), ("_name_or_path", ["x"]), ("_name_or_path", {"x": 1}),
+])
+def test_a_config_value_of_the_wrong_type_is_one_line_naming_config_json_and_the_key(tmp_path, key, value):
+    model = edit_config(copy_model(G, tmp_path / "m"), **{key: value})
+    for command in (["model", "info", model], ["inspect", "the cat", "--model", model, "--json"]):
+        one_line(attn(*command), 1, "config.json", key)
+
+
+@pytest.mark.parametrize("key, value", [("hidden_act", ["gelu"]), ("hidden_act", {"gelu": True}), ("position_embedding_type", {"x": 1}),
+                                        ("num_hidden_layers", "6"), ("layer_norm_eps", {}), ("num_attention_heads", None)])
+def test_a_bert_config_value_of_the_wrong_type_is_one_line(tmp_path, key, value):
+    one_line(attn("model", "info", edit_config(minilm_copy(tmp_path / "m"), **{key: value})), 1, "config.json", key)
+
+
+def test_do_lower_case_must_be_true_or_false(tmp_path):
+    model = minilm_copy(tmp_path / "m")
+    (model / "tokenizer.json").unlink()  # vocab.txt alone: tokenizer_config.json says how to lowercase
+    (model / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": "false"}))
+    one_line(attn("model", "info", model), 1, "tokenizer_config.json", "do_lower_case")
+
+
+def test_a_config_with_fewer_layers_than_the_file_holds_is_refused_naming_both(tmp_path):
+    bert = edit_config(minilm_copy(tmp_path / "bert"), num_hidden_layers=1)
+    for command in (["model", "info", bert], ["inspect", "the cat", "--model", bert]):
+        one_line(attn(*command), 1, "num_hidden_layers is 1", "holds 6 layers", "encoder.layer.5")
+    gpt2 = edit_config(copy_model(G, tmp_path / "gpt2"), n_layer=1)
+    one_line(attn("model", "info", gpt2), 1, "n_layer is 1", "holds 2 layers (h.0 to h.1)")
+    more = edit_config(copy_model(G, tmp_path / "more"), n_layer=3)
+    one_line(attn("model", "info", more), 1, "missing tensor h.2.")
+
+
+@pytest.mark.parametrize("changes, says", [
+    ({"n_head": 3}, "not a multiple of 3 heads"), ({"n_head": 128}, "not a multiple of 128 heads"),
+    ({"num_attention_heads": 2}, "n_head is 4 but num_attention_heads is 2"), ({"hidden_size": 32}, "n_embd is 64 but hidden_size is 32"),
+    ({"n_inner": 128}, "shape [64, 256], expected [64, 128]"), ({"vocab_size": 500}, "shape [512, 64], expected [500, 64]"),
+    ({"n_positions": 32}, "shape [64, 64], expected [32, 64]"), ({"n_embd": 32}, "expected [32]"),
+])
+def test_heads_and_sizes_are_checked_against_the_tensors(tmp_path, changes, says):
+    one_line(attn("model", "info", edit_config(copy_model(G, tmp_path / "m"), **changes)), 1, says)
+
+
+def test_model_info_counts_exactly_the_tensors_of_the_file(tmp_path):
+    info = json.loads(check(attn("model", "info", G, "--json")).text)
+    stored = sum(int(np.prod(shape)) for dtype, shape, _ in read_tensors(G / checkpoint.WEIGHT_FILE).values())  # every tensor: GPT-2 has no pooler
+    assert info["parameters"]["total"] == stored == 136_960
+    assert info["layers"] == 2 and info["heads"] == 4
+
+
 # --- the Hugging Face cache -----------------------------------------------------------------------------
 
 

@@ -82,6 +82,8 @@ def read_config(folder: Path) -> dict:
     if not isinstance(config, dict):
         raise DataError(f"{path}: expected a JSON object")
     kind = config.get("model_type")
+    if kind is not None and not isinstance(kind, str):
+        raise DataError(f"{path}: model_type must be a string such as \"bert\" or \"gpt2\", not {shown(kind)}")
     if kind not in SUPPORTED:
         known = "; ".join(f"{k} ({v})" for k, v in SUPPORTED.items())
         raise DataError(f"{path}: model_type {kind!r} is not supported; attn runs {known}")
@@ -102,6 +104,15 @@ class Unreadable:
 
     def refusal(self) -> str:
         return f"tensor {self.name} is stored as {self.dtype}; attn reads weights stored as {', '.join(STORED)}"
+
+
+def shown(value) -> str:
+    """A config value as its JSON text, cut to fit a one-line message."""
+    try:
+        text = json.dumps(value, ensure_ascii=True)
+    except (ValueError, RecursionError):
+        text = type(value).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class LazyTensor:
@@ -271,6 +282,8 @@ def _tokenizer_files(folder: Path, config: dict):
         except OSError as e:
             raise DataError(f"{folder / name}: cannot read ({e.strerror or e})") from None
     lowercase = tokenizer_settings(folder).get("do_lower_case", True) if files == ["vocab.txt"] else True
+    if not isinstance(lowercase, bool):
+        raise DataError(f"{folder / 'tokenizer_config.json'}: do_lower_case must be true or false, not {shown(lowercase)}")
     paths = [str(folder / name) for name in files]
     try:
         if files == ["tokenizer.json"]:
@@ -278,7 +291,7 @@ def _tokenizer_files(folder: Path, config: dict):
         if files == ["vocab.txt"]:
             from tokenizers.implementations import BertWordPieceTokenizer
 
-            return BertWordPieceTokenizer(paths[0], lowercase=bool(lowercase))
+            return BertWordPieceTokenizer(paths[0], lowercase=lowercase)
         from tokenizers.implementations import ByteLevelBPETokenizer
 
         return ByteLevelBPETokenizer(*paths)

@@ -17,6 +17,7 @@ from attn_cli.models import LayerTrace, Tokens, Trace, checkpoint
 
 F32 = np.float32
 NEIGHBOR_CHUNK = 4096  # vocabulary rows scored at a time: [chunk, d] float32
+MAX_SIZE = 2**31 - 1  # the largest layer count, size or vocabulary a config may give
 
 
 # --- the math ------------------------------------------------------------------------------
@@ -181,12 +182,38 @@ def _ln(weights: dict, prefix: str, d: int) -> tuple[np.ndarray, np.ndarray]:  #
     return (_take(weights, f"{prefix}.weight", (d,), (f"{prefix}.gamma",)), _take(weights, f"{prefix}.bias", (d,), (f"{prefix}.beta",)))
 
 
-def _int(config: dict, *keys: str) -> int:
-    for key in keys:
-        value = config.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    raise DataError(f"config.json: no positive integer {' or '.join(keys)}")
+def _int(config: dict, where: Path, *keys: str) -> int:
+    """The first of `keys` the config has (its other names: they must agree), a positive whole number."""
+    given = [key for key in keys if config.get(key) is not None]
+    if not given:
+        raise DataError(f"{where}: no {' or '.join(keys)}")
+    value = config[given[0]]
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_SIZE:
+        raise DataError(f"{where}: {given[0]} must be a whole number from 1 to {MAX_SIZE:,}, not {checkpoint.shown(value)}")
+    for other in given[1:]:
+        if config[other] != value:
+            raise DataError(f"{where}: {given[0]} is {value} but {other} is {checkpoint.shown(config[other])}; they name one number")
+    return value
+
+
+def _text(config: dict, where: Path, key: str, default: str) -> str:
+    value = config.get(key, default)
+    if not isinstance(value, str):
+        raise DataError(f"{where}: {key} must be a string, not {checkpoint.shown(value)}")
+    return value
+
+
+def _epsilon(config: dict, where: Path, key: str, default: float) -> float:
+    value = config.get(key, default)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < 1:  # NaN fails the range too
+        raise DataError(f"{where}: {key} must be a small number >= 0 (the layer norm's epsilon), not {checkpoint.shown(value)}")
+    return float(value)
+
+
+def stored_layers(weights: dict, prefix: str) -> int:
+    """How many layers the file holds: one more than the largest index after `prefix` ("h." -> h.11.attn...)."""
+    indices = [name[len(prefix):].partition(".")[0] for name in weights if name.startswith(prefix)]
+    return max((int(i) + 1 for i in indices if i.isdigit()), default=0)
 
 
 def bert_weights(w: dict, n_layers: int, d: int, ff: int, vocab: int, positions: int) -> tuple[dict, list[dict]]:
@@ -239,38 +266,47 @@ def gpt2_weights(w: dict, n_layers: int, d: int, ff: int, vocab: int, positions:
 
 
 def load(spec: str) -> Transformer:
-    """The checkpoint at PATH, or NAME from the local Hugging Face cache, ready to run."""
+    """The checkpoint at PATH, or NAME from the local Hugging Face cache, ready to run. Every config value
+    read is checked for its type, and against the tensors: a config must describe the whole model."""
     folder = checkpoint.resolve(spec)
     config = checkpoint.read_config(folder)
+    where = folder / "config.json"
     kind = config["model_type"]
     if kind == "bert":
-        n_layers, n_heads, d = _int(config, "num_hidden_layers"), _int(config, "num_attention_heads"), _int(config, "hidden_size")
-        ff, positions = _int(config, "intermediate_size"), _int(config, "max_position_embeddings")
-        activation, eps = config.get("hidden_act", "gelu"), config.get("layer_norm_eps", 1e-12)
-        if config.get("position_embedding_type", "absolute") != "absolute":
-            raise DataError(f"{folder}: position_embedding_type {config['position_embedding_type']!r}; attn runs absolute positions only")
-    else:
-        n_layers, n_heads, d = _int(config, "n_layer"), _int(config, "n_head"), _int(config, "n_embd")
-        ff = config.get("n_inner") or 4 * d
-        positions = _int(config, "n_positions", "n_ctx")
-        activation, eps = config.get("activation_function", "gelu_new"), config.get("layer_norm_epsilon", 1e-5)
-    vocab = _int(config, "vocab_size")
+        layers_key, layer_prefix = "num_hidden_layers", "encoder.layer."
+        n_layers, n_heads, d = _int(config, where, layers_key), _int(config, where, "num_attention_heads"), _int(config, where, "hidden_size")
+        ff, positions = _int(config, where, "intermediate_size"), _int(config, where, "max_position_embeddings")
+        activation, eps = _text(config, where, "hidden_act", "gelu"), _epsilon(config, where, "layer_norm_eps", 1e-12)
+        if (position := _text(config, where, "position_embedding_type", "absolute")) != "absolute":
+            raise DataError(f"{where}: position_embedding_type {position!r}; attn runs absolute positions only")
+    else:  # GPT-2 also answers to BERT's names for these (GPT2Config.attribute_map)
+        layers_key, layer_prefix = "n_layer", "h."
+        n_layers, n_heads = _int(config, where, "n_layer", "num_hidden_layers"), _int(config, where, "n_head", "num_attention_heads")
+        d = _int(config, where, "n_embd", "hidden_size")
+        ff = _int(config, where, "n_inner") if config.get("n_inner") is not None else 4 * d  # null: 4 d
+        positions = _int(config, where, "n_positions" if config.get("n_positions") is not None else "n_ctx")  # n_ctx: older configs
+        activation, eps = _text(config, where, "activation_function", "gelu_new"), _epsilon(config, where, "layer_norm_epsilon", 1e-5)
+    vocab = _int(config, where, "vocab_size")
     if d % n_heads:
-        raise DataError(f"{folder}: d_model {d} is not a multiple of {n_heads} heads")
+        raise DataError(f"{where}: d_model {d} is not a multiple of {n_heads} heads")
     if activation not in ACTIVATIONS:
-        raise DataError(f"{folder}: activation {activation!r} is not supported ({', '.join(ACTIVATIONS)})")
-    if not isinstance(eps, (int, float)) or not 0 <= eps < 1:
-        raise DataError(f"{folder}: layer-norm epsilon {eps!r} is not a small number")
+        raise DataError(f"{where}: activation {activation!r} is not supported ({', '.join(ACTIVATIONS)})")
+    name = config.get("_name_or_path")
+    if name is not None and not isinstance(name, str):
+        raise DataError(f"{where}: _name_or_path must be a string, not {checkpoint.shown(name)}")
     weights = checkpoint.read_weights(folder)
+    weight_file = folder / checkpoint.WEIGHT_FILE
+    stored = stored_layers(weights, layer_prefix)
+    if stored > n_layers:  # fewer is a missing tensor, named below
+        raise DataError(f"{where}: {layers_key} is {n_layers}, but {weight_file} holds {stored} layers ({layer_prefix}0 to {layer_prefix}{stored - 1})")
     lay_out = bert_weights if kind == "bert" else gpt2_weights
     try:
         embed, layers = lay_out(weights, n_layers, d, ff, vocab, positions)
     except DataError as e:
-        raise DataError(f"{folder / checkpoint.WEIGHT_FILE}: {e}") from None
+        raise DataError(f"{weight_file}: {e}") from None
     tokenizer = checkpoint.read_tokenizer(folder, config)
-    name = config.get("_name_or_path") or folder.name
     return Transformer(
-        name=str(name) if name and not str(name).startswith("/") else folder.name, kind=kind, folder=folder,
+        name=name if name and not name.startswith("/") else folder.name, kind=kind, folder=folder,
         n_layers=n_layers, n_heads=n_heads, d_model=d, d_ff=ff, vocab_size=vocab, max_positions=positions,
-        eps=float(eps), activation=activation, embed=embed, layers=layers, tokenizer=tokenizer, config=config,
+        eps=eps, activation=activation, embed=embed, layers=layers, tokenizer=tokenizer, config=config,
     )
