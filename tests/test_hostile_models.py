@@ -242,6 +242,22 @@ def test_model_info_counts_exactly_the_tensors_of_the_file(tmp_path):
     assert info["layers"] == 2 and info["heads"] == 4
 
 
+# --- tokenizers ---------------------------------------------------------------------------------------
+
+
+def test_a_wordpiece_vocabulary_without_unk_refuses_the_line_naming_the_word_and_the_stream_goes_on(tmp_path):
+    model = minilm_copy(tmp_path / "m")
+    (model / "tokenizer.json").unlink()
+    vocab = (model / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    (model / "vocab.txt").write_text("".join(("[unk-gone]" if w == "[UNK]" else w) + "\n" for w in vocab), encoding="utf-8")  # ids unchanged
+    one_line(attn("inspect", "the \u2603", "--model", model), 2, "cannot encode '\u2603'", "[UNK]")
+    assert check(attn("inspect", "the cat", "--model", model, "--json")).code == 0  # a line it can split is answered
+    out = check(attn("inspect", "-", "--model", model, "--jsonl", stdin="the cat\nthe \u2603\nthe dog\n".encode()))
+    lines = [json.loads(line) for line in out.text.splitlines()]
+    assert [line["line"] for line in lines] == [1, 2, 3] and out.code == 2
+    assert "error" not in lines[0] and "error" not in lines[2] and "\u2603" in lines[1]["error"]
+
+
 # --- the Hugging Face cache -----------------------------------------------------------------------------
 
 

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-from attn_cli.errors import DataError, InputError
+from attn_cli.errors import DataError, InputError, reason, short
 from attn_cli.models import LayerTrace, Tokens, Trace, checkpoint
 
 F32 = np.float32
 NEIGHBOR_CHUNK = 4096  # vocabulary rows scored at a time: [chunk, d] float32
 MAX_SIZE = 2**31 - 1  # the largest layer count, size or vocabulary a config may give
+MAX_WORDS_TRIED = 10_000  # words tried one by one to name the one a tokenizer fails on
 
 
 # --- the math ------------------------------------------------------------------------------
@@ -86,12 +87,29 @@ class Transformer:
         return self.d_model // self.n_heads
 
     def tokenize(self, text: str) -> Tokens:
-        enc = self.tokenizer.encode(text)
+        try:
+            enc = self.tokenizer.encode(text)
+        except Exception as e:  # the tokenizers package raises plain Exception: a WordPiece vocabulary without [UNK] meets a word it cannot split
+            raise InputError(f"{self.name}'s tokenizer cannot encode {self.unencodable(text)} ({reason(e)})") from None
         if not enc.ids:
             raise InputError("no tokens in the input")
         if len(enc.ids) > self.max_positions:
             raise InputError(f"{len(enc.ids)} tokens, more than the {self.max_positions} positions {self.name} has; split the text")
         return Tokens(list(enc.ids), list(enc.tokens), [bool(s) for s in enc.special_tokens_mask], list(enc.word_ids), list(enc.offsets), text)
+
+    def unencodable(self, text: str) -> str:
+        """The first word of `text` the tokenizer fails on, for its message (else "this text")."""
+        try:
+            normalized = self.tokenizer.normalizer.normalize_str(text) if self.tokenizer.normalizer else text
+            words = [w for w, _ in self.tokenizer.pre_tokenizer.pre_tokenize_str(normalized)] if self.tokenizer.pre_tokenizer else [text]
+        except Exception:
+            return "this text"
+        for word in words[:MAX_WORDS_TRIED]:
+            try:
+                self.tokenizer.encode(word, add_special_tokens=False)
+            except Exception:
+                return short(word)
+        return "this text"
 
     def embeddings(self, ids: list[int]) -> np.ndarray:  # -> [n, d] E, the input of the first layer
         n = len(ids)
