@@ -416,6 +416,33 @@ def test_a_lone_surrogate_is_escaped_in_a_real_process_too(surrogate_model):
 # --- weights that overflow float32 ----------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("tensor, value, says", [
+    ("h.0.attn.c_attn.weight", 1e20, "in layer h.0 at the attention scores (h.0.attn.c_attn)"),
+    ("h.1.mlp.c_fc.weight", 3e38, "in layer h.1 at the MLP's hidden layer (h.1.mlp.c_fc)"),
+    ("h.0.mlp.c_proj.weight", 1e30, "in layer h.0 at the MLP output (h.0.mlp.c_proj)"),
+    ("wpe.weight", 3e38, "at the embeddings (wte, wpe)"),
+])
+def test_weights_that_overflow_are_refused_naming_the_layer_and_tensor(tmp_path, tensor, value, says):
+    shape = float32_of(G, tensor).shape
+    model = change_tensors(copy_model(G, tmp_path / "m"), **{tensor.replace(".", "__"): np.full(shape, value, np.float32)})
+    for options in (["--head", "1.0", "--json"], ["--head", "1.0"], ["--jsonl"], []):
+        one_line(attn("inspect", "the cat", "--model", model, *options), 1, "model.safetensors", "overflows float32", says)
+    assert check(attn("model", "info", model)).code == 0  # finite values: the file itself is sound
+
+
+def test_a_bert_whose_weights_overflow_is_refused_naming_its_tensor(tmp_path):
+    model = minilm_copy(tmp_path / "m")
+    (model / checkpoint.WEIGHT_FILE).unlink()
+    from safetensors.numpy import load_file, save_file
+
+    weights = load_file(str(checkpoints.minilm_folder() / checkpoint.WEIGHT_FILE))
+    weights["encoder.layer.2.attention.self.query.weight"] = np.full((384, 384), 1e20, np.float32)
+    weights["encoder.layer.2.attention.self.key.weight"] = np.full((384, 384), 1e20, np.float32)
+    save_file(weights, str(model / checkpoint.WEIGHT_FILE))
+    one_line(attn("inspect", "the cat", "--model", model, "--json"), 1, "in layer encoder.layer.2 at the attention scores",
+             "encoder.layer.2.attention.self.query/key")
+
+
 def test_a_tensor_near_float32s_limit_is_read_without_a_warning(tmp_path):
     huge = np.full((64, 256), 3e38, np.float32)
     assert checkpoint.check_finite("t", huge) is huge  # its sum overflows; its values do not

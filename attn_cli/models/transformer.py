@@ -28,6 +28,7 @@ def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> np.nd
     mean = x.mean(axis=-1, keepdims=True)
     centred = x - mean
     var = np.mean(centred * centred, axis=-1, keepdims=True)
+    var[np.isinf(var)] = np.nan  # squares beyond float32: NaN (the forward pass then refuses it), not a row normalised to 0
     return centred / np.sqrt(var + F32(eps)) * g + b
 
 
@@ -48,6 +49,19 @@ def gelu_tanh(x: np.ndarray) -> np.ndarray:  # GPT-2's "gelu_new": the tanh appr
 
 
 ACTIVATIONS = {"gelu": gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh, "gelu_fast": gelu_tanh, "relu": lambda x: np.maximum(x, F32(0))}
+
+
+# Where a forward pass overflowed, for its message: each stage of a layer, and the weights it comes from.
+STAGES = {"embeddings": "the embeddings", "ln1": "the first layer norm", "qkv": "the queries, keys and values", "weights": "the attention scores",
+          "o": "the attention output", "ln2": "the second layer norm", "fc": "the MLP's hidden layer", "proj": "the MLP output",
+          "ln_f": "the final layer norm"}
+SOURCES = {
+    "bert": {"embeddings": "embeddings", "qkv": "attention.self.query/key/value", "weights": "attention.self.query/key",
+             "o": "attention.output.dense", "ln1": "attention.output.LayerNorm", "fc": "intermediate.dense", "proj": "output.dense",
+             "ln2": "output.LayerNorm"},
+    "gpt2": {"embeddings": "wte, wpe", "ln1": "ln_1", "qkv": "attn.c_attn", "weights": "attn.c_attn", "o": "attn.c_proj", "ln2": "ln_2",
+             "fc": "mlp.c_fc", "proj": "mlp.c_proj", "ln_f": "ln_f"},
+}
 
 
 def softmax_rows(scores: np.ndarray) -> np.ndarray:  # [..., n] -> [..., n]; a -inf entry gets exactly 0
@@ -118,41 +132,54 @@ class Transformer:
         e = self.embed["word"].rows(ids) + self.embed["position"][:n]  # [n, d]
         if self.kind == "bert":
             e = layer_norm(e + self.embed["type"][0], self.embed["ln_g"], self.embed["ln_b"], self.eps)
-        return e
+        return self.held(e, None, "embeddings", norms=True)
 
     def attention(self, x: np.ndarray, layer: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every head at once: ([H, n, n] scaled masked scores, [H, n, n] weights, [n, d] output after W_O)."""
         n, h, d_k = len(x), self.n_heads, self.d_k
-        qkv = x @ layer["qkv"] + layer["qkv_b"]  # [n, d] x [d, 3d] -> [n, 3d]
+        qkv = self.held(x @ layer["qkv"] + layer["qkv_b"], layer, "qkv")  # [n, d] x [d, 3d] -> [n, 3d]
         q, k, v = qkv.reshape(n, 3, h, d_k).transpose(1, 2, 0, 3)  # 3 x [H, n, d_k]
         scores = (q * F32(1 / np.sqrt(d_k))) @ k.transpose(0, 2, 1)  # [H, n, d_k] x [H, d_k, n] -> [H, n, n]
         if self.causal:
             scores[:, ~np.tri(n, dtype=bool)] = -np.inf  # a query sees itself and earlier keys only
-        weights = softmax_rows(scores)  # [H, n, n]
+        weights = self.held(softmax_rows(scores), layer, "weights")  # [H, n, n]; masked keys get exactly 0
         heads = weights @ v  # [H, n, n] x [H, n, d_k] -> [H, n, d_k]
         out = heads.transpose(1, 0, 2).reshape(n, h * d_k) @ layer["o"] + layer["o_b"]  # [n, d] x [d, d] -> [n, d]
-        return scores, weights, out
+        return scores, weights, self.held(out, layer, "o")
 
     def mlp(self, x: np.ndarray, layer: dict) -> np.ndarray:  # [n, d] -> [n, ff] -> [n, d]
-        return ACTIVATIONS[self.activation](x @ layer["fc"] + layer["fc_b"]) @ layer["proj"] + layer["proj_b"]
+        hidden = self.held(ACTIVATIONS[self.activation](x @ layer["fc"] + layer["fc_b"]), layer, "fc")  # [n, ff]
+        return self.held(hidden @ layer["proj"] + layer["proj_b"], layer, "proj")
 
     def forward(self, tokens: Tokens) -> Trace:
-        x = self.embeddings(tokens.ids)  # [n, d]
-        hidden, traces = [x], []
-        for layer in self.layers:
-            if self.kind == "bert":  # post-LN: each block's update includes the LayerNorm after it
-                scores, weights, a = self.attention(x, layer)
-                mid = layer_norm(x + a, layer["ln1_g"], layer["ln1_b"], self.eps)
-                out = layer_norm(mid + self.mlp(mid, layer), layer["ln2_g"], layer["ln2_b"], self.eps)
-            else:  # pre-LN: the updates add to the stream as they are
-                scores, weights, a = self.attention(layer_norm(x, layer["ln1_g"], layer["ln1_b"], self.eps), layer)
-                mid = x + a
-                out = mid + self.mlp(layer_norm(mid, layer["ln2_g"], layer["ln2_b"], self.eps), layer)
-            traces.append(LayerTrace(scores, weights, mid - x, out - mid))
-            hidden.append(out)
-            x = out
-        output = layer_norm(x, self.embed["ln_f_g"], self.embed["ln_f_b"], self.eps) if self.kind == "gpt2" else x
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked stage by stage (held): one message, not NumPy's warnings
+            x = self.embeddings(tokens.ids)  # [n, d]
+            hidden, traces = [x], []
+            for layer in self.layers:
+                if self.kind == "bert":  # post-LN: each block's update includes the LayerNorm after it
+                    scores, weights, a = self.attention(x, layer)
+                    mid = self.held(layer_norm(x + a, layer["ln1_g"], layer["ln1_b"], self.eps), layer, "ln1", norms=True)
+                    out = self.held(layer_norm(mid + self.mlp(mid, layer), layer["ln2_g"], layer["ln2_b"], self.eps), layer, "ln2", norms=True)
+                else:  # pre-LN: the updates add to the stream as they are
+                    normed = self.held(layer_norm(x, layer["ln1_g"], layer["ln1_b"], self.eps), layer, "ln1")
+                    scores, weights, a = self.attention(normed, layer)
+                    mid = self.held(x + a, layer, "o", norms=True)
+                    normed = self.held(layer_norm(mid, layer["ln2_g"], layer["ln2_b"], self.eps), layer, "ln2")
+                    out = self.held(mid + self.mlp(normed, layer), layer, "proj", norms=True)
+                traces.append(LayerTrace(scores, weights, mid - x, out - mid))
+                hidden.append(out)
+                x = out
+            output = self.held(layer_norm(x, self.embed["ln_f_g"], self.embed["ln_f_b"], self.eps), None, "ln_f") if self.kind == "gpt2" else x
         return Trace(tokens, np.stack(hidden), traces, output)
+
+    def held(self, value: np.ndarray, layer: dict | None, stage: str, norms: bool = False) -> np.ndarray:
+        """`value` when float32 held every number of it (and, with `norms`, each row's squared norm, which
+        the views compute); else one line naming where the forward pass overflowed."""
+        if np.isfinite(np.einsum("...d,...d->...", value, value) if norms else value).all():
+            return value
+        where, prefix = (f"in layer {layer['name']} at", f"{layer['name']}.") if layer else ("at", "")
+        raise DataError(f"{self.folder / checkpoint.WEIGHT_FILE}: the forward pass overflows float32 {where} {STAGES[stage]} "
+                        f"({prefix}{SOURCES[self.kind][stage]}): the weights are too large to compute with")
 
     def run(self, text: str) -> Trace:
         return self.forward(self.tokenize(text))
@@ -173,7 +200,9 @@ def nearest_rows(rows: np.ndarray, matrix: np.ndarray, k: int) -> np.ndarray:  #
     best_index = np.zeros((len(rows), 0), np.int64)
     for start in range(0, len(matrix), NEIGHBOR_CHUNK):
         chunk = matrix[start : start + NEIGHBOR_CHUNK]  # [c, d]
-        sims = rows @ chunk.T / np.maximum(np.linalg.norm(chunk, axis=1), F32(1e-12))  # [m, d] x [d, c] -> [m, c]
+        with np.errstate(over="ignore", invalid="ignore"):  # a row whose norm float32 cannot hold: never a nearest token
+            sims = rows @ chunk.T / np.maximum(np.linalg.norm(chunk, axis=1), F32(1e-12))  # [m, d] x [d, c] -> [m, c]
+        sims[~np.isfinite(sims)] = -np.inf
         scores = np.concatenate([best_score, sims], axis=1)
         index = np.concatenate([best_index, np.broadcast_to(np.arange(start, start + len(chunk)), sims.shape)], axis=1)
         keep = np.argsort(-scores, axis=1, kind="stable")[:, :k]
@@ -255,7 +284,7 @@ def bert_weights(w: dict, n_layers: int, d: int, ff: int, vocab: int, positions:
         proj, proj_b = linear(f"{p}.output.dense", ff, d)
         ln1, ln2 = _ln(w, f"{p}.attention.output.LayerNorm", d), _ln(w, f"{p}.output.LayerNorm", d)
         layers.append({
-            "qkv": np.concatenate([wq, wk, wv], axis=1), "qkv_b": np.concatenate([bq, bk, bv]), "o": o, "o_b": o_b,
+            "name": p, "qkv": np.concatenate([wq, wk, wv], axis=1), "qkv_b": np.concatenate([bq, bk, bv]), "o": o, "o_b": o_b,
             "fc": fc, "fc_b": fc_b, "proj": proj, "proj_b": proj_b,
             "ln1_g": ln1[0], "ln1_b": ln1[1], "ln2_g": ln2[0], "ln2_b": ln2[1],
         })
@@ -277,7 +306,7 @@ def gpt2_weights(w: dict, n_layers: int, d: int, ff: int, vocab: int, positions:
         proj, proj_b = conv(f"{p}.mlp.c_proj", ff, d)
         ln1, ln2 = _ln(w, f"{p}.ln_1", d), _ln(w, f"{p}.ln_2", d)
         layers.append({
-            "qkv": qkv, "qkv_b": qkv_b, "o": o, "o_b": o_b, "fc": fc, "fc_b": fc_b, "proj": proj, "proj_b": proj_b,
+            "name": p, "qkv": qkv, "qkv_b": qkv_b, "o": o, "o_b": o_b, "fc": fc, "fc_b": fc_b, "proj": proj, "proj_b": proj_b,
             "ln1_g": ln1[0], "ln1_b": ln1[1], "ln2_g": ln2[0], "ln2_b": ln2[1],
         })
     return embed, layers
