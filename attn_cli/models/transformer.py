@@ -12,11 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-from attn_cli.errors import DataError, InputError
+from attn_cli.errors import DataError, InputError, reason, short
 from attn_cli.models import LayerTrace, Tokens, Trace, checkpoint
 
 F32 = np.float32
 NEIGHBOR_CHUNK = 4096  # vocabulary rows scored at a time: [chunk, d] float32
+MAX_SIZE = 2**31 - 1  # the largest layer count, size or vocabulary a config may give
+MAX_WORDS_TRIED = 10_000  # words tried one by one to name the one a tokenizer fails on
 
 
 # --- the math ------------------------------------------------------------------------------
@@ -26,6 +28,7 @@ def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: float) -> np.nd
     mean = x.mean(axis=-1, keepdims=True)
     centred = x - mean
     var = np.mean(centred * centred, axis=-1, keepdims=True)
+    var[np.isinf(var)] = np.nan  # squares beyond float32: NaN (the forward pass then refuses it), not a row normalised to 0
     return centred / np.sqrt(var + F32(eps)) * g + b
 
 
@@ -46,6 +49,19 @@ def gelu_tanh(x: np.ndarray) -> np.ndarray:  # GPT-2's "gelu_new": the tanh appr
 
 
 ACTIVATIONS = {"gelu": gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh, "gelu_fast": gelu_tanh, "relu": lambda x: np.maximum(x, F32(0))}
+
+
+# Where a forward pass overflowed, for its message: each stage of a layer, and the weights it comes from.
+STAGES = {"embeddings": "the embeddings", "ln1": "the first layer norm", "qkv": "the queries, keys and values", "weights": "the attention scores",
+          "o": "the attention output", "ln2": "the second layer norm", "fc": "the MLP's hidden layer", "proj": "the MLP output",
+          "ln_f": "the final layer norm"}
+SOURCES = {
+    "bert": {"embeddings": "embeddings", "qkv": "attention.self.query/key/value", "weights": "attention.self.query/key",
+             "o": "attention.output.dense", "ln1": "attention.output.LayerNorm", "fc": "intermediate.dense", "proj": "output.dense",
+             "ln2": "output.LayerNorm"},
+    "gpt2": {"embeddings": "wte, wpe", "ln1": "ln_1", "qkv": "attn.c_attn", "weights": "attn.c_attn", "o": "attn.c_proj", "ln2": "ln_2",
+             "fc": "mlp.c_fc", "proj": "mlp.c_proj", "ln_f": "ln_f"},
+}
 
 
 def softmax_rows(scores: np.ndarray) -> np.ndarray:  # [..., n] -> [..., n]; a -inf entry gets exactly 0
@@ -85,12 +101,29 @@ class Transformer:
         return self.d_model // self.n_heads
 
     def tokenize(self, text: str) -> Tokens:
-        enc = self.tokenizer.encode(text)
+        try:
+            enc = self.tokenizer.encode(text)
+        except Exception as e:  # the tokenizers package raises plain Exception: a WordPiece vocabulary without [UNK] meets a word it cannot split
+            raise InputError(f"{self.name}'s tokenizer cannot encode {self.unencodable(text)} ({reason(e)})") from None
         if not enc.ids:
             raise InputError("no tokens in the input")
         if len(enc.ids) > self.max_positions:
             raise InputError(f"{len(enc.ids)} tokens, more than the {self.max_positions} positions {self.name} has; split the text")
         return Tokens(list(enc.ids), list(enc.tokens), [bool(s) for s in enc.special_tokens_mask], list(enc.word_ids), list(enc.offsets), text)
+
+    def unencodable(self, text: str) -> str:
+        """The first word of `text` the tokenizer fails on, for its message (else "this text")."""
+        try:
+            normalized = self.tokenizer.normalizer.normalize_str(text) if self.tokenizer.normalizer else text
+            words = [w for w, _ in self.tokenizer.pre_tokenizer.pre_tokenize_str(normalized)] if self.tokenizer.pre_tokenizer else [text]
+        except Exception:
+            return "this text"
+        for word in words[:MAX_WORDS_TRIED]:
+            try:
+                self.tokenizer.encode(word, add_special_tokens=False)
+            except Exception:
+                return short(word)
+        return "this text"
 
     def embeddings(self, ids: list[int]) -> np.ndarray:  # -> [n, d] E, the input of the first layer
         n = len(ids)
@@ -99,41 +132,54 @@ class Transformer:
         e = self.embed["word"].rows(ids) + self.embed["position"][:n]  # [n, d]
         if self.kind == "bert":
             e = layer_norm(e + self.embed["type"][0], self.embed["ln_g"], self.embed["ln_b"], self.eps)
-        return e
+        return self.held(e, None, "embeddings", norms=True)
 
     def attention(self, x: np.ndarray, layer: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every head at once: ([H, n, n] scaled masked scores, [H, n, n] weights, [n, d] output after W_O)."""
         n, h, d_k = len(x), self.n_heads, self.d_k
-        qkv = x @ layer["qkv"] + layer["qkv_b"]  # [n, d] x [d, 3d] -> [n, 3d]
+        qkv = self.held(x @ layer["qkv"] + layer["qkv_b"], layer, "qkv")  # [n, d] x [d, 3d] -> [n, 3d]
         q, k, v = qkv.reshape(n, 3, h, d_k).transpose(1, 2, 0, 3)  # 3 x [H, n, d_k]
         scores = (q * F32(1 / np.sqrt(d_k))) @ k.transpose(0, 2, 1)  # [H, n, d_k] x [H, d_k, n] -> [H, n, n]
         if self.causal:
             scores[:, ~np.tri(n, dtype=bool)] = -np.inf  # a query sees itself and earlier keys only
-        weights = softmax_rows(scores)  # [H, n, n]
+        weights = self.held(softmax_rows(scores), layer, "weights")  # [H, n, n]; masked keys get exactly 0
         heads = weights @ v  # [H, n, n] x [H, n, d_k] -> [H, n, d_k]
         out = heads.transpose(1, 0, 2).reshape(n, h * d_k) @ layer["o"] + layer["o_b"]  # [n, d] x [d, d] -> [n, d]
-        return scores, weights, out
+        return scores, weights, self.held(out, layer, "o")
 
     def mlp(self, x: np.ndarray, layer: dict) -> np.ndarray:  # [n, d] -> [n, ff] -> [n, d]
-        return ACTIVATIONS[self.activation](x @ layer["fc"] + layer["fc_b"]) @ layer["proj"] + layer["proj_b"]
+        hidden = self.held(ACTIVATIONS[self.activation](x @ layer["fc"] + layer["fc_b"]), layer, "fc")  # [n, ff]
+        return self.held(hidden @ layer["proj"] + layer["proj_b"], layer, "proj")
 
     def forward(self, tokens: Tokens) -> Trace:
-        x = self.embeddings(tokens.ids)  # [n, d]
-        hidden, traces = [x], []
-        for layer in self.layers:
-            if self.kind == "bert":  # post-LN: each block's update includes the LayerNorm after it
-                scores, weights, a = self.attention(x, layer)
-                mid = layer_norm(x + a, layer["ln1_g"], layer["ln1_b"], self.eps)
-                out = layer_norm(mid + self.mlp(mid, layer), layer["ln2_g"], layer["ln2_b"], self.eps)
-            else:  # pre-LN: the updates add to the stream as they are
-                scores, weights, a = self.attention(layer_norm(x, layer["ln1_g"], layer["ln1_b"], self.eps), layer)
-                mid = x + a
-                out = mid + self.mlp(layer_norm(mid, layer["ln2_g"], layer["ln2_b"], self.eps), layer)
-            traces.append(LayerTrace(scores, weights, mid - x, out - mid))
-            hidden.append(out)
-            x = out
-        output = layer_norm(x, self.embed["ln_f_g"], self.embed["ln_f_b"], self.eps) if self.kind == "gpt2" else x
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked stage by stage (held): one message, not NumPy's warnings
+            x = self.embeddings(tokens.ids)  # [n, d]
+            hidden, traces = [x], []
+            for layer in self.layers:
+                if self.kind == "bert":  # post-LN: each block's update includes the LayerNorm after it
+                    scores, weights, a = self.attention(x, layer)
+                    mid = self.held(layer_norm(x + a, layer["ln1_g"], layer["ln1_b"], self.eps), layer, "ln1", norms=True)
+                    out = self.held(layer_norm(mid + self.mlp(mid, layer), layer["ln2_g"], layer["ln2_b"], self.eps), layer, "ln2", norms=True)
+                else:  # pre-LN: the updates add to the stream as they are
+                    normed = self.held(layer_norm(x, layer["ln1_g"], layer["ln1_b"], self.eps), layer, "ln1")
+                    scores, weights, a = self.attention(normed, layer)
+                    mid = self.held(x + a, layer, "o", norms=True)
+                    normed = self.held(layer_norm(mid, layer["ln2_g"], layer["ln2_b"], self.eps), layer, "ln2")
+                    out = self.held(mid + self.mlp(normed, layer), layer, "proj", norms=True)
+                traces.append(LayerTrace(scores, weights, mid - x, out - mid))
+                hidden.append(out)
+                x = out
+            output = self.held(layer_norm(x, self.embed["ln_f_g"], self.embed["ln_f_b"], self.eps), None, "ln_f") if self.kind == "gpt2" else x
         return Trace(tokens, np.stack(hidden), traces, output)
+
+    def held(self, value: np.ndarray, layer: dict | None, stage: str, norms: bool = False) -> np.ndarray:
+        """`value` when float32 held every number of it (and, with `norms`, each row's squared norm, which
+        the views compute); else one line naming where the forward pass overflowed."""
+        if np.isfinite(np.einsum("...d,...d->...", value, value) if norms else value).all():
+            return value
+        where, prefix = (f"in layer {layer['name']} at", f"{layer['name']}.") if layer else ("at", "")
+        raise DataError(f"{self.folder / checkpoint.WEIGHT_FILE}: the forward pass overflows float32 {where} {STAGES[stage]} "
+                        f"({prefix}{SOURCES[self.kind][stage]}): the weights are too large to compute with")
 
     def run(self, text: str) -> Trace:
         return self.forward(self.tokenize(text))
@@ -154,7 +200,9 @@ def nearest_rows(rows: np.ndarray, matrix: np.ndarray, k: int) -> np.ndarray:  #
     best_index = np.zeros((len(rows), 0), np.int64)
     for start in range(0, len(matrix), NEIGHBOR_CHUNK):
         chunk = matrix[start : start + NEIGHBOR_CHUNK]  # [c, d]
-        sims = rows @ chunk.T / np.maximum(np.linalg.norm(chunk, axis=1), F32(1e-12))  # [m, d] x [d, c] -> [m, c]
+        with np.errstate(over="ignore", invalid="ignore"):  # a row whose norm float32 cannot hold: never a nearest token
+            sims = rows @ chunk.T / np.maximum(np.linalg.norm(chunk, axis=1), F32(1e-12))  # [m, d] x [d, c] -> [m, c]
+        sims[~np.isfinite(sims)] = -np.inf
         scores = np.concatenate([best_score, sims], axis=1)
         index = np.concatenate([best_index, np.broadcast_to(np.arange(start, start + len(chunk)), sims.shape)], axis=1)
         keep = np.argsort(-scores, axis=1, kind="stable")[:, :k]
@@ -169,6 +217,8 @@ def _take(weights: dict, name: str, shape: tuple, alternatives: tuple = ()) -> n
     for key in (name, *alternatives):
         if key in weights:
             w = weights[key]
+            if isinstance(w, checkpoint.Unreadable):
+                raise DataError(w.refusal())
             if w.shape != shape:
                 raise DataError(f"tensor {key}: shape {list(w.shape)}, expected {list(shape)}")
             return w if isinstance(w, checkpoint.LazyTensor) else checkpoint.check_finite(key, w)  # a lazy one is checked as it is read
@@ -179,12 +229,38 @@ def _ln(weights: dict, prefix: str, d: int) -> tuple[np.ndarray, np.ndarray]:  #
     return (_take(weights, f"{prefix}.weight", (d,), (f"{prefix}.gamma",)), _take(weights, f"{prefix}.bias", (d,), (f"{prefix}.beta",)))
 
 
-def _int(config: dict, *keys: str) -> int:
-    for key in keys:
-        value = config.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    raise DataError(f"config.json: no positive integer {' or '.join(keys)}")
+def _int(config: dict, where: Path, *keys: str) -> int:
+    """The first of `keys` the config has (its other names: they must agree), a positive whole number."""
+    given = [key for key in keys if config.get(key) is not None]
+    if not given:
+        raise DataError(f"{where}: no {' or '.join(keys)}")
+    value = config[given[0]]
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_SIZE:
+        raise DataError(f"{where}: {given[0]} must be a whole number from 1 to {MAX_SIZE:,}, not {checkpoint.shown(value)}")
+    for other in given[1:]:
+        if config[other] != value:
+            raise DataError(f"{where}: {given[0]} is {value} but {other} is {checkpoint.shown(config[other])}; they name one number")
+    return value
+
+
+def _text(config: dict, where: Path, key: str, default: str) -> str:
+    value = config.get(key, default)
+    if not isinstance(value, str):
+        raise DataError(f"{where}: {key} must be a string, not {checkpoint.shown(value)}")
+    return value
+
+
+def _epsilon(config: dict, where: Path, key: str, default: float) -> float:
+    value = config.get(key, default)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < 1:  # NaN fails the range too
+        raise DataError(f"{where}: {key} must be a small number >= 0 (the layer norm's epsilon), not {checkpoint.shown(value)}")
+    return float(value)
+
+
+def stored_layers(weights: dict, prefix: str) -> int:
+    """How many layers the file holds: one more than the largest index after `prefix` ("h." -> h.11.attn...)."""
+    indices = [name[len(prefix):].partition(".")[0] for name in weights if name.startswith(prefix)]
+    return max((int(i) + 1 for i in indices if i.isdigit()), default=0)
 
 
 def bert_weights(w: dict, n_layers: int, d: int, ff: int, vocab: int, positions: int) -> tuple[dict, list[dict]]:
@@ -192,10 +268,11 @@ def bert_weights(w: dict, n_layers: int, d: int, ff: int, vocab: int, positions:
         return np.ascontiguousarray(_take(w, f"{name}.weight", (d_out, d_in)).T), _take(w, f"{name}.bias", (d_out,))
 
     g, b = _ln(w, "embeddings.LayerNorm", d)
+    types = w.get("embeddings.token_type_embeddings.weight")
     embed = {
         "word": _take(w, "embeddings.word_embeddings.weight", (vocab, d)),
         "position": _take(w, "embeddings.position_embeddings.weight", (positions, d)),
-        "type": w.get("embeddings.token_type_embeddings.weight", np.zeros((1, d), F32)),  # [types, d]; row 0 for one sentence
+        "type": np.zeros((1, d), F32) if types is None else _take(w, "embeddings.token_type_embeddings.weight", (*types.shape[:1], d)),  # [types, d]; row 0 for one sentence
         "ln_g": g, "ln_b": b,
     }
     layers = []
@@ -207,7 +284,7 @@ def bert_weights(w: dict, n_layers: int, d: int, ff: int, vocab: int, positions:
         proj, proj_b = linear(f"{p}.output.dense", ff, d)
         ln1, ln2 = _ln(w, f"{p}.attention.output.LayerNorm", d), _ln(w, f"{p}.output.LayerNorm", d)
         layers.append({
-            "qkv": np.concatenate([wq, wk, wv], axis=1), "qkv_b": np.concatenate([bq, bk, bv]), "o": o, "o_b": o_b,
+            "name": p, "qkv": np.concatenate([wq, wk, wv], axis=1), "qkv_b": np.concatenate([bq, bk, bv]), "o": o, "o_b": o_b,
             "fc": fc, "fc_b": fc_b, "proj": proj, "proj_b": proj_b,
             "ln1_g": ln1[0], "ln1_b": ln1[1], "ln2_g": ln2[0], "ln2_b": ln2[1],
         })
@@ -229,45 +306,54 @@ def gpt2_weights(w: dict, n_layers: int, d: int, ff: int, vocab: int, positions:
         proj, proj_b = conv(f"{p}.mlp.c_proj", ff, d)
         ln1, ln2 = _ln(w, f"{p}.ln_1", d), _ln(w, f"{p}.ln_2", d)
         layers.append({
-            "qkv": qkv, "qkv_b": qkv_b, "o": o, "o_b": o_b, "fc": fc, "fc_b": fc_b, "proj": proj, "proj_b": proj_b,
+            "name": p, "qkv": qkv, "qkv_b": qkv_b, "o": o, "o_b": o_b, "fc": fc, "fc_b": fc_b, "proj": proj, "proj_b": proj_b,
             "ln1_g": ln1[0], "ln1_b": ln1[1], "ln2_g": ln2[0], "ln2_b": ln2[1],
         })
     return embed, layers
 
 
 def load(spec: str) -> Transformer:
-    """The checkpoint at PATH, or NAME from the local Hugging Face cache, ready to run."""
+    """The checkpoint at PATH, or NAME from the local Hugging Face cache, ready to run. Every config value
+    read is checked for its type, and against the tensors: a config must describe the whole model."""
     folder = checkpoint.resolve(spec)
     config = checkpoint.read_config(folder)
+    where = folder / "config.json"
     kind = config["model_type"]
     if kind == "bert":
-        n_layers, n_heads, d = _int(config, "num_hidden_layers"), _int(config, "num_attention_heads"), _int(config, "hidden_size")
-        ff, positions = _int(config, "intermediate_size"), _int(config, "max_position_embeddings")
-        activation, eps = config.get("hidden_act", "gelu"), config.get("layer_norm_eps", 1e-12)
-        if config.get("position_embedding_type", "absolute") != "absolute":
-            raise DataError(f"{folder}: position_embedding_type {config['position_embedding_type']!r}; attn runs absolute positions only")
-    else:
-        n_layers, n_heads, d = _int(config, "n_layer"), _int(config, "n_head"), _int(config, "n_embd")
-        ff = config.get("n_inner") or 4 * d
-        positions = _int(config, "n_positions", "n_ctx")
-        activation, eps = config.get("activation_function", "gelu_new"), config.get("layer_norm_epsilon", 1e-5)
-    vocab = _int(config, "vocab_size")
+        layers_key, layer_prefix = "num_hidden_layers", "encoder.layer."
+        n_layers, n_heads, d = _int(config, where, layers_key), _int(config, where, "num_attention_heads"), _int(config, where, "hidden_size")
+        ff, positions = _int(config, where, "intermediate_size"), _int(config, where, "max_position_embeddings")
+        activation, eps = _text(config, where, "hidden_act", "gelu"), _epsilon(config, where, "layer_norm_eps", 1e-12)
+        if (position := _text(config, where, "position_embedding_type", "absolute")) != "absolute":
+            raise DataError(f"{where}: position_embedding_type {position!r}; attn runs absolute positions only")
+    else:  # GPT-2 also answers to BERT's names for these (GPT2Config.attribute_map)
+        layers_key, layer_prefix = "n_layer", "h."
+        n_layers, n_heads = _int(config, where, "n_layer", "num_hidden_layers"), _int(config, where, "n_head", "num_attention_heads")
+        d = _int(config, where, "n_embd", "hidden_size")
+        ff = _int(config, where, "n_inner") if config.get("n_inner") is not None else 4 * d  # null: 4 d
+        positions = _int(config, where, "n_positions" if config.get("n_positions") is not None else "n_ctx")  # n_ctx: older configs
+        activation, eps = _text(config, where, "activation_function", "gelu_new"), _epsilon(config, where, "layer_norm_epsilon", 1e-5)
+    vocab = _int(config, where, "vocab_size")
     if d % n_heads:
-        raise DataError(f"{folder}: d_model {d} is not a multiple of {n_heads} heads")
+        raise DataError(f"{where}: d_model {d} is not a multiple of {n_heads} heads")
     if activation not in ACTIVATIONS:
-        raise DataError(f"{folder}: activation {activation!r} is not supported ({', '.join(ACTIVATIONS)})")
-    if not isinstance(eps, (int, float)) or not 0 <= eps < 1:
-        raise DataError(f"{folder}: layer-norm epsilon {eps!r} is not a small number")
+        raise DataError(f"{where}: activation {activation!r} is not supported ({', '.join(ACTIVATIONS)})")
+    name = config.get("_name_or_path")
+    if name is not None and not isinstance(name, str):
+        raise DataError(f"{where}: _name_or_path must be a string, not {checkpoint.shown(name)}")
     weights = checkpoint.read_weights(folder)
+    weight_file = folder / checkpoint.WEIGHT_FILE
+    stored = stored_layers(weights, layer_prefix)
+    if stored > n_layers:  # fewer is a missing tensor, named below
+        raise DataError(f"{where}: {layers_key} is {n_layers}, but {weight_file} holds {stored} layers ({layer_prefix}0 to {layer_prefix}{stored - 1})")
     lay_out = bert_weights if kind == "bert" else gpt2_weights
     try:
         embed, layers = lay_out(weights, n_layers, d, ff, vocab, positions)
     except DataError as e:
-        raise DataError(f"{folder / checkpoint.WEIGHT_FILE}: {e}") from None
+        raise DataError(f"{weight_file}: {e}") from None
     tokenizer = checkpoint.read_tokenizer(folder, config)
-    name = config.get("_name_or_path") or folder.name
     return Transformer(
-        name=str(name) if name and not str(name).startswith("/") else folder.name, kind=kind, folder=folder,
+        name=name if name and not name.startswith("/") else folder.name, kind=kind, folder=folder,
         n_layers=n_layers, n_heads=n_heads, d_model=d, d_ff=ff, vocab_size=vocab, max_positions=positions,
-        eps=float(eps), activation=activation, embed=embed, layers=layers, tokenizer=tokenizer, config=config,
+        eps=eps, activation=activation, embed=embed, layers=layers, tokenizer=tokenizer, config=config,
     )
