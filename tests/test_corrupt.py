@@ -26,6 +26,7 @@ from attn_cli.vectors import formats
 from attn_cli.vectors.store import Vectors
 from tests import checkpoints
 from tests.oracle import attn, check
+from tests.test_hostile_models import change_tensors, edit_config, float32_of
 
 D = 50  # the shipped vectors' dimension, so the shipped heads and a head file fit
 KEYS = ["the", "cat", "sat", "on", "mat", "dog", "naïve"]
@@ -148,6 +149,7 @@ INFO = ["vectors", "info", "FILE"]
 USE = ["inspect", "the cat sat", "--head", "identity", "--json", "--vectors", "FILE"]
 SIMILARITY = ["similarity", "cat", "the", "--vectors", "FILE", "--json"]
 HEAD = ["inspect", "the cat sat", "--head", "FILE", "--json"]
+USE_MODEL = ["inspect", "the cat", "--model", "FILE"]
 
 
 def w2v_rows(n_header, rows):
@@ -244,6 +246,32 @@ CASES = [
          ["model", "info", "FILE"], 1, "tokenizer", "refused"),
     Case("checkpoint: vocab.json not JSON", lambda f: damaged_model(f, lambda m: (m / "vocab.json").write_text("{nope")),
          ["model", "info", "FILE"], 1, "tokenizer", "refused"),
+    # checkpoints: dtypes other than F32, config values of another type, bytes that are not UTF-8, lone surrogates
+    *[Case(f"checkpoint: {name} stored as {dtype}", (lambda name, dtype: lambda f: damaged_model(f, lambda m: restore(m, name, dtype)))(name, dtype),
+           [*USE_MODEL, "--json"], 0, "", "read as float32 exactly; inspect runs") for name in ("wte.weight", "h.0.attn.c_attn.weight")
+      for dtype in ("F16", "BF16", "F64")],
+    *[Case(f"checkpoint: h.0.ln_1.weight stored as {dtype}", (lambda dtype: lambda f: damaged_model(f, lambda m: change_tensors(
+        m, h__0__ln_1__weight=(dtype, bytes([0x38 if dtype == "F8_E4M3" else 0x3C] * 64)))))(dtype), [*USE_MODEL, "--json"], 0, "",
+        "each byte widened to the float32 the format defines") for dtype in ("F8_E4M3", "F8_E5M2")],
+    Case("checkpoint: an 8-bit NaN", lambda f: damaged_model(f, lambda m: change_tensors(m, h__0__ln_1__bias=("F8_E4M3", b"\x7f" * 64))),
+         ["model", "info", "FILE"], 1, "h.0.ln_1.bias: holds NaN", "refused, naming the tensor"),
+    *[Case(f"checkpoint: a weight stored as {dtype}", (lambda dtype, size: lambda f: damaged_model(f, lambda m: change_tensors(
+        m, h__1__ln_2__weight=(dtype, b"\x01" * 64 * size))))(dtype, size), ["model", "info", "FILE"], 1, f"stored as {dtype}",
+        "refused, naming the tensor and its dtype") for dtype, size in (("I32", 4), ("U8", 1), ("F8_E8M0", 1), ("C64", 8))],
+    *[Case(f"checkpoint: config {key} = {json.dumps(value)}", (lambda key, value: lambda f: damaged_model(f, lambda m: edit_config(m, **{key: value})))(key, value),
+           ["model", "info", "FILE"], 1, key, "refused, naming config.json and the key")
+      for key, value in (("model_type", ["gpt2"]), ("activation_function", {"gelu_new": 1}), ("n_layer", "2"), ("n_head", 4.0),
+                         ("layer_norm_epsilon", float("nan")), ("n_inner", [256]), ("_name_or_path", 7))],
+    Case("checkpoint: config understates the layers", lambda f: damaged_model(f, lambda m: edit_config(m, n_layer=1)), ["model", "info", "FILE"], 1,
+         "holds 2 layers", "refused, naming both counts"),
+    Case("checkpoint: config _name_or_path a lone surrogate", lambda f: damaged_model(f, lambda m: edit_config(m, _name_or_path="\ud800")),
+         ["model", "info", "FILE", "--json"], 0, '"name": "\\ud800"', "written as its JSON escape"),
+    *[Case(f"checkpoint: {name} not UTF-8", (lambda name: lambda f: damaged_model(f, lambda m: (m / name).write_bytes(b"\xff" + (m / name).read_bytes())))(name),
+           ["model", "info", "FILE"], 1, name if name == "config.json" else "tokenizer", "refused") for name in ("config.json", "vocab.json", "merges.txt")],
+    Case("checkpoint: weights overflow float32", lambda f: damaged_model(f, lambda m: change_tensors(m, h__0__attn__c_attn__weight=np.full((64, 192), 1e20, np.float32))),
+         [*USE_MODEL, "--json"], 1, "overflows float32 in layer h.0", "refused, naming the layer and its weights"),
+    Case("checkpoint: a tensor of 3e38", lambda f: damaged_model(f, lambda m: change_tensors(m, h__0__mlp__c_fc__weight=np.full((64, 256), 3e38, np.float32))),
+         ["model", "info", "FILE"], 0, "", "read without an overflow warning"),
 ]
 
 
@@ -303,6 +331,16 @@ def damaged_model(folder: Path, damage) -> Path:
     shutil.copytree(checkpoints.tiny_gpt2_folder(), target)
     damage(target)
     return target
+
+
+def restore(folder: Path, name: str, dtype: str) -> None:
+    """Store one tensor in another float dtype, holding values that dtype keeps exactly (BF16: the top half of a float32)."""
+    values = float32_of(folder, name)
+    if dtype == "BF16":
+        raw = (values.view(np.uint32) >> 16).astype("<u2").tobytes()
+    else:
+        raw = values.astype({"F16": "<f2", "F64": "<f8"}[dtype]).tobytes()
+    change_tensors(folder, **{name.replace(".", "__"): (dtype, raw)})
 
 
 def cut_weights(folder: Path) -> None:

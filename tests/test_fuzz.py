@@ -30,6 +30,7 @@ from attn_cli.io.files import printable
 from attn_cli.vectors.store import Vectors, load
 from tests import checkpoints
 from tests.oracle import agrees, attn, check, softmax_reference
+from tests.test_hostile_models import change_tensors, copy_model, edit_config, float32_of, read_tensors, write_tensors
 
 EXAMPLES = int(os.environ.get("ATTN_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(
@@ -40,6 +41,19 @@ CASES: dict[str, Counter] = {}  # command -> {"cases": n, "exit 0": n, ...}, rep
 VOCABULARY = 3000  # the fuzz vectors: GloVe's most frequent keys, so that views and searches stay fast
 ODD_KEYS = ["[/x]", "[red]hi", ":smile:", "\x1b[31mred", "\u202eevil", "caf\u00e9", "🙂"]  # keys a file may hold
 
+def bf16_weights(folder: Path) -> None:
+    exact = float32_of(folder, "wte.weight").view(np.uint32) >> 16
+    change_tensors(folder, wte__weight=("BF16", exact.astype("<u2").tobytes()))
+
+
+HOSTILE_MODELS = {  # copies of the tiny GPT-2, damaged, in the scratch folder: --model values
+    "model-bf16": bf16_weights,
+    "model-f8": lambda m: change_tensors(m, h__0__ln_1__bias=("F8_E5M2", bytes(range(0x30, 0x70)))),
+    "model-overflow": lambda m: change_tensors(m, h__0__attn__c_attn__weight=np.full((64, 192), 1e20, np.float32)),
+    "model-surrogate": lambda m: edit_config(m, _name_or_path="\udc80x"),
+    "model-list-type": lambda m: edit_config(m, model_type=["gpt2"]),
+    "model-one-layer": lambda m: edit_config(m, n_layer=1),
+}
 SPECIAL = [
     "", " ", "-", "\t", "nan", "NaN", "inf", "-inf", "+Infinity", "1e308", "-1e308", "1e309", "-1e999", "5e-324", "0",
     "-0", "1", "-1", "2.5", "1,2", "1,,2", ",", "1, 2", "0x10", "1_000", "\u0663", "abc", "[/x]", "[red]hi[/red]",
@@ -77,6 +91,11 @@ def scratch(tmp_path_factory) -> Path:
     (folder / "head.npz").write_bytes(b"PK\x03\x04 not really a zip")
     (folder / "existing.svg").write_text("mine\n")
     (folder / "out-existing.npz").write_text("mine\n")
+    rng = np.random.default_rng(1)
+    meta = json.dumps({"name": "odd", "description": "a lone \ud800 from a file"})
+    np.savez(folder / "odd.npz", w_q=rng.normal(size=(50, 4)), w_k=rng.normal(size=(50, 4)), w_v=np.eye(50), meta=np.array(meta))
+    for name, damage in HOSTILE_MODELS.items():
+        damage(copy_model(checkpoints.tiny_gpt2_folder(), folder / name))
     return folder
 
 
@@ -167,7 +186,7 @@ def test_softmax_agrees_with_an_exact_reference(values, temperature, through_std
     assert math.fsum(probabilities) == pytest.approx(1.0, abs=1e-12)
 
 
-VECTOR_OPTIONS = {"--vectors": mostly(st.just("small"), st.sampled_from(["empty.txt", "garbage.bin", "lying.txt", "nan.txt", "missing", "."])),
+VECTOR_OPTIONS = {"--vectors": mostly(st.just("small"), st.sampled_from(["empty.txt", "garbage.bin", "lying.txt", "nan.txt", "missing", ".", "~nosuchuser/v"])),
                   "--limit": mostly(st.sampled_from(["1000", "50", "5000"]), integer)}
 
 
@@ -201,7 +220,7 @@ def test_similarity(args):
 # --- inspect ----------------------------------------------------------------------------------
 
 HEADS = st.sampled_from(["identity", "random", "random:1", "random:0", "random:99999", "adjective", "context", "nope",
-                         "head.npz", "missing.npz", "links.tsv", "."])
+                         "head.npz", "missing.npz", "links.tsv", ".", "odd.npz", "~nosuchuser/h.npz"])
 
 
 @FUZZ
@@ -261,7 +280,7 @@ def test_similarity_prints_keys_literally(keys, as_json):
 @given(argv(["inspect", "--model", str(checkpoints.tiny_gpt2_folder())], ["--json", "--jsonl", "--words", "--hide-special", "--transpose"], {
     "--head": st.one_of(st.sampled_from(["0.1", "1.3", "1", "2.0", "0.9", "a.b", "-1.0", ""]), text),
     "--layer": integer, "--focus": st.one_of(text, integer), "--neighbors": integer,
-    "--stage": st.sampled_from(["masked", "weights", "scores"]), "--model": st.sampled_from(["missing-model", ".", "links.tsv"]),
+    "--stage": st.sampled_from(["masked", "weights", "scores"]), "--model": st.sampled_from(["missing-model", ".", "links.tsv", "~nosuchuser/m", *HOSTILE_MODELS]),
 }, st.nothing(), required=[st.one_of(sentence, st.just("-"))], max_items=3), stdin_bytes)
 def test_inspect_model(args, stdin):
     run_case("inspect --model", args, stdin)
@@ -293,7 +312,7 @@ def test_heads_eval(args):
     st.sampled_from(["out.npz", "new.npz", "out-existing.npz", "x.txt", "missing/x.npz", "."]),
     argv([], ["--json", "--force"], {
         "--steps": st.sampled_from(["1", "2", "0", "-1", "x"]), "--d-k": st.sampled_from(["1", "4", "0", "513", "x"]),
-        "--holdout": st.sampled_from(["0", "0.5", "0.95", "-1", "nan"]), "--mask": st.sampled_from(["causal", "none", "x"]),
+        "--holdout": st.sampled_from(["0", "0.5", "0.95", "-1", "nan", "-nan", "inf", "-inf", "1e-320"]), "--mask": st.sampled_from(["causal", "none", "x"]),
         "--seed": integer, "--vectors": st.just("small"), "--oov": st.sampled_from(["skip", "zero", "bad"]),
     }, st.sampled_from(["extra", "links.tsv"]), max_items=4),
 )
@@ -305,7 +324,7 @@ def test_heads_train(links, out, options):
 
 @FUZZ
 @given(argv(["heads", "find"], ["--json"], {
-    "--model": st.sampled_from([str(checkpoints.tiny_gpt2_folder()), "missing-model", "."]), "--top": integer,
+    "--model": st.sampled_from([str(checkpoints.tiny_gpt2_folder()), "missing-model", ".", "~nosuchuser/m", *HOSTILE_MODELS]), "--top": integer,
     "--sort": st.sampled_from(["top", "exact", "weight", "beyond", "x"]),
 }, st.nothing(), required=[mostly(st.sampled_from(["adjective", "determiner", "previous", "links.tsv"]), st.sampled_from(["latin1.tsv", "missing.tsv", "nope"]))],
     max_items=3))
@@ -314,7 +333,8 @@ def test_heads_find(args):
 
 
 @FUZZ
-@given(argv(["model", "info"], ["--json"], {}, st.nothing(), required=[mostly(st.just(str(checkpoints.tiny_gpt2_folder())), st.one_of(st.sampled_from(["small", "missing", "."]), text))], max_items=2))
+@given(argv(["model", "info"], ["--json"], {}, st.nothing(), required=[mostly(st.sampled_from([str(checkpoints.tiny_gpt2_folder()), *HOSTILE_MODELS]),
+                                                                                 st.one_of(st.sampled_from(["small", "missing", ".", "~nosuchuser/x"]), text))], max_items=2))
 def test_model_info(args):
     run_case("model info", args)
 
@@ -342,3 +362,76 @@ def test_vectors_convert(source, destination, options):
 @given(st.lists(st.one_of(nasty, st.sampled_from(["inspect", "softmax", "heads", "vectors", "model", "--version", "--help"])), max_size=4))
 def test_anything_at_all(args):
     run_case("any argv", args)
+
+
+# --- hostile checkpoints: config values, dtypes, bytes ------------------------------------------------------
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(), st.text(max_size=8), surrogates,
+              st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDBFF), min_size=1, max_size=2), st.sampled_from(SPECIAL)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=4), inner, max_size=3)), max_leaves=6,
+)
+CONFIG_KEYS = ["model_type", "n_layer", "n_head", "n_embd", "n_inner", "n_positions", "n_ctx", "vocab_size", "activation_function",
+               "layer_norm_epsilon", "_name_or_path", "num_attention_heads", "num_hidden_layers", "hidden_size"]  # what attn reads of GPT-2's
+
+
+def hostile_copy(damage) -> Path:
+    """A copy of the tiny GPT-2 in the scratch folder (the current one), damaged by `damage(folder)`."""
+    import tempfile
+
+    folder = copy_model(checkpoints.tiny_gpt2_folder(), Path(tempfile.mkdtemp(dir=".", prefix="model-")) / "m")
+    damage(folder)
+    return folder
+
+
+model_modes = st.sampled_from([[], ["--json"], ["--jsonl"], ["--head", "1.0", "--csv"], ["--words", "--focus", "0"]])
+
+
+@FUZZ
+@given(st.dictionaries(st.sampled_from(CONFIG_KEYS), st.one_of(json_values, st.integers(1, 1000)), min_size=1, max_size=3), model_modes)
+def test_inspect_model_any_config_values(changes, mode):
+    """Any JSON value for the config keys attn reads (lists, objects, strings, NaN, lone surrogates): the model
+    runs, or one line names config.json or the tensor the config disagrees with (exit 1)."""
+    folder = hostile_copy(lambda m: edit_config(m, **changes))
+    outcome = run_case("inspect --model (any config)", ["inspect", "the cat", "--model", str(folder), *mode])
+    assert outcome.code in (0, 1), outcome
+    if outcome.code:
+        assert str(folder) in outcome.stderr or "tokenizer" in outcome.stderr, outcome
+
+
+TENSORS = ["wte.weight", "wpe.weight", "h.0.attn.c_attn.weight", "h.0.ln_1.bias", "h.1.mlp.c_proj.weight", "ln_f.weight"]
+DTYPE_SIZES = {"F32": 4, "F16": 2, "F64": 8, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I32": 4, "U8": 1, "BOOL": 1, "C64": 8}
+
+
+@FUZZ
+@given(st.sampled_from(TENSORS), st.sampled_from(sorted(DTYPE_SIZES)), st.integers(0, 2**32 - 1), model_modes)
+def test_inspect_model_any_tensor_dtype(name, dtype, seed, mode):
+    """One tensor stored in any dtype safetensors has, its bytes random (NaN, inf, 3e38 and subnormals
+    among them): the model runs, or one line names the tensor (exit 1)."""
+
+    def damage(folder):
+        shape = read_tensors(folder / "model.safetensors")["transformer." + name][1]
+        raw = np.random.default_rng(seed).integers(0, 256, int(np.prod(shape)) * DTYPE_SIZES[dtype], dtype=np.uint8).tobytes()
+        change_tensors(folder, **{name.replace(".", "__"): (dtype, raw)})
+
+    folder = hostile_copy(damage)
+    outcome = run_case("inspect --model (any dtype)", ["inspect", "the cat", "--model", str(folder), *mode])
+    assert outcome.code in (0, 1), outcome
+    if outcome.code:
+        assert name in outcome.stderr or "overflows float32" in outcome.stderr, outcome
+
+
+@FUZZ
+@given(st.sampled_from(["config.json", "vocab.json", "merges.txt", "model.safetensors"]), st.integers(0, 10**9), st.binary(min_size=1, max_size=8),
+       st.booleans())
+def test_model_info_any_bytes_in_a_file(file, where, junk, replace):
+    """Bytes that are not UTF-8 (or not the format at all) spliced into a checkpoint's files: it loads, or one line says which file."""
+
+    def damage(folder):
+        data = (folder / file).read_bytes()
+        at = where % (len(data) + 1)
+        (folder / file).write_bytes(data[:at] + junk + data[at + len(junk) if replace else at :])
+
+    folder = hostile_copy(damage)
+    outcome = run_case("model info (any bytes)", ["model", "info", str(folder), "--json"])
+    assert outcome.code in (0, 1), outcome

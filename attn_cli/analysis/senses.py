@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attn_cli.io.files import read_text, tsv_rows
+from attn_cli.io.files import read_text, tsv_rows, user_path
 from attn_cli.errors import InputError
 from attn_cli.vectors.store import DATA_DIR, Vectors
 
@@ -56,7 +56,7 @@ def resolve_sense_set(spec: str) -> tuple[SenseSet, str]:
     shipped = SENSES_DIR / f"{spec}.tsv"
     if spec and "/" not in spec and "\\" not in spec and shipped.is_file():
         return read_sense_set(shipped), spec
-    path = Path(spec).expanduser()
+    path = user_path(spec, "--sense-set")
     if spec and (path.exists() or spec.endswith(".tsv") or "/" in spec):
         return read_sense_set(path), str(path)
     names = ", ".join(shipped_sense_sets()) or "none shipped"

@@ -1,5 +1,6 @@
 """`attn heads list|train|eval`."""
 
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import Enum
@@ -77,7 +78,11 @@ def train(
     from attn_cli.results import HeadTrained
 
     check_format(output, HeadTrained)  # before training, not after it
-    out = out.expanduser()
+    if math.isnan(holdout):  # NaN passes Click's range check: every comparison with it is false
+        raise InputError("--holdout must be a share from 0 to 0.9, not nan")
+    from attn_cli.files import user_path
+
+    out = user_path(out, "FILE")
     if out.suffix != ".npz":
         raise InputError(f"{out}: the head file must end in .npz")
     check_new_file(out, force)  # before training, not after it

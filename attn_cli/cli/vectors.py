@@ -111,10 +111,10 @@ def convert(
 ) -> None:
     """Write vectors as an attn folder, which later loads in milliseconds (memory-mapped)."""
     from attn_cli.vectors import formats
-    from attn_cli.io.files import display_path, printable
+    from attn_cli.io.files import display_path, printable, user_path
 
     check_format(output, VectorsConverted)
-    source, destination = Path(src).expanduser(), dst.expanduser()
+    source, destination = user_path(src, "PATH"), user_path(dst, "FOLDER")
     formats.check_destination(destination, force)  # before a long read, not after it
     start = time.perf_counter()
     with progress(source) as bars:

@@ -48,13 +48,16 @@ def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray | None, eps: float) -
     mean = x.mean(axis=-1, keepdims=True)
     centred = x - mean
     var = np.mean(centred * centred, axis=-1, keepdims=True)
+    var[np.isinf(var)] = np.nan  # squares beyond float32: NaN (the forward pass then refuses it), not a row normalised to 0
     out = centred / np.sqrt(var + F32(eps)) * g
     return out if b is None else out + b
 
 
 def rms_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray | None, eps: float) -> np.ndarray:  # [n, d] -> [n, d]
     """x / sqrt(mean(x^2) + eps) * g: LayerNorm without the centring or a bias (Llama, Mistral, Qwen2)."""
-    out = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + F32(eps)) * g
+    square = np.mean(x * x, axis=-1, keepdims=True)
+    square[np.isinf(square)] = np.nan  # as layer_norm: beyond float32 is refused, not normalised to 0
+    out = x / np.sqrt(square + F32(eps)) * g
     return out if b is None else out + b
 
 
@@ -88,17 +91,17 @@ def silu(x: np.ndarray) -> np.ndarray:  # x * sigmoid(x), Llama's MLP gate ("sil
 ACTIVATIONS = {"gelu": gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh, "gelu_fast": gelu_tanh, "relu": relu, "silu": silu, "swish": silu}
 
 
-def dense_mlp(x: np.ndarray, w: dict, activation) -> np.ndarray:  # [n, d] -> [n, ff] -> [n, d]
-    """act(x W_in + b_in) W_out + b_out (BERT, GPT-2); a bias that is None is left out."""
-    hidden = _linear(x, w["mlp.in.w"], w.get("mlp.in.b"))  # [n, d] x [d, ff] -> [n, ff]
-    return _linear(activation(hidden), w["mlp.out.w"], w.get("mlp.out.b"))  # [n, ff] x [ff, d] -> [n, d]
+def dense_mlp(x: np.ndarray, w: dict, activation, check=lambda hidden: hidden) -> np.ndarray:  # [n, d] -> [n, ff] -> [n, d]
+    """act(x W_in + b_in) W_out + b_out (BERT, GPT-2); a bias that is None is left out. `check` sees the hidden layer."""
+    hidden = check(activation(_linear(x, w["mlp.in.w"], w.get("mlp.in.b"))))  # [n, d] x [d, ff] -> [n, ff]
+    return _linear(hidden, w["mlp.out.w"], w.get("mlp.out.b"))  # [n, ff] x [ff, d] -> [n, d]
 
 
-def gated_mlp(x: np.ndarray, w: dict, activation) -> np.ndarray:  # [n, d] -> [n, ff] -> [n, d]
+def gated_mlp(x: np.ndarray, w: dict, activation, check=lambda hidden: hidden) -> np.ndarray:  # [n, d] -> [n, ff] -> [n, d]
     """(act(x W_gate) * x W_in) W_out: the gated MLP (SwiGLU with silu: Llama, Mistral, Qwen2)."""
     gate = _linear(x, w["mlp.gate.w"], w.get("mlp.gate.b"))  # [n, d] x [d, ff] -> [n, ff]
     up = _linear(x, w["mlp.in.w"], w.get("mlp.in.b"))  # [n, d] x [d, ff] -> [n, ff]
-    return _linear(activation(gate) * up, w["mlp.out.w"], w.get("mlp.out.b"))  # [n, ff] x [ff, d] -> [n, d]
+    return _linear(check(activation(gate) * up), w["mlp.out.w"], w.get("mlp.out.b"))  # [n, ff] x [ff, d] -> [n, d]
 
 
 MLPS = {"dense": dense_mlp, "gated": gated_mlp}

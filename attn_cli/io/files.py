@@ -114,6 +114,17 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
+def user_path(spec: str | os.PathLike, where: str) -> Path:
+    """`spec` as a path, a leading ~ or ~USER expanded; a USER that does not exist (or no home folder
+    at all) is InputError naming `where` (the option or variable that gave the path)."""
+    try:
+        return Path(spec).expanduser()
+    except RuntimeError:  # pathlib: "Could not determine home directory."
+        user = str(spec)[1:].partition("/")[0].partition(os.sep)[0]
+        whose = f"no user named {printable(user)!s} on this system" if user else "no home folder to expand ~ to"
+        raise InputError(f"{where} {display_path(spec)}: {whose}") from None
+
+
 def display_path(path: str | os.PathLike) -> str:
     """A path as text that is valid UTF-8 (bytes that are not are written as \\xNN)."""
     return os.fsencode(path).decode("utf-8", "backslashreplace")

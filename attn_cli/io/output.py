@@ -7,6 +7,7 @@ and honours NO_COLOR, so piped output carries no ANSI codes.
 
 import json
 import math
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -45,12 +46,26 @@ def _plain(obj: Any) -> list:
     raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_json(text: str) -> str:
+    """JSON text that UTF-8 can hold. A lone surrogate (text read from a file's "\\ud800" escape; UTF-8 has
+    no form for it) is written as that same \\uXXXX escape, as json.dumps(ensure_ascii=True) writes it: the
+    JSON stays valid and complete, and parses back to what the file held. Surrogates only stand inside
+    JSON strings, where the escape means the same character."""
+    if text.isascii() or not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def json_line(obj: Any) -> str:
     """`obj` as one line of JSON; inf and NaN (which JSON lacks) as null."""
     try:
-        return json.dumps(obj, ensure_ascii=False, allow_nan=False, default=_plain)
+        text = json.dumps(obj, ensure_ascii=False, allow_nan=False, default=_plain)
     except ValueError:  # only then look for the non-finite numbers
-        return json.dumps(_finite(obj), ensure_ascii=False, allow_nan=False)
+        text = json.dumps(_finite(obj), ensure_ascii=False, allow_nan=False)
+    return utf8_json(text)
 
 
 def write_json(obj: Any, *, indent: int | None = 2) -> None:
@@ -64,7 +79,7 @@ def write_json(obj: Any, *, indent: int | None = 2) -> None:
         return
     write = sys.stdout.write
     for piece in _indented(obj, " " * indent, "\n"):
-        write(piece)
+        write(utf8_json(piece))
     write("\n")
 
 

@@ -38,7 +38,7 @@ def load(spec: str) -> Transformer:
     tensors = source.tensors
     if spec_.tied_embeddings:  # the output projection is the embeddings: a stored copy (some files keep one) is not read
         tensors = {name: t for name, t in tensors.items() if not name.endswith("lm_head.weight")}
-    weights = Weights(spec_, tensors, family.TENSORS, family.OPTIONAL, weights_at)
+    weights = Weights(spec_, tensors, family.TENSORS, family.OPTIONAL, weights_at, where, family.LAYER)
     if not spec_.tied_embeddings and "unembed" in family.TENSORS and not weights.has("unembed"):
         raise DataError(f"{weights_at}: the config says the output is not tied to the embeddings, but there is no lm_head.weight")
     return Transformer(source.name, Path(source.path), spec_, weights, source.tokenizer(), source.config, source.chat_template)

@@ -22,6 +22,16 @@ from attn_cli.models.spec import Spec
 from attn_cli.models.weights import Weights
 
 LOGIT_ROWS = 8192  # vocabulary rows multiplied at a time for the logits: [8192, d] float32
+MAX_WORDS_TRIED = 10_000  # words tried one by one to name the one a tokenizer fails on
+
+# Where a forward pass can overflow float32, for its message: what the numbers are, and the tensors they come from.
+STAGES = {
+    "embeddings": ("the embeddings", ("embed.tokens", "embed.positions")), "attn.norm": ("the first layer norm", ("attn.norm.w",)),
+    "qkv": ("the queries, keys and values", ("attn.qkv.w",)), "scores": ("the attention scores", ("attn.qkv.w",)),
+    "o": ("the attention output", ("attn.o.w",)), "mlp.norm": ("the second layer norm", ("mlp.norm.w",)),
+    "mlp.in": ("the MLP's hidden layer", ("mlp.gate.w", "mlp.in.w")), "mlp.out": ("the MLP output", ("mlp.out.w",)),
+    "final": ("the final layer norm", ("final_norm.w",)),
+}
 
 
 class Transformer:
@@ -48,13 +58,34 @@ class Transformer:
         model's own chat template as a user's message (the template writes the special tokens)."""
         if chat:
             text = self.chat_prompt(text)
-        enc = self.tokenizer.encode(text, add_special_tokens=not chat)
+        try:
+            enc = self.tokenizer.encode(text, add_special_tokens=not chat)
+        except Exception as e:  # the tokenizers package raises plain Exception: a WordPiece vocabulary without [UNK] meets a word it cannot split
+            from attn_cli.errors import reason
+
+            raise InputError(f"{self.name}'s tokenizer cannot encode {self.unencodable(text)} ({reason(e)})") from None
         if not enc.ids:
             raise InputError("no tokens in the input")
         if len(enc.ids) > self.spec.max_positions:
             raise InputError(f"{len(enc.ids)} tokens, more than the {self.spec.max_positions} positions {self.name} has; split the text")
         return Tokens(list(enc.ids), list(enc.tokens), [bool(s) for s in enc.special_tokens_mask], list(enc.word_ids), list(enc.offsets), text,
                       labels=self.labels(enc.ids, enc.tokens))
+
+    def unencodable(self, text: str) -> str:
+        """The first word of `text` the tokenizer fails on, for its message (else "this text")."""
+        from attn_cli.errors import short
+
+        try:
+            normalized = self.tokenizer.normalizer.normalize_str(text) if self.tokenizer.normalizer else text
+            words = [w for w, _ in self.tokenizer.pre_tokenizer.pre_tokenize_str(normalized)] if self.tokenizer.pre_tokenizer else [text]
+        except Exception:
+            return "this text"
+        for word in words[:MAX_WORDS_TRIED]:
+            try:
+                self.tokenizer.encode(word, add_special_tokens=False)
+            except Exception:
+                return short(word)
+        return "this text"
 
     def labels(self, ids: list[int], pieces: list[str]) -> list[str]:
         """Each piece as text ("cat" for GPT-2's "Ġcat", "café" for its bytes); a piece that is part of a character's bytes as those bytes."""
@@ -97,13 +128,14 @@ class Transformer:
             self._rotary = rotary_tables(max(n, 64), inv)
         return self._rotary[0][:n], self._rotary[1][:n]
 
-    def attention(self, x: np.ndarray, w: dict, allowed, rotary, keep_scores: bool):
+    def attention(self, x: np.ndarray, w: dict, allowed, rotary, keep_scores: bool, l: int = 0):
         """Every head at once -> (core.attention.Attended, [n, d] the update after W_O)."""
         spec = self.spec
         n, h, h_kv, d_head = len(x), spec.n_heads, spec.n_kv_heads, spec.d_head
         qkv = x @ w["attn.qkv.w"]  # [n, d] x [d, (h + 2 h_kv) d_head] -> [n, (h + 2 h_kv) d_head]
         if "attn.qkv.b" in w:
             qkv += w["attn.qkv.b"]
+        self.held(qkv, l, "qkv")
         q = qkv[:, : h * d_head].reshape(n, h, d_head).transpose(1, 0, 2)  # [h, n, d_head]
         k = qkv[:, h * d_head : (h + h_kv) * d_head].reshape(n, h_kv, d_head).transpose(1, 0, 2)  # [h_kv, n, d_head]
         v = qkv[:, (h + h_kv) * d_head :].reshape(n, h_kv, d_head).transpose(1, 0, 2)  # [h_kv, n, d_head]
@@ -111,43 +143,52 @@ class Transformer:
             q, k = rotate(q, *rotary), rotate(k, *rotary)
         out = attend(np.ascontiguousarray(q), np.ascontiguousarray(k), np.ascontiguousarray(v), allowed,
                      root=F32(math.sqrt(d_head)), keep_scores=keep_scores)
+        self.held(out.weights, l, "scores")
         merged = out.values.transpose(1, 0, 2).reshape(n, h * d_head) @ w["attn.o.w"]  # [n, h d_head] x [h d_head, d] -> [n, d]
         if "attn.o.b" in w:
             merged += w["attn.o.b"]
-        return out, merged
+        return out, self.held(merged, l, "o")
 
-    def mlp(self, x: np.ndarray, w: dict) -> np.ndarray:  # [n, d] -> [n, d]
-        return MLPS[self.spec.mlp](x, w, ACTIVATIONS[self.spec.activation])
+    def mlp(self, x: np.ndarray, w: dict, l: int = 0) -> np.ndarray:  # [n, d] -> [n, d]
+        return self.held(MLPS[self.spec.mlp](x, w, ACTIVATIONS[self.spec.activation], lambda hidden: self.held(hidden, l, "mlp.in")), l, "mlp.out")
+
+    def held(self, value: np.ndarray, l: int | None, stage: str, norms: bool = False) -> np.ndarray:
+        """`value` when float32 held every number of it (and, with `norms`, each row's squared norm, which the views
+        compute); else one line naming where the forward pass overflowed and the weights that made it."""
+        if np.isfinite(np.einsum("...d,...d->...", value, value) if norms else value).all():
+            return value
+        what, keys = STAGES[stage]
+        layer = "" if l is None else self.weights.layer_name.format(l=l)
+        sources = ", ".join(name for key in keys if (name := self.weights.source_names(key if l is None else f"layers.{l}.{key}", 2 if stage == "scores" else None)))
+        where = f"in layer {layer} at" if layer else "at"
+        raise DataError(f"{self.weights.where}: the forward pass overflows float32 {where} {what} ({sources}): the weights are too large to compute with")
 
     def forward(self, tokens: Tokens, keep_scores: bool = False) -> Trace:
         """Every layer over the tokens. `keep_scores`: also keep each head's Q K^T before scaling (--stage scores)."""
         spec = self.spec
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked layer by layer: one message, not NumPy's warnings
-            x = self.embeddings(tokens.ids)  # [n, d]
-            self.check_finite(x, "the embeddings")
+            x = self.held(self.embeddings(tokens.ids), None, "embeddings", norms=True)  # [n, d]
             n = len(x)
             allowed, rotary = allowed_keys("causal", n) if spec.causal else None, self.rotary(n)
             hidden, traces = [x], []
             for l in range(spec.n_layers):
                 w = self.weights.layer(l)
                 if spec.pre_norm:  # the updates add to the stream as they are
-                    att, a = self.attention(self.norm(x, w["attn.norm.w"], w.get("attn.norm.b")), w, allowed, rotary, keep_scores)
-                    mid = x + a
-                    out = mid + self.mlp(self.norm(mid, w["mlp.norm.w"], w.get("mlp.norm.b")), w)
+                    normed = self.held(self.norm(x, w["attn.norm.w"], w.get("attn.norm.b")), l, "attn.norm")
+                    att, a = self.attention(normed, w, allowed, rotary, keep_scores, l)
+                    mid = self.held(x + a, l, "o", norms=True)
+                    normed = self.held(self.norm(mid, w["mlp.norm.w"], w.get("mlp.norm.b")), l, "mlp.norm")
+                    out = self.held(mid + self.mlp(normed, w, l), l, "mlp.out", norms=True)
                 else:  # post-norm: each block's update includes the norm after it
-                    att, a = self.attention(x, w, allowed, rotary, keep_scores)
-                    mid = self.norm(x + a, w["attn.norm.w"], w.get("attn.norm.b"))
-                    out = self.norm(mid + self.mlp(mid, w), w["mlp.norm.w"], w.get("mlp.norm.b"))
-                self.check_finite(out, f"layer {l}")
+                    att, a = self.attention(x, w, allowed, rotary, keep_scores, l)
+                    mid = self.held(self.norm(x + a, w["attn.norm.w"], w.get("attn.norm.b")), l, "attn.norm", norms=True)
+                    out = self.held(self.norm(mid + self.mlp(mid, w, l), w["mlp.norm.w"], w.get("mlp.norm.b")), l, "mlp.norm", norms=True)
                 traces.append(LayerTrace(att.masked, att.weights, mid - x, out - mid, scores=att.scores))
                 hidden.append(out)
                 x = out
             output = self.norm(x, self.weights.get("final_norm.w"), self.weights.get("final_norm.b")) if spec.final_norm else x
+            self.held(output, None, "final")
         return Trace(tokens, np.stack(hidden), traces, output)
-
-    def check_finite(self, x: np.ndarray, where: str) -> None:
-        if not np.isfinite(x).all():
-            raise DataError(f"{self.name}: {where} overflow float32 on this input (the checkpoint's weights are too large to run)")
 
     def run(self, text: str, keep_scores: bool = False) -> Trace:
         return self.forward(self.tokenize(text), keep_scores)

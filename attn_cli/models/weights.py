@@ -21,7 +21,7 @@ from attn_cli.models.spec import Spec
 
 PREFIXES = ("bert.", "transformer.", "model.")  # task models (BertForMaskedLM, GPT2LMHeadModel, LlamaForCausalLM) nest the base model
 EMBEDDING = "embed.tokens"
-EAGER_DTYPES = ("F32", "F16", "BF16", "F64")  # read at load; anything else (quantized) is dequantized layer by layer
+EAGER_DTYPES = ("F32", "F16", "BF16", "F64", "F8_E4M3", "F8_E5M2")  # read at load; anything else (quantized) is dequantized layer by layer
 
 
 def strip_prefix(name: str) -> str:
@@ -56,8 +56,9 @@ def stored_shapes(canonical: str, spec: Spec, names: tuple) -> list[tuple]:
 class Weights:
     """The canonical tensors of one checkpoint (see the module's docstring)."""
 
-    def __init__(self, spec: Spec, tensors: dict, table: dict, optional: tuple, where: str):
-        self.spec, self.where = spec, where
+    def __init__(self, spec: Spec, tensors: dict, table: dict, optional: tuple, where: str, config_where: str = "config.json",
+                 layer_name: str = "layers.{l}"):
+        self.spec, self.where, self.config_where, self.layer_name = spec, where, config_where, layer_name
         self.tensors = {strip_prefix(name): t for name, t in tensors.items()}  # source tensors, by name without a task model's prefix
         self.table, self.optional = table, optional
         self.plan: dict[str, list] = {}  # canonical name ("layers.3.attn.qkv.w" or "embed.norm.w") -> [(tensor, layout)]
@@ -88,16 +89,24 @@ class Weights:
                 if canonical in self.optional and not parts:
                     return None
                 raise DataError(f"{self.where}: missing tensor {options[0]} (shape {[s for s in want if s is not None]})")
+            if hasattr(tensor, "refusal"):  # stored in a dtype attn does not read as weights
+                raise DataError(f"{self.where}: {tensor.refusal()}")
             if len(tensor.shape) != len(want) or any(w is not None and s != w for s, w in zip(tensor.shape, want)):
                 raise DataError(f"{self.where}: tensor {tensor.name if hasattr(tensor, 'name') else options[0]}: shape {list(tensor.shape)}, expected {list(want)}")
             parts.append((tensor, stored.layout))
         return parts
 
     def check_layers(self) -> None:
-        """The config's layer count against the layers the file holds: a config that understates the model is not believed."""
-        held = {int(m.group(1)) for name in self.tensors for m in [re.search(r"(?:^|\.)(?:layer|layers|h|blk)\.(\d+)\.", name)] if m}
-        if held and max(held) + 1 != self.spec.n_layers:
-            raise DataError(f"{self.where}: the config says {self.spec.n_layers} layers, but the weights hold {max(held) + 1}")
+        """The config's layer count against the layers the file holds: a config that understates the model is not believed
+        (one that overstates it misses a tensor of its first absent layer)."""
+        found = [(int(m.group(2)), m.group(1)) for name in self.tensors for m in [re.match(r"((?:.*\.)?(?:layer|layers|h|blk)\.)(\d+)\.", name)] if m]
+        if not found:
+            return
+        held, prefix = max(found)
+        if held + 1 > self.spec.n_layers:
+            key = self.spec.extra.get("layers_key", "the layer count")
+            raise DataError(f"{self.config_where}: {key} is {self.spec.n_layers}, but {self.where} holds {held + 1} layers "
+                            f"({prefix}0 to {prefix}{held})")
 
     def read(self, key: str) -> np.ndarray:
         """One canonical tensor as float32, in attn's layout: a Linear's [out, in] rows are joined (Q, K, V) and
@@ -107,6 +116,14 @@ class Weights:
         if parts[0][1] == "linear":
             return (arrays[0] if len(arrays) == 1 else np.concatenate(arrays, axis=0)).T  # [out, in] -> [in, out]
         return arrays[0] if len(arrays) == 1 else np.concatenate(arrays, axis=-1)
+
+    def source_names(self, key: str, first: int | None = None) -> str:
+        """Where the checkpoint keeps a canonical tensor, for a message: "h.0.attn.c_attn", "encoder.layer.2.attention.self.query/key"."""
+        names = [t.name.removesuffix(".weight").removesuffix(".bias") for t, _ in self.plan.get(key, [])][:first]
+        names = [n[len(p):] if (p := next((p for p in PREFIXES if n.startswith(p)), None)) else n for n in names]
+        if len(names) > 1 and len({n.rpartition(".")[0] for n in names}) == 1:
+            return names[0].rpartition(".")[0] + "." + "/".join(n.rpartition(".")[2] for n in names)
+        return ", ".join(names)
 
     def has(self, key: str) -> bool:
         return key in self.plan

@@ -25,10 +25,11 @@ FAMILIES = {  # config.json's model_type -> the module that describes it
 
 def family(model_type, where: str = "config.json"):
     """The family module for a config's model_type; anything else is one line saying what is supported."""
-    if not isinstance(model_type, str) or model_type not in FAMILIES:
+    if model_type is not None and not isinstance(model_type, str):
+        raise DataError(f"{where}: model_type must be a string such as \"bert\" or \"gpt2\", not {shown(model_type)}")
+    if model_type not in FAMILIES:
         known = "; ".join(f"{name} ({describe(name)})" for name in FAMILIES)
-        shown = model_type if isinstance(model_type, (str, int, float, type(None))) else type(model_type).__name__
-        raise DataError(f"{where}: model_type {shown!r} is not supported; attn runs {known}")
+        raise DataError(f"{where}: model_type {model_type!r} is not supported; attn runs {known}")
     return importlib.import_module(f"{__name__}.{FAMILIES[model_type]}")
 
 
@@ -69,24 +70,42 @@ def table(name: str) -> Stored:
 
 # --- reading config.json: every value attn uses is checked for its type -----------------------------
 
+MAX_SIZE = 2**31 - 1  # the largest layer count, size or vocabulary a config may give
+
+
+def shown(value) -> str:
+    """A config value as its JSON text, cut to fit a one-line message."""
+    import json
+
+    try:
+        text = json.dumps(value, ensure_ascii=True)
+    except (ValueError, RecursionError, TypeError):
+        text = type(value).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
+
 
 def config_int(config: dict, *keys: str, where: str = "config.json", default: int | None = None) -> int:
-    """The first of `keys` that is a positive whole number (JSON 12, not 12.0 or "12")."""
-    for key in keys:
-        value = config.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    if default is not None and all(config.get(key) is None for key in keys):
-        return default
-    raise DataError(f"{where}: no positive integer {' or '.join(keys)}")
+    """The first of `keys` the config has (its other names must agree), a positive whole number (JSON 12, not 12.0 or "12")."""
+    given = [key for key in keys if config.get(key) is not None]
+    if not given:
+        if default is not None:
+            return default
+        raise DataError(f"{where}: no {' or '.join(keys)}")
+    value = config[given[0]]
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_SIZE:
+        raise DataError(f"{where}: {given[0]} must be a whole number from 1 to {MAX_SIZE:,}, not {shown(value)}")
+    for other in given[1:]:
+        if config[other] != value:
+            raise DataError(f"{where}: {given[0]} is {value} but {other} is {shown(config[other])}; they name one number")
+    return value
 
 
 def config_float(config: dict, key: str, default: float | None, *, low: float, high: float, where: str = "config.json") -> float:
     value = config.get(key, default)
     if value is None:
         value = default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < high:
-        raise DataError(f"{where}: {key} {value!r} is not a number from {low:g} to {high:g}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value < high:  # NaN fails the range too
+        raise DataError(f"{where}: {key} must be a number from {low:g} to {high:g}, not {shown(value)}")
     return float(value)
 
 
@@ -94,9 +113,10 @@ def config_str(config: dict, key: str, default: str, choices, *, where: str = "c
     value = config.get(key, default)
     if value is None:
         value = default
-    if not isinstance(value, str) or value not in choices:
-        shown = value if isinstance(value, (str, int, float, bool)) else type(value).__name__
-        raise DataError(f"{where}: {key} {shown!r} is not supported ({', '.join(choices)})")
+    if not isinstance(value, str):
+        raise DataError(f"{where}: {key} must be a string, not {shown(value)}")
+    if value not in choices:
+        raise DataError(f"{where}: {key} {value!r} is not supported ({', '.join(choices)})")
     return value
 
 
@@ -105,5 +125,5 @@ def config_bool(config: dict, key: str, default: bool, *, where: str = "config.j
     if value is None:
         return default
     if not isinstance(value, bool):
-        raise DataError(f"{where}: {key} {value!r} is not true or false")
+        raise DataError(f"{where}: {key} must be true or false, not {shown(value)}")
     return value

@@ -15,8 +15,7 @@ CAPTION = "BERT normalises after each block (post-LN): an update here is what th
 
 def spec(config: dict, where: str = "config.json") -> Spec:
     n_heads, d = config_int(config, "num_attention_heads", where=where), config_int(config, "hidden_size", where=where)
-    if config.get("position_embedding_type", "absolute") != "absolute":
-        raise DataError(f"{where}: position_embedding_type {config['position_embedding_type']!r}; attn runs absolute positions only")
+    config_str(config, "position_embedding_type", "absolute", ("absolute",), where=where)  # relative positions are not run
     if d % n_heads:
         raise DataError(f"{where}: d_model {d} is not a multiple of {n_heads} heads")
     return Spec(
@@ -26,7 +25,7 @@ def spec(config: dict, where: str = "config.json") -> Spec:
         norm="layer", eps=config_float(config, "layer_norm_eps", 1e-12, low=0.0, high=1.0, where=where), pre_norm=False,
         embed_norm=True, final_norm=False, position="learned", mlp="dense",
         activation=config_str(config, "hidden_act", "gelu", ACTIVATIONS, where=where), causal=False, token_types=True,
-        description=DESCRIPTION, update_caption=CAPTION,
+        description=DESCRIPTION, update_caption=CAPTION, extra={"layers_key": "num_hidden_layers"},
     )
 
 

@@ -14,17 +14,19 @@ CAPTION = "GPT-2 normalises before each block (pre-LN): the updates add to the s
 
 
 def spec(config: dict, where: str = "config.json") -> Spec:
-    n_heads, d = config_int(config, "n_head", where=where), config_int(config, "n_embd", where=where)
+    # GPT-2 also answers to BERT's names for these (GPT2Config.attribute_map): where both are given they must agree
+    n_heads, d = config_int(config, "n_head", "num_attention_heads", where=where), config_int(config, "n_embd", "hidden_size", where=where)
     if d % n_heads:
         raise DataError(f"{where}: d_model {d} is not a multiple of {n_heads} heads")
     return Spec(
-        family="gpt2", n_layers=config_int(config, "n_layer", where=where), n_heads=n_heads, n_kv_heads=n_heads,
+        family="gpt2", n_layers=config_int(config, "n_layer", "num_hidden_layers", where=where), n_heads=n_heads, n_kv_heads=n_heads,
         d_model=d, d_head=d // n_heads, d_ff=config_int(config, "n_inner", where=where, default=4 * d),
-        vocab_size=config_int(config, "vocab_size", where=where), max_positions=config_int(config, "n_positions", "n_ctx", where=where),
+        vocab_size=config_int(config, "vocab_size", where=where),
+        max_positions=config_int(config, "n_positions" if config.get("n_positions") is not None else "n_ctx", where=where),  # n_ctx: older configs
         norm="layer", eps=config_float(config, "layer_norm_epsilon", 1e-5, low=0.0, high=1.0, where=where), pre_norm=True,
         embed_norm=False, final_norm=True, position="learned", mlp="dense",
         activation=config_str(config, "activation_function", "gelu_new", ACTIVATIONS, where=where), causal=True,
-        description=DESCRIPTION, update_caption=CAPTION,
+        description=DESCRIPTION, update_caption=CAPTION, extra={"layers_key": "n_layer"},
     )
 
 

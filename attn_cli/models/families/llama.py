@@ -55,6 +55,7 @@ def spec(config: dict, where: str = "config.json", family: str = "llama", descri
         rope_factors=None if factors is None else tuple(float(f) for f in factors), mlp="gated",
         activation=config_str(config, "hidden_act", "silu", ACTIVATIONS, where=where), causal=True,
         tied_embeddings=config_bool(config, "tie_word_embeddings", False, where=where), description=description, update_caption=caption,
+        extra={"layers_key": "num_hidden_layers"},
     )
 
 

@@ -1,29 +1,33 @@
-"""Finding and reading a Hugging Face checkpoint on disk: the folder, its config, weights and tokenizer.
+"""A Hugging Face checkpoint folder on disk: the folder (or a name in the local Hugging Face cache), its config, its
+safetensors weights (left in the file until read) and its tokenizer files, as a Source.
 
-Nothing here touches the network. A NAME is looked up in the local Hugging Face cache only.
-`safetensors` and `tokenizers` are imported here, so only the checkpoint path pays for them.
+Nothing here touches the network. `safetensors` and `tokenizers` are imported here, so only the
+checkpoint path pays for them. The files are treated as hostile: every value read is checked.
 """
 
 import json
 import os
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
 from attn_cli.errors import DataError, InputError
+from attn_cli.io.files import user_path
 
 WEIGHT_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"  # a checkpoint in several files: which file holds which tensor
 PICKLE_FILES = ("pytorch_model.bin", "tf_model.h5", "flax_model.msgpack")
-PREFIXES = ("bert.", "transformer.", "model.")  # task heads (BertForMaskedLM, GPT2LMHeadModel) nest the base model
+MAX_REF_BYTES = 256  # refs/main holds a commit hash (40 characters)
 
 
 def hub_cache() -> Path:
     """The Hugging Face hub cache as the `huggingface_hub` library finds it (HF_HUB_CACHE, HF_HOME, ~/.cache)."""
     if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
-    home = os.environ.get("HF_HOME") or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")) / "huggingface"
-    return Path(home).expanduser() / "hub"
+        return user_path(os.environ["HF_HUB_CACHE"], "HF_HUB_CACHE")
+    if os.environ.get("HF_HOME"):
+        return user_path(os.environ["HF_HOME"], "HF_HOME") / "hub"
+    return user_path(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "the Hugging Face cache") / "huggingface" / "hub"
 
 
 def cached_snapshot(name: str) -> Path | None:
@@ -32,18 +36,29 @@ def cached_snapshot(name: str) -> Path | None:
     snapshots = repo / "snapshots"
     if not snapshots.is_dir():
         return None
-    ref = repo / "refs" / "main"
-    if ref.is_file():
-        chosen = snapshots / ref.read_text(encoding="utf-8").strip()
-        if chosen.is_dir():
-            return chosen
+    revision = main_revision(repo / "refs" / "main")
+    if revision is not None and (snapshots / revision).is_dir():
+        return snapshots / revision
     found = sorted((p for p in snapshots.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
     return found[-1] if found else None
 
 
+def main_revision(ref: Path) -> str | None:
+    """The snapshot refs/main names: one folder name in ASCII, else None (the newest snapshot is used, as
+    when refs/main is absent); a damaged or unreadable ref never names a folder outside snapshots/."""
+    try:
+        if not ref.is_file():
+            return None
+        with open(ref, "rb") as f:
+            revision = f.read(MAX_REF_BYTES).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return revision if revision and revision not in (".", "..") and not set(revision) & {"/", "\\", "\0"} else None
+
+
 def resolve(spec: str) -> Path:
     """A model folder from PATH or a NAME in the local Hugging Face cache (never downloaded)."""
-    path = Path(spec).expanduser()
+    path = user_path(spec, "--model")
     if path.is_dir():
         return path
     if path.exists():
@@ -60,6 +75,8 @@ def read_config(folder: Path) -> dict:
         raise DataError(f"{folder}: no config.json; a model folder holds config.json, {WEIGHT_FILE} and tokenizer files")
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise DataError(f"{path}: cannot read ({e.strerror or e})") from None
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise DataError(f"{path}: not valid JSON ({e})") from None
     if not isinstance(config, dict):
@@ -67,11 +84,37 @@ def read_config(folder: Path) -> dict:
     return config
 
 
-class SafeTensor:
-    """A tensor left in its (memory-mapped) safetensors file until asked for (see attn_cli.models.sources)."""
+# How model.safetensors stores each float dtype attn reads. NumPy has F16, F32 and F64; BF16 and the 8-bit
+# floats are read as their bits and widened to float32 here (exactly: float32 holds every one of their values).
+STORED = {"F32": "<f4", "F16": "<f2", "F64": "<f8", "BF16": "<u2", "F8_E4M3": "u1", "F8_E5M2": "u1"}
 
-    def __init__(self, path: Path, name: str, shape: tuple, dtype: str):
-        self.path, self.name, self.shape, self.dtype = path, name, tuple(shape), dtype
+
+class Unreadable:
+    """A tensor attn does not read as weights: integers (BERT's position_ids buffer) or a float format
+    it has no conversion for. Refused, naming its dtype, only if a layer needs it."""
+
+    def __init__(self, name: str, shape: tuple, dtype: str):
+        self.name, self.shape, self.dtype = name, tuple(shape), dtype
+
+    def refusal(self) -> str:
+        return f"tensor {self.name} is stored as {self.dtype}; attn reads weights stored as {', '.join(STORED)}"
+
+
+def shown(value) -> str:
+    """A config value as its JSON text, cut to fit a one-line message."""
+    try:
+        text = json.dumps(value, ensure_ascii=True)
+    except (ValueError, RecursionError):
+        text = type(value).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class SafeTensor:
+    """A tensor left in its safetensors file until asked for (see attn_cli.models.sources); `offset` is where
+    its bytes start in the file, read with plain reads (safetensors' own reader says "No such file" of a file it may not read)."""
+
+    def __init__(self, path: Path, name: str, shape: tuple, dtype: str, offset: int):
+        self.path, self.name, self.shape, self.dtype, self.offset = path, name, tuple(shape), dtype, offset
 
     def __repr__(self) -> str:
         return f"SafeTensor({self.name!r}, {list(self.shape)}, {self.dtype})"
@@ -81,22 +124,76 @@ class SafeTensor:
         return int(np.prod(self.shape))
 
     def array(self) -> np.ndarray:  # -> self.shape, float32
-        from safetensors import safe_open
+        stored = np.empty(self.shape, STORED[self.dtype])
+        with self._open() as f:
+            f.seek(self.offset)
+            self._read_into(f, stored)
+        return check_finite(self.name, widen(self.name, stored, self.dtype))
 
-        with safe_open(str(self.path), framework="numpy") as f:
-            return check_finite(self.name, f.get_tensor(self.name).astype(np.float32, copy=False))
+    def rows(self, ids) -> np.ndarray:  # [m] row indices -> [m, d] float32, each row read from the file alone
+        ids = [int(i) for i in ids]
+        unique = list(dict.fromkeys(ids))
+        width = self.size // self.shape[0] * np.dtype(STORED[self.dtype]).itemsize  # bytes of one row
+        stored = np.empty((len(unique), self.size // self.shape[0]), STORED[self.dtype])  # [u, d]
+        with self._open() as f:
+            for k, i in enumerate(unique):
+                f.seek(self.offset + i * width)
+                self._read_into(f, stored[k])
+        place = {i: k for k, i in enumerate(unique)}
+        return check_finite(self.name, widen(self.name, stored, self.dtype))[[place[i] for i in ids]]
 
-    def rows(self, ids) -> np.ndarray:  # [m] row indices -> [m, d] float32
-        from safetensors import safe_open
+    def _open(self):
+        try:
+            return open(self.path, "rb")
+        except OSError as e:
+            raise DataError(f"{self.path}: cannot read the weights ({e.strerror or e})") from None
 
-        with safe_open(str(self.path), framework="numpy") as f:
-            view = f.get_slice(self.name)
-            rows = {i: view[i : i + 1] for i in dict.fromkeys(int(i) for i in ids)}  # [1, d] each, read from the mapped file
-        return check_finite(self.name, np.concatenate([rows[int(i)] for i in ids]).astype(np.float32, copy=False))
+    def _read_into(self, f, out: np.ndarray) -> None:
+        wanted = out.nbytes
+        if wanted and f.readinto(memoryview(out.reshape(-1)).cast("B")) != wanted:
+            raise DataError(f"{self.path}: tensor {self.name} ends early; truncated?")
+
+
+def widen(name: str, stored: np.ndarray, dtype: str) -> np.ndarray:  # -> the same shape, float32
+    """Stored values as float32: BF16 is the top 16 bits of a float32; an 8-bit float by its table."""
+    if dtype == "BF16":
+        return (stored.astype(np.uint32) << 16).view(np.float32)
+    if dtype in F8_FORMATS:
+        return f8_values(*F8_FORMATS[dtype])[stored]
+    with np.errstate(over="ignore", invalid="ignore"):  # F64 beyond float32's range is said below, a NaN by check_finite: not by NumPy
+        values = stored.astype(np.float32, copy=False)
+    if dtype == "F64" and np.isfinite(stored).all() and not np.isfinite(values).all():
+        raise DataError(f"tensor {name}: F64 values beyond float32's range (largest {np.abs(stored).max():.3g})")
+    return values
+
+
+# The 8-bit floats of safetensors (PyTorch's float8_e4m3fn and float8_e5m2): (exponent bits, bias, IEEE-like).
+F8_FORMATS = {"F8_E4M3": (4, 7, False), "F8_E5M2": (5, 15, True)}
+
+
+@cache
+def f8_values(exponent_bits: int, bias: int, ieee: bool) -> np.ndarray:  # -> [256] float32: the value of each byte
+    """Every 8-bit float from its bits: sign, exponent, mantissa (7 - exponent_bits bits). An all-ones
+    exponent is inf (mantissa 0) or NaN when `ieee` (E5M2); E4M3FN has no inf and only S.1111.111 is NaN."""
+    byte = np.arange(256)
+    mantissa_bits = 7 - exponent_bits
+    sign = np.where(byte & 0x80, -1.0, 1.0)
+    exponent = (byte >> mantissa_bits) & ((1 << exponent_bits) - 1)
+    mantissa = byte & ((1 << mantissa_bits) - 1)
+    fraction = mantissa / (1 << mantissa_bits)  # [0, 1)
+    magnitude = np.where(exponent == 0, fraction * 2.0 ** (1 - bias), (1 + fraction) * 2.0 ** (exponent - bias))  # subnormal, normal
+    top = exponent == (1 << exponent_bits) - 1
+    if ieee:
+        magnitude = np.where(top, np.where(mantissa == 0, np.inf, np.nan), magnitude)
+    else:
+        magnitude = np.where(top & (mantissa == (1 << mantissa_bits) - 1), np.nan, magnitude)
+    return (sign * magnitude).astype(np.float32)
 
 
 def check_finite(name: str, w: np.ndarray) -> np.ndarray:
-    if not np.isfinite(w.sum()) and not np.isfinite(w).all():  # one pass in the common case
+    with np.errstate(over="ignore", invalid="ignore"):  # a sum beyond float32 is no bad value: then each value is looked at
+        total = w.sum()
+    if not np.isfinite(total) and not np.isfinite(w).all():  # one pass in the common case
         raise DataError(f"tensor {name}: holds NaN or infinite values")
     return w
 
@@ -141,22 +238,33 @@ def weight_files(folder: Path) -> list[Path]:
     raise DataError(f"{folder}: no {WEIGHT_FILE}")
 
 
-def read_tensors(folder: Path) -> dict[str, SafeTensor]:
-    """Every floating-point tensor of the folder's safetensors file(s), by name, left in the file."""
+def read_tensors(folder: Path) -> dict:
+    """Every tensor of the folder's safetensors file(s), by name, left in its file: a SafeTensor, or Unreadable
+    for a dtype attn does not read as weights (refused only if a layer needs it)."""
     from safetensors import SafetensorError, safe_open
 
     tensors = {}
     for path in weight_files(folder):
         try:
-            with safe_open(str(path), framework="numpy") as f:
-                for name in f.keys():
-                    view = f.get_slice(name)
-                    dtype = view.get_dtype()
-                    if dtype.startswith(("F", "BF")):
-                        tensors[name] = SafeTensor(path, name, view.get_shape(), dtype)
-        except (SafetensorError, OSError, ValueError, TypeError) as e:
-            raise DataError(f"{path}: cannot read the weights ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+            with open(path, "rb") as f:  # opened here first: safetensors reports an unreadable file as a missing one
+                with safe_open(str(path), framework="numpy"):
+                    pass  # it checks the header: dtypes, shapes and offsets that fit the file
+                for name, (shape, dtype, offset) in tensor_table(f).items():
+                    tensors[name] = SafeTensor(path, name, shape, dtype, offset) if dtype in STORED else Unreadable(name, shape, dtype)
+        except (SafetensorError, OSError, ValueError, TypeError, KeyError) as e:
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise DataError(f"{path}: cannot read the weights ({why})") from None
     return tensors
+
+
+def tensor_table(f) -> dict[str, tuple[list, str, int]]:
+    """name -> (shape, dtype, where its bytes start in the file), from the header at the start of `f`:
+    8 bytes of its length (little-endian), then JSON {name: {"dtype", "shape", "data_offsets"}}."""
+    f.seek(0)
+    length = int.from_bytes(f.read(8), "little")
+    header = json.loads(f.read(length))
+    return {name: (entry["shape"], entry["dtype"], 8 + length + entry["data_offsets"][0])
+            for name, entry in header.items() if name != "__metadata__"}
 
 
 def load(folder: Path):
@@ -164,6 +272,9 @@ def load(folder: Path):
     from attn_cli.models.sources import Source
 
     config = read_config(folder)
+    claimed = config.get("_name_or_path")
+    if claimed is not None and not isinstance(claimed, str):
+        raise DataError(f"{folder / 'config.json'}: _name_or_path must be a string, not {shown(claimed)}")
     settings = tokenizer_settings(folder)
     template = settings.get("chat_template")
     return Source(
@@ -171,13 +282,6 @@ def load(folder: Path):
         tensors=read_tensors(folder), chat_template=template if isinstance(template, str) else None,
         tokenizer_factory=lambda: read_tokenizer(folder, settings),
     )
-
-
-def strip_prefix(name: str) -> str:
-    for prefix in PREFIXES:
-        if name.startswith(prefix):
-            return name[len(prefix):]
-    return name
 
 
 def read_tokenizer(folder: Path, settings: dict):
@@ -191,27 +295,43 @@ def read_tokenizer(folder: Path, settings: dict):
 def _tokenizer_files(folder: Path, settings: dict):
     from tokenizers import Tokenizer
 
+    if (folder / "tokenizer.json").is_file():
+        files = ["tokenizer.json"]
+    elif (folder / "vocab.txt").is_file():  # a WordPiece vocabulary (BERT's)
+        files = ["vocab.txt"]
+    elif (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
+        files = ["vocab.json", "merges.txt"]
+    else:
+        raise DataError(f"{folder}: no tokenizer; expected tokenizer.json, vocab.txt, or vocab.json with merges.txt")
+    for name in files:  # opened here first: the tokenizers package does not say which file it could not read
+        try:
+            open(folder / name, "rb").close()
+        except OSError as e:
+            raise DataError(f"{folder / name}: cannot read ({e.strerror or e})") from None
+    lowercase = settings.get("do_lower_case", True) if files == ["vocab.txt"] else True
+    if not isinstance(lowercase, bool):
+        raise DataError(f"{folder / 'tokenizer_config.json'}: do_lower_case must be true or false, not {shown(lowercase)}")
+    paths = [str(folder / name) for name in files]
     try:
-        if (folder / "tokenizer.json").is_file():
-            return Tokenizer.from_file(str(folder / "tokenizer.json"))
-        if (folder / "vocab.txt").is_file():  # a WordPiece vocabulary (BERT's)
+        if files == ["tokenizer.json"]:
+            return Tokenizer.from_file(paths[0])
+        if files == ["vocab.txt"]:
             from tokenizers.implementations import BertWordPieceTokenizer
 
-            lowercase = settings.get("do_lower_case", True)
-            return BertWordPieceTokenizer(str(folder / "vocab.txt"), lowercase=bool(lowercase))
-        if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
-            from tokenizers.implementations import ByteLevelBPETokenizer
+            return BertWordPieceTokenizer(paths[0], lowercase=lowercase)
+        from tokenizers.implementations import ByteLevelBPETokenizer
 
-            return ByteLevelBPETokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))
+        return ByteLevelBPETokenizer(*paths)
     except Exception as e:  # the tokenizers package raises plain Exception for a bad file
         raise DataError(f"{folder}: cannot read the tokenizer ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
-    raise DataError(f"{folder}: no tokenizer; expected tokenizer.json, vocab.txt, or vocab.json with merges.txt")
 
 
 def tokenizer_settings(folder: Path) -> dict:
     path = folder / "tokenizer_config.json"
     try:
         settings = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except OSError as e:
+        raise DataError(f"{path}: cannot read ({e.strerror or e})") from None
     except (ValueError, UnicodeDecodeError, RecursionError):
         return {}
     return settings if isinstance(settings, dict) else {}
