@@ -324,10 +324,11 @@ def pickle_named(path: Path) -> Path:
 
 
 def damaged_model(folder: Path, damage) -> Path:
-    """A copy of the tiny GPT-2 checkpoint, damaged by `damage(model folder)`."""
+    """A copy of the tiny GPT-2 checkpoint, damaged by `damage(model folder)`; the folder is called "model", so the
+    config's _name_or_path names it."""
     import shutil
 
-    target = folder / "m"
+    target = folder / "model"
     shutil.copytree(checkpoints.tiny_gpt2_folder(), target)
     damage(target)
     return target

@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 
 from attn_cli.errors import DataError
-from attn_cli.models import checkpoint, transformer
+from attn_cli.models import loading
+from attn_cli.models.sources import folder as checkpoint
 from tests import checkpoints
 from tests.oracle import ATTN, Outcome, attn, attn_process, check
 
@@ -143,10 +144,10 @@ def test_a_bf16_checkpoint_runs_as_the_float32_one_holding_the_same_values(tmp_p
     reference = change_tensors(copy_model(G, tmp_path / "f32"), **{n.replace(".", "__"): v for n, v in exact.items()})
     bf16 = change_tensors(copy_model(G, tmp_path / "bf16"),
                           **{n.replace(".", "__"): ("BF16", (v.view(np.uint32) >> 16).astype("<u2").tobytes()) for n, v in exact.items()})
-    a, b = transformer.load(str(reference)), transformer.load(str(bf16))
-    np.testing.assert_array_equal(b.embed["word"].full(), exact["wte.weight"])
-    np.testing.assert_array_equal(b.embed["word"].rows([5, 1, 5]), exact["wte.weight"][[5, 1, 5]])
-    np.testing.assert_array_equal(b.layers[0]["qkv"], exact["h.0.attn.c_attn.weight"])
+    a, b = loading.load(str(reference)), loading.load(str(bf16))
+    np.testing.assert_array_equal(b.weights.vocabulary(), exact["wte.weight"])
+    np.testing.assert_array_equal(b.weights.rows([5, 1, 5]), exact["wte.weight"][[5, 1, 5]])
+    np.testing.assert_array_equal(b.weights.layer(0)["attn.qkv.w"], exact["h.0.attn.c_attn.weight"])
     ta, tb = a.run("the cat sat on the mat"), b.run("the cat sat on the mat")
     np.testing.assert_array_equal(ta.hidden, tb.hidden)
     np.testing.assert_array_equal(np.stack([l.weights for l in ta.layers]), np.stack([l.weights for l in tb.layers]))
@@ -164,7 +165,7 @@ def test_an_8_bit_float_checkpoint_runs_as_the_float32_one_holding_the_same_valu
     f8 = change_tensors(copy_model(G, tmp_path / "f8"), h__0__ln_1__weight=(dtype, stored.tobytes()), h__1__ln_2__bias=(dtype, stored.tobytes()))
     info = check(attn("model", "info", f8, "--json"))
     assert info.code == 0 and json.loads(info.text)["parameters"]["total"] == 136_960
-    ta, tb = transformer.load(str(reference)).run("the cat sat"), transformer.load(str(f8)).run("the cat sat")
+    ta, tb = loading.load(str(reference)).run("the cat sat"), loading.load(str(f8)).run("the cat sat")
     np.testing.assert_array_equal(ta.hidden, tb.hidden)
     np.testing.assert_array_equal(ta.output, tb.output)
 
@@ -229,7 +230,7 @@ def test_a_config_with_fewer_layers_than_the_file_holds_is_refused_naming_both(t
     ({"n_head": 3}, "not a multiple of 3 heads"), ({"n_head": 128}, "not a multiple of 128 heads"),
     ({"num_attention_heads": 2}, "n_head is 4 but num_attention_heads is 2"), ({"hidden_size": 32}, "n_embd is 64 but hidden_size is 32"),
     ({"n_inner": 128}, "shape [64, 256], expected [64, 128]"), ({"vocab_size": 500}, "shape [512, 64], expected [500, 64]"),
-    ({"n_positions": 32}, "shape [64, 64], expected [32, 64]"), ({"n_embd": 32}, "expected [32]"),
+    ({"n_positions": 32}, "shape [64, 64], expected [32, 64]"), ({"n_embd": 32}, "expected [512, 32]"),
 ])
 def test_heads_and_sizes_are_checked_against_the_tensors(tmp_path, changes, says):
     one_line(attn("model", "info", edit_config(copy_model(G, tmp_path / "m"), **changes)), 1, says)
@@ -312,6 +313,7 @@ def test_the_home_of_a_user_that_does_not_exist_is_a_usage_error(tmp_path, monke
 
 FLOAT_OPTIONS = {  # every float option, with a command line it is valid in
     ("softmax", "--temperature"): ["softmax", "1", "2"],
+    ("predict", "--temperature"): ["predict", "the cat", "--model", str(G)],
     ("heads train", "--holdout"): ["heads", "train", "links.tsv", "o.npz", "--steps", "1"],
 }
 
@@ -350,7 +352,8 @@ def test_every_float_option_refuses_nan_and_inf_in_one_line(tmp_path, monkeypatc
 
 @pytest.fixture
 def surrogate_model(tmp_path):
-    return edit_config(copy_model(G, tmp_path / "m"), _name_or_path="\ud800x")
+    """A folder called "model": the name is the config's _name_or_path, which holds a lone surrogate."""
+    return edit_config(copy_model(G, tmp_path / "model"), _name_or_path="\ud800x")
 
 
 @pytest.fixture

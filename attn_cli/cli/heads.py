@@ -80,7 +80,7 @@ def train(
     check_format(output, HeadTrained)  # before training, not after it
     if math.isnan(holdout):  # NaN passes Click's range check: every comparison with it is false
         raise InputError("--holdout must be a share from 0 to 0.9, not nan")
-    from attn_cli.files import user_path
+    from attn_cli.io.files import user_path
 
     out = user_path(out, "FILE")
     if out.suffix != ".npz":

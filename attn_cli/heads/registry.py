@@ -110,7 +110,7 @@ def resolve_head(spec: str, d: int, seed: int = 0) -> NamedHead:
     if spec and "/" not in spec and os.sep not in spec and shipped.is_file():
         return load_head(shipped, d, name=spec)
     if spec and _looks_like_path(spec):
-        from attn_cli.files import user_path
+        from attn_cli.io.files import user_path
 
         return load_head(user_path(spec, "--head"), d)
     names = [*BUILT_IN, *(p.stem for p in shipped_heads())]

@@ -19,7 +19,9 @@ def open_source(spec: str):
 
     if ollama.is_ollama(spec):
         return ollama.load(spec)
-    path = Path(spec).expanduser()
+    from attn_cli.io.files import user_path
+
+    path = user_path(spec, "--model")
     if path.suffix.lower() == ".gguf" and path.is_file():
         from attn_cli.models.sources import gguf
 

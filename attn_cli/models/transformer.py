@@ -143,7 +143,7 @@ class Transformer:
             q, k = rotate(q, *rotary), rotate(k, *rotary)
         out = attend(np.ascontiguousarray(q), np.ascontiguousarray(k), np.ascontiguousarray(v), allowed,
                      root=F32(math.sqrt(d_head)), keep_scores=keep_scores)
-        self.held(out.weights, l, "scores")
+        self.held(np.where(np.isneginf(out.masked), F32(0), out.masked), l, "scores")  # +inf or NaN: Q K^T beyond float32 (-inf: masked)
         merged = out.values.transpose(1, 0, 2).reshape(n, h * d_head) @ w["attn.o.w"]  # [n, h d_head] x [h d_head, d] -> [n, d]
         if "attn.o.b" in w:
             merged += w["attn.o.b"]

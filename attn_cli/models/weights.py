@@ -112,7 +112,10 @@ class Weights:
         """One canonical tensor as float32, in attn's layout: a Linear's [out, in] rows are joined (Q, K, V) and
         transposed without a copy (x @ W with W in Fortran order is the same BLAS product)."""
         parts = self.plan[key]
-        arrays = [tensor.array() for tensor, _ in parts]
+        try:
+            arrays = [tensor.array() for tensor, _ in parts]
+        except DataError as e:
+            raise DataError(f"{self.where}: {e}") if not str(e).startswith(self.where) else e from None
         if parts[0][1] == "linear":
             return (arrays[0] if len(arrays) == 1 else np.concatenate(arrays, axis=0)).T  # [out, in] -> [in, out]
         return arrays[0] if len(arrays) == 1 else np.concatenate(arrays, axis=-1)
@@ -149,7 +152,10 @@ class Weights:
         if self._vocabulary is not None:
             return self._vocabulary[ids]
         (tensor, _), = self.plan[EMBEDDING]
-        return tensor.rows(ids)
+        try:
+            return tensor.rows(ids)
+        except DataError as e:
+            raise DataError(f"{self.where}: {e}") from None
 
     def vocabulary(self) -> np.ndarray:  # -> [V, d] float32
         """The whole embedding matrix (for the nearest tokens of a vector), read once."""

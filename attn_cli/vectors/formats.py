@@ -594,7 +594,7 @@ def is_attn_folder(path: Path) -> bool:
 def check_destination(dst: str | os.PathLike, force: bool) -> Path:
     """`dst` as a place to write an attn folder: new, or (with `force`) a regular file or a vectors
     folder attn wrote. Anything else (a folder of other files, a device, a link) is never replaced."""
-    from attn_cli.files import user_path
+    from attn_cli.io.files import user_path
 
     dst = Path(os.path.abspath(user_path(dst, "FOLDER")))
     return check_writable(dst, force, ours=is_attn_folder, what="a vectors folder attn wrote")

@@ -306,7 +306,7 @@ def read_norms(folder: Path, matrix: np.ndarray) -> np.ndarray | None:  # [n_key
 
 def resolve_path(path: str | os.PathLike | None) -> Path:
     """The vectors to use: the given path, else $ATTN_VECTORS, else the shipped GloVe data."""
-    from attn_cli.files import user_path
+    from attn_cli.io.files import user_path
 
     if path is None or str(path) == "":
         return user_path(os.environ.get(ENV_VAR) or DEFAULT_VECTORS, ENV_VAR)

@@ -9,7 +9,7 @@ from attn_cli.models.spec import Spec
 
 SHORT = "Mistral decoder"
 DESCRIPTION = "Mistral decoder: causal mask, rotary positions, grouped-query attention, SwiGLU MLP"
-TENSORS, OPTIONAL = llama.TENSORS, llama.OPTIONAL
+TENSORS, OPTIONAL, LAYER = llama.TENSORS, llama.OPTIONAL, llama.LAYER
 
 
 def spec(config: dict, where: str = "config.json") -> Spec:

@@ -6,7 +6,7 @@ from attn_cli.models.spec import Spec
 
 SHORT = "Qwen2-family decoder (Qwen2, Qwen2.5)"
 DESCRIPTION = "Qwen2 decoder: causal mask, rotary positions, grouped-query attention, Q/K/V biases, SwiGLU MLP"
-TENSORS = llama.TENSORS
+TENSORS, LAYER = llama.TENSORS, llama.LAYER
 OPTIONAL = ("unembed", "attn.o.b")  # Q, K and V always have biases
 
 
