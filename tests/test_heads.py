@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests import docs
+
 from attn_cli.heads import registry as heads
 from attn_cli.heads import training
 from attn_cli.heads import links as link_files
@@ -306,7 +308,7 @@ def test_a_full_rebuild_matches_the_shipped_heads():
 
 def readme_table(header_start: str) -> list[list[str]]:
     """The body rows of README's table whose header row starts with `header_start`, as cells without bold."""
-    lines = (DATA.parent.parent / "README.md").read_text(encoding="utf-8").splitlines()
+    lines = docs.text().splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith(header_start))
     rows = []
     for line in lines[first + 2:]:
@@ -328,7 +330,7 @@ def test_readme_figure_tables_are_the_recorded_metrics(recorded):
     third, third_long = (recorded["adjective"][s]["causal"] for s in ("natural3", "natural3_long"))
     assert (f"{third['adjective']['top_on_key']:.3f} and {third['adjective']['exact_top']:.3f} ({third_long['adjective']['top_on_key']:.3f} and "
             f"{third_long['adjective']['exact_top']:.3f}\n  in its sentences of 25 tokens or more), against the previous token's "
-            f"{third['previous']['top_on_key']:.3f} and {third['previous']['exact_top']:.3f}") in (DATA.parent.parent / "README.md").read_text(encoding="utf-8")
+            f"{third['previous']['top_on_key']:.3f} and {third['previous']['exact_top']:.3f}") in docs.text()
     blocks = iter([(s, m) for s in ("senses", "senses2", "senses3") for m in ("causal", "none")])
     patterns = {"adjective + context": "heads", "before its training": "start_value_map", "W_V = s (I - m mᵀ)": "plain_value_map",
                 "identity": "identity", "update of the same size": "even_content", "through the context head's W_V": "even_content_value_map"}
@@ -344,8 +346,7 @@ def test_readme_figure_tables_are_the_recorded_metrics(recorded):
     assert len(seen) == 6 * len(patterns)
     met = sum(recorded["context"][s][m]["heads"]["after"] >= 0.9 for s in ("senses", "senses2", "senses3") for m in ("causal", "none"))
     words = "none one two three four five six".split()
-    assert f"reaches the 0.9 we set in {'all six' if met == 6 else words[met] + ' of the six'} held-out figures" in (
-        DATA.parent.parent / "README.md").read_text(encoding="utf-8")
+    assert f"reaches the 0.9 we set in {'all six' if met == 6 else words[met] + ' of the six'} held-out figures" in docs.text()
 
 
 def test_metrics_files_match_the_heads(recorded):
@@ -744,13 +745,13 @@ def test_training_with_distance_and_query_bias_lowers_the_loss_and_keeps_them():
 def test_readme_states_the_lesson_sentence_update_sizes(run):
     out = parse_json(run("inspect", "A fluffy blue creature roamed the verdant forest.", "--json"))
     ratio = np.array(out["delta_norms"]) / np.array(out["input_norms"])  # [n]
-    readme = (DATA.parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = docs.text()
     assert f"(‖ΔE‖ {ratio.min():.1f} to {ratio.max():.1f} times ‖E‖)" in readme
 
 
 def lesson_table_rows() -> list[dict]:
     """README's table of the lesson's examples: sentence, option, word, nearest keys of E and E', sense meter."""
-    text = (DATA.parent.parent / "README.md").read_text(encoding="utf-8")
+    text = docs.text()
     table = text[text.index("| sentence (option) | word |"):]
     rows = []
     for line in table.split("\n\n")[0].splitlines()[2:]:
@@ -775,7 +776,7 @@ def test_readme_lesson_table_is_what_inspect_shows(run, row):
 def test_readme_names_the_misses_that_heads_eval_cases_lists(run):
     """README: how many misses moved toward the intended sense, set by set (--mask none); no 'nail' case
     about hardware is resolved though 'rusty' and 'plank' pull toward it; the boxer's 'noses' pulls him away."""
-    readme = " ".join((DATA.parent.parent / "README.md").read_text(encoding="utf-8").split())
+    readme = " ".join(docs.text().split())
     counts = []
     for n in ("", "2", "3"):
         out = parse_json(run("heads", "eval", DATA / "eval" / f"senses_natural{n}.tsv", "--sense-set", DATA / "eval" / f"sense_words{n}.tsv",
@@ -811,13 +812,13 @@ def test_readme_says_how_many_words_the_first_sense_set_shares_with_dev():
         return {line.split("\t")[0] for line in path.read_text(encoding="utf-8").splitlines() if line and not line.startswith(("#", "word\t"))}
 
     first, dev = words(DATA / "eval" / "sense_words.tsv"), words(DATA / "dev" / "sense_words.tsv")
-    text = " ".join((DATA.parent.parent / "README.md").read_text(encoding="utf-8").split())
+    text = " ".join(docs.text().split())
     assert f"shares {len(first & dev)} of its {len(first)} words with the development set" in text
 
 
 def test_readme_states_the_sink_as_recorded(recorded):
     """README's account of the context head's sink: its rank and the words-alone cosines, as the build recorded them."""
-    text = " ".join((DATA.parent.parent / "README.md").read_text(encoding="utf-8").split())
+    text = " ".join(docs.text().split())
     m = recorded["context"]
     rank = m["value_choice"]["sink_rank"]
     assert text.count(f"scored as a word of frequency rank {rank:,} would") == 1 and f"sink scores as a word of frequency rank {rank:,} would" in text

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+from tests import docs
+
+README = docs.text()  # README and docs/, where each command's JSON keys and CSV columns are documented
 LESSON_SET_SENTENCE = "the mole xqzvw"
 
 JSON_RUNS = {

@@ -1,9 +1,9 @@
-"""README's examples, executed: every ```console block runs and must print what README shows.
+"""README's and docs' examples, executed: every ```console block runs and must print what the page shows.
 
 A block is `$ COMMAND` followed by the output README promises. The command runs in a shell
 from a scratch folder that sees the repository's `data/`, with `NO_COLOR=1`, `COLUMNS=80`
 unless the command sets its own, and `$MINILM` pointing at all-MiniLM-L6-v2
-(tests/checkpoints.py). Output is compared line by line, trailing spaces ignored; a line
+(tests/checkpoints.py), `$SMOLLM2` at SmolLM2-135M-Instruct's GGUF file. Output is compared line by line, trailing spaces ignored; a line
 `...` in README stands for any number of lines. A block preceded by
 `<!-- not run: REASON -->` is skipped, with its reason (files the user supplies). Inside a
 line, `[...]` stands for any text (a time, a path of the reader's machine).
@@ -18,20 +18,22 @@ from pathlib import Path
 
 import pytest
 
-from tests import checkpoints
+from tests import checkpoints, docs
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = docs.README
 BLOCK = re.compile(r"(?:<!-- not run: (?P<reason>[^>]*) -->\s*\n)?```console\n(?P<body>.*?)```", re.S)
 
 
-def examples() -> list[tuple[str, str, str | None, int]]:
-    """(command, expected output, reason not to run, line in README) for every console block."""
-    text = README.read_text(encoding="utf-8")
+def examples() -> list[tuple[str, str, str | None, str]]:
+    """(command, expected output, reason not to run, "page:line") for every console block of README and docs/."""
     found = []
-    for match in BLOCK.finditer(text):
-        lines = match["body"].rstrip("\n").split("\n")
-        assert lines[0].startswith("$ "), f"README line {text[: match.start()].count(chr(10)) + 1}: a console block starts with '$ '"
-        found.append((lines[0][2:], "\n".join(lines[1:]), match["reason"], text[: match.start("body")].count("\n") + 1))
+    for page in docs.pages():
+        text = page.read_text(encoding="utf-8")
+        for match in BLOCK.finditer(text):
+            lines = match["body"].rstrip("\n").split("\n")
+            where = f"{docs.name(page)}:{text[: match.start('body')].count(chr(10)) + 1}"
+            assert lines[0].startswith("$ "), f"{where}: a console block starts with '$ '"
+            found.append((lines[0][2:], "\n".join(lines[1:]), match["reason"], where))
     return found
 
 
@@ -69,15 +71,15 @@ def test_the_matcher_is_strict_where_readme_is_literal():
 EXAMPLES = examples()
 
 
-def test_readme_has_examples_and_says_why_any_is_not_run():
-    assert len(EXAMPLES) >= 15
-    for command, _, reason, line in EXAMPLES:
-        assert reason is None or reason.strip(), f"README line {line}: say why the block is not run"
+def test_the_docs_have_examples_and_say_why_any_is_not_run():
+    assert len(EXAMPLES) >= 15 and sum(where.startswith("README.md") for *_, where in EXAMPLES) >= 3
+    for command, _, reason, where in EXAMPLES:
+        assert reason is None or reason.strip(), f"{where}: say why the block is not run"
 
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory) -> Path:
-    """A folder to run in: README's relative paths (data/...) resolve, and files written there stay there."""
+    """A folder to run in: the pages' relative paths (data/...) resolve, and files written there stay there."""
     folder = tmp_path_factory.mktemp("readme")
     (folder / "data").symlink_to(README.parent / "data")
     return folder
@@ -89,18 +91,20 @@ SLOW_COMMANDS = ("attn heads train",)  # a training run: in `pytest -m slow`
 def example_params():
     for command, expected, reason, line in EXAMPLES:
         marks = [pytest.mark.slow] if any(slow in command for slow in SLOW_COMMANDS) else []
-        yield pytest.param(command, expected, reason, line, marks=marks, id=f"line{line}")
+        yield pytest.param(command, expected, reason, line, marks=marks, id=line)
 
 
 @pytest.mark.parametrize("command, expected, reason, line", list(example_params()))
 def test_readme_example(command, expected, reason, line, scratch):
     if reason:
-        pytest.skip(f"README line {line}: {reason}")
+        pytest.skip(f"{line}: {reason}")
     env = os.environ | {"NO_COLOR": "1", "COLUMNS": "80", "TERM": "dumb"}
     env.pop("ATTN_VECTORS", None)
     env.pop("FORCE_COLOR", None)
     if "$MINILM" in command:
         env["MINILM"] = str(checkpoints.minilm_folder())
+    if "$SMOLLM2" in command:
+        env["SMOLLM2"] = str(checkpoints.smollm2_gguf())
     attn = shutil.which("attn") or f"{sys.executable} -m attn_cli"
     done = subprocess.run(
         ["bash", "-c", command], cwd=scratch, capture_output=True, text=True, timeout=300,
@@ -110,5 +114,5 @@ def test_readme_example(command, expected, reason, line, scratch):
     if done.returncode != 0:
         shown += done.stderr
     assert matches(expected, shown), (
-        f"README line {line}: `{command}` printed (exit {done.returncode}):\n{shown}\n--- README shows:\n{expected}"
+        f"{line}: `{command}` printed (exit {done.returncode}):\n{shown}\n--- the page shows:\n{expected}"
     )

@@ -173,7 +173,7 @@ def find(
     from attn_cli.results.models import HeadsFound
 
     if model is None:
-        raise InputError("heads find needs --model PATH|NAME (a BERT or GPT-2 checkpoint)")
+        raise InputError("heads find needs --model PATH|NAME (a checkpoint: a Hugging Face folder, a .gguf file or ollama:NAME)")
     check_format(output, HeadsFound)
     path = link_set(links)
     found = find_heads(load(model), read_links(path), input_name(path), sort.value)

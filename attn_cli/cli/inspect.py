@@ -82,8 +82,9 @@ def inspect(
 ) -> None:
     """Run attention heads over a sentence: Q/K/V, scaling, the causal mask, softmax and E' = E + Delta E.
 
-    With --model, run a real checkpoint (BERT or GPT-2) instead: every layer and head, as an
-    overview, in full with --head LAYER.HEAD or --layer L, and --focus TOKEN's path through the layers.
+    With --model, run a real checkpoint instead (BERT, GPT-2, a Llama-family decoder): every
+    layer and head, as an overview, in full with --head LAYER.HEAD or --layer L, and --focus
+    TOKEN's path through the layers.
 
     Exit codes: 0 ok; 2 bad usage or input (with -, 2 when any line failed: the others are
     still done and a failed line's output is {"line": n, "error": ...}); 1 unreadable files.

@@ -7,13 +7,13 @@ import typer
 from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples
 from attn_cli.io.writers import write
 
-model_app = typer.Typer(help="Real checkpoints (BERT, GPT-2): sizes and parameter counts.", no_args_is_help=True)
+model_app = typer.Typer(help="Real checkpoints (BERT, GPT-2, Llama, Mistral, Qwen2): sizes and parameter counts.", no_args_is_help=True)
 app.add_typer(model_app, name="model")
 
 
 @model_app.command("info", cls=AttnCommand, epilog=examples("attn model info bert-base-uncased", "attn model info ./my-gpt2-folder --json"))
 def info(
-    model: Annotated[str, typer.Argument(metavar="PATH|NAME", help="A Hugging Face model folder, or a name in the local Hugging Face cache.", show_default=False)],
+    model: Annotated[str, typer.Argument(metavar="PATH|NAME", help="A Hugging Face model folder, a .gguf file, ollama:NAME[:TAG], or a name in the local Hugging Face cache.", show_default=False)],
     output: FormatOpt = Format.table,
 ) -> None:
     """Architecture, layers, heads, d_model, d_k, vocabulary and parameters: the lesson's arithmetic on a real model."""
