@@ -378,7 +378,7 @@ def test_corrupt_file(case, tmp_path, monkeypatch):
     assert not (tmp_path / "PWNED").exists()  # no pickle ran
     if case.command == INFO and outcome.code == 0 and "cut at" in case.name:
         # What a cut file still gives is the first keys, with their exact vectors: nothing made up.
-        from attn_cli.vectors.store import load
+        from attn_cli.vectors.loading import load
 
         loaded = load(path)
         n = len(loaded)

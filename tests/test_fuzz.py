@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 
 from attn_cli.vectors import formats
 from attn_cli.io.files import printable
-from attn_cli.vectors.store import Vectors, load
+from attn_cli.vectors.loading import load
+from attn_cli.vectors.store import Vectors
 from tests import checkpoints
 from tests.oracle import agrees, attn, check, softmax_reference
 from tests.test_hostile_models import change_tensors, copy_model, edit_config, float32_of, read_tensors, write_tensors

@@ -28,7 +28,8 @@ from attn_cli.lesson.softmax import softmax_result as compute_softmax
 from attn_cli.errors import DataError, InputError
 from attn_cli.io.atomic import check_writable, clean_stale, move_into_place, temporary_name, write_atomic
 from attn_cli.io.files import decode_utf8, printable
-from attn_cli.vectors.store import Vectors, load
+from attn_cli.vectors.loading import load
+from attn_cli.vectors.store import Vectors
 from tests.oracle import ATTN, agrees, attn, attn_process, check, softmax_reference
 
 needs_script = pytest.mark.skipif(ATTN is None, reason="the attn console script is not installed")

@@ -18,7 +18,8 @@ from hypothesis.extra.numpy import arrays
 
 from attn_cli.vectors import formats
 from attn_cli.errors import DataError, InputError
-from attn_cli.vectors.store import Vectors, load
+from attn_cli.vectors.loading import load
+from attn_cli.vectors.store import Vectors
 
 KEYS = ["the", "cat", "sat", "on", "mat", "naïve"]
 MATRIX = (np.arange(len(KEYS) * 5, dtype=np.float32).reshape(len(KEYS), 5) - 7.0) / 3.0  # [6, 5]
@@ -545,7 +546,7 @@ def test_detection_and_the_default_vectors_do_not_import_gensim(tmp_path):
 
     path = write_word2vec_bin(tmp_path / "words.bin")
     code = (
-        "import sys; from attn_cli.vectors import formats; from attn_cli.vectors.store import load; "
+        "import sys; from attn_cli.vectors import formats; from attn_cli.vectors.loading import load; "
         f"print(formats.detect_format({str(path)!r}), len(load())); "
         "print(sorted(m for m in ('gensim', 'scipy', 'rich') if m in sys.modules))"
     )
