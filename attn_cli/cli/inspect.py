@@ -11,7 +11,7 @@ from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt,
 from attn_cli.core.attention import Mask, Stage
 from attn_cli.errors import InputError
 from attn_cli.lesson.directions import MAX_NEIGHBORS
-from attn_cli.models.glove import MAX_TOKENS
+from attn_cli.models.base import MAX_TOKENS
 from attn_cli.vectors.tokens import Oov
 
 
@@ -117,9 +117,7 @@ def inspect(
         chosen, settings = open_glove(run, head, seed, vectors_path, limit, trust_pickle, sense, sense_set, focus=focus, neighbors=neighbors,
                                       output=output, stream=text == "-")
         overview = False
-    from attn_cli.views.inspect import ViewOptions
-
-    options = ViewOptions(stage=(stage or Stage.weights).value, transpose=transpose, per_head=per_head, picture=picture, overview=overview)
+    view_options = dict(stage=(stage or Stage.weights).value, transpose=transpose, per_head=per_head, picture=picture, overview=overview)
 
     def compute(line: str | bytes):
         from attn_cli.analysis.inspect import inspect
@@ -127,11 +125,11 @@ def inspect(
         return inspect(chosen, line_text(line), settings)
 
     def view(result, line: int) -> list:
-        from attn_cli import views
+        from attn_cli.views.inspect import ViewOptions, inspect_view
 
         if result.senses_note:
             say(result.senses_note if text != "-" else f"line {line}: {result.senses_note}")
-        return views.inspect_view(result, options)
+        return inspect_view(result, ViewOptions(**view_options))
 
     emit(lines, compute, view, single=text != "-", output=output, exports=(svg, html, width, text), force=force)
 

@@ -15,9 +15,11 @@ from attn_cli.models.weights import Weights
 
 def open_source(spec: str):
     """The Source `--model` names (see attn_cli.models.sources)."""
-    from attn_cli.models.sources import folder, ollama
+    from attn_cli.models.sources import folder
 
-    if ollama.is_ollama(spec):
+    if spec.startswith("ollama:"):
+        from attn_cli.models.sources import ollama
+
         return ollama.load(spec)
     from attn_cli.io.files import user_path
 
