@@ -165,7 +165,11 @@ class Transformer:
 
     def forward(self, tokens: Tokens, keep_scores: bool = False) -> Trace:
         """Every layer over the tokens. `keep_scores`: also keep each head's Q K^T before scaling (--stage scores)."""
+        from attn_cli.io.blas import threads_for
+
         spec = self.spec
+        threads_for(len(tokens.ids))
+        self.weights.passes += 1
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked layer by layer: one message, not NumPy's warnings
             x = self.held(self.embeddings(tokens.ids), None, "embeddings", norms=True)  # [n, d]
             n = len(x)
