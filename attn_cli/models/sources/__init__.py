@@ -23,10 +23,11 @@ class Source(Record):
     """What a reader found (a plain class: --model defines it on every start)."""
 
     __slots__ = ("path", "name", "config", "tensors", "chat_template", "bos_token_id", "eos_token_id", "add_bos_token", "add_eos_token",
-                 "tokenizer_factory")
+                 "tokenizer_factory", "bos_token", "eos_token")
 
     def __init__(self, path: Path, name: str, config: dict, tensors: dict, chat_template: str | None = None, bos_token_id: int | None = None,
-                 eos_token_id: int | None = None, add_bos_token: bool = False, add_eos_token: bool = False, tokenizer_factory=None):
+                 eos_token_id: int | None = None, add_bos_token: bool = False, add_eos_token: bool = False, tokenizer_factory=None,
+                 bos_token: str | None = None, eos_token: str | None = None):
         self.path = path  # the file (or folder) the weights are read from
         self.name = name  # what to call the model (see each reader)
         self.config = config  # Hugging Face config.json keys (model_type, hidden_size, num_key_value_heads, ...)
@@ -37,6 +38,8 @@ class Source(Record):
         self.add_bos_token = add_bos_token  # the tokenizer puts BOS before a sentence
         self.add_eos_token = add_eos_token
         self.tokenizer_factory = tokenizer_factory  # () -> tokenizers.Tokenizer
+        self.bos_token = bos_token  # its text, for a chat template ({{ bos_token }}); None: found from bos_token_id
+        self.eos_token = eos_token
 
     def tokenizer(self):
         """The model's own tokenizer (a `tokenizers.Tokenizer`), built on each call: keep the one you get."""
