@@ -7,7 +7,6 @@ from attn_cli.heads import evaluation
 from attn_cli.heads import senses as sense_eval
 from attn_cli.heads import registry as heads
 from attn_cli.analysis import senses
-from attn_cli.heads import training
 from attn_cli.heads import links as link_files
 from attn_cli.core.attention import Head, Mask, causal_mask, run_head
 from attn_cli.core.blocks import input_embeddings
