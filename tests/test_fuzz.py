@@ -167,7 +167,8 @@ def test_softmax_agrees_with_an_exact_reference(values, temperature, through_std
     assert math.fsum(probabilities) == pytest.approx(1.0, abs=1e-12)
 
 
-VECTOR_OPTIONS = {"--vectors": mostly(st.just("small"), st.sampled_from(["empty.txt", "garbage.bin", "lying.txt", "nan.txt", "missing", "."])),
+long_paths = st.tuples(st.integers(200, 5000), nasty).map(lambda t: "x" * t[0] + t[1])  # the OS refuses the name: OSError, not attn's checks
+VECTOR_OPTIONS = {"--vectors": mostly(st.just("small"), st.one_of(st.sampled_from(["empty.txt", "garbage.bin", "lying.txt", "nan.txt", "missing", "."]), long_paths)),
                   "--limit": mostly(st.sampled_from(["1000", "50", "5000"]), integer)}
 
 
@@ -314,7 +315,8 @@ def test_heads_find(args):
 
 
 @FUZZ
-@given(argv(["model", "info"], ["--json"], {}, st.nothing(), required=[mostly(st.just(str(checkpoints.tiny_gpt2_folder())), st.one_of(st.sampled_from(["small", "missing", "."]), text))], max_items=2))
+@given(argv(["model", "info"], ["--json"], {}, st.nothing(), required=[mostly(st.just(str(checkpoints.tiny_gpt2_folder())),
+                                                                            st.one_of(st.sampled_from(["small", "missing", "."]), text, long_paths))], max_items=2))
 def test_model_info(args):
     run_case("model info", args)
 
