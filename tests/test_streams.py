@@ -6,21 +6,32 @@ Real subprocesses where only a process shows it (descriptors, buffering, signals
 real entry point in this process otherwise (tests/oracle.py).
 """
 
+import json
 import os
+import re
+import signal
 import subprocess
+import time
+from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import attn_cli
+from attn_cli import formats
 from attn_cli.files import MAX_SHOWN_PATH, printable, shown_path
+from attn_cli.vectors import Vectors
 from tests import checkpoints
 from tests.oracle import ATTN, attn, check
 
 needs_script = pytest.mark.skipif(ATTN is None, reason="the attn console script is not installed")
 G = checkpoints.tiny_gpt2_folder()
+D = 50
 BAD_FD = "attn: cannot write to standard output (Bad file descriptor)\n"
 FULL = "attn: cannot write to standard output (No space left on device)\n"
+INTERRUPTED = "attn: interrupted\n"
 CONTROLS = [chr(c) for c in (*range(0x20), *range(0x7F, 0xA0))]
 
 
@@ -98,3 +109,98 @@ def test_a_shown_path_is_one_bounded_printable_line(text):
     assert len(shown) <= MAX_SHOWN_PATH + len(f" ({len(text):,} characters)")
     if len(printable(text)) <= MAX_SHOWN_PATH:
         assert shown == printable(text)
+
+
+# --- Ctrl-C ---------------------------------------------------------------------------------------
+
+
+def ctrl_c(args: list[str], delay: float, stdin=subprocess.DEVNULL) -> tuple[int, str]:
+    """Start a real `attn`, send it SIGINT `delay` seconds later: (exit status, stderr)."""
+    child = subprocess.Popen([ATTN, *args], stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=process_env())
+    time.sleep(delay)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=120)
+    return child.returncode, err.decode("utf-8", "replace")
+
+
+ENTRY = Path(attn_cli.__file__).parent / "__main__.py"
+HANDLER_LINE = next(n for n, line in enumerate(ENTRY.read_text().splitlines(), 1) if line.startswith("    _signal.signal(_signal.SIGINT"))
+FRAME = re.compile(r'File "([^"]*attn_cli[/\\][^"]*)", line (\d+), in (\S+)')
+
+
+def before_the_handler(code: int, err: str) -> bool:
+    """The signal came before attn's handler was in place (Python's own start-up, the loading of attn's
+    entry module up to the handler's line): the process killed outright, or Python's KeyboardInterrupt,
+    which attn's handler never raises (a traceback, a fatal start-up error, or one Python reported and
+    went on from: a .pth file site could not run, "Exception ignored" in an import's callback). Never an
+    exception of attn's, nor a frame of attn's code past that line."""
+    if re.search(r"(?m)^(\S+\.)?Interrupted\b", err) or "internal error" in err:  # attn's exception, or its message of a bug
+        return False
+    for path, line, where in FRAME.findall(err):
+        if not (path.endswith("__init__.py") or (Path(path).name == "__main__.py" and where == "<module>" and int(line) <= HANDLER_LINE)):
+            return False
+    return "KeyboardInterrupt" in err or (code == -signal.SIGINT and err == "")
+
+
+def check_ctrl_c(outcomes: list[tuple[float, int, str]]) -> None:
+    """Every run ended in one `attn: interrupted` line and exit 130, had finished, or was stopped before attn's handler was in place."""
+    for delay, code, err in outcomes:
+        assert (code, err) in ((130, INTERRUPTED), (0, "")) or before_the_handler(code, err), f"SIGINT at {delay * 1000:.0f} ms: exit {code}\n{err}"
+    assert sum(code == 130 for _, code, _ in outcomes) >= len(outcomes) // 4, outcomes  # most signals land in attn's own start
+
+
+def run_time(args: list[str]) -> float:
+    """Seconds a real `attn` takes from launch to exit, measured here and now (the machine may be busy)."""
+    start = time.monotonic()
+    subprocess.run([ATTN, *args], stdin=subprocess.DEVNULL, capture_output=True, env=process_env(), timeout=120)
+    return time.monotonic() - start
+
+
+def moments(args: list[str], n: int) -> list[float]:
+    """n delays spread over the whole run of `args`, from its launch, and the 30-40 ms after it."""
+    whole = run_time(args)
+    return [whole * i / n for i in range(n)] + [0.03, 0.035, 0.04]
+
+
+@needs_script
+def test_ctrl_c_at_any_moment_of_the_start_is_one_line_and_exit_130():
+    delays = moments(["softmax", "1", "2"], 12)
+    check_ctrl_c([(d, *ctrl_c(["softmax", "1", "2"], d)) for d in delays * 2])
+
+
+@needs_script
+@pytest.mark.slow
+def test_ctrl_c_at_any_moment_many_times():
+    commands = [["softmax", "1", "2"], ["inspect", "the cat sat", "--json"], ["model", "info", str(G)], ["heads", "list"]]
+    check_ctrl_c([(d, *ctrl_c(command, d)) for command in commands for d in moments(command, 50)])
+
+
+@needs_script
+def test_ctrl_c_while_reading_stdin_is_one_line_and_exit_130():
+    child = subprocess.Popen([ATTN, "inspect", "-", "--jsonl", "--head", "identity"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=process_env())
+    child.stdin.write(b"the cat sat\n")
+    child.stdin.flush()
+    first = json.loads(child.stdout.readline())  # answered: attn now waits for the next line
+    child.send_signal(signal.SIGINT)
+    rest, err = child.communicate(timeout=60)
+    assert first["line"] == 1 and rest == b""
+    assert (child.returncode, err.decode()) == (130, INTERRUPTED)
+
+
+@needs_script
+def test_ctrl_c_during_convert_leaves_the_destination_as_it_was(tmp_path):
+    source, out = tmp_path / "source", tmp_path / "out"
+    formats.write_fast(Vectors([f"w{i}" for i in range(300_000)], np.ones((300_000, D), np.float32)), source)  # 60 MB to write
+    out.mkdir()
+    formats.write_fast(Vectors(["old"], np.ones((1, D), np.float32)), out / "glove")
+    before = {p.name: p.read_bytes() for p in (out / "glove").iterdir()}
+    writer = subprocess.Popen([ATTN, "vectors", "convert", source, out / "glove", "--force"], stderr=subprocess.PIPE, env=process_env())
+    deadline = time.monotonic() + 60
+    while writer.poll() is None and time.monotonic() < deadline and len(list(out.iterdir())) < 2:
+        time.sleep(0.001)
+    writer.send_signal(signal.SIGINT)  # mid-write: its temporary folder is there
+    _, err = writer.communicate(timeout=60)
+    assert (writer.returncode, err.decode()) == (130, INTERRUPTED)
+    assert [p.name for p in out.iterdir()] == ["glove"]  # the temporary folder removed on the way out
+    assert {p.name: p.read_bytes() for p in (out / "glove").iterdir()} == before

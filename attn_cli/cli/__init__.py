@@ -82,8 +82,10 @@ def main() -> None:
         finally:
             sys.stdout.flush()  # so a full disk or a closed pipe shows up here, not at interpreter exit
     except OSError as e:
-        from attn_cli.cli.app import say
+        from attn_cli.cli.app import interruption, say
 
+        if (stop := interruption(e)) is not None:  # a write that failed as Ctrl-C stopped the command
+            raise stop from None
         # A reader that went away (`| head`) stops the command quietly, as Click does. Anything else (a
         # closed stdout, a full disk, a file name too long) says why, on one line, as coreutils do.
         if e.errno != errno.EPIPE:
