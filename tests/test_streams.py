@@ -6,12 +6,15 @@ Real subprocesses where only a process shows it (descriptors, buffering, signals
 real entry point in this process otherwise (tests/oracle.py).
 """
 
+import csv
+import io
 import json
 import os
 import re
 import signal
 import subprocess
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +24,9 @@ from hypothesis import strategies as st
 
 import attn_cli
 from attn_cli import formats
+from attn_cli.errors import DataError, InputError
 from attn_cli.files import MAX_SHOWN_PATH, printable, shown_path
+from attn_cli.lines import BLANK_LISTED, Lines
 from attn_cli.vectors import Vectors
 from tests import checkpoints
 from tests.oracle import ATTN, attn, check
@@ -204,3 +209,67 @@ def test_ctrl_c_during_convert_leaves_the_destination_as_it_was(tmp_path):
     assert (writer.returncode, err.decode()) == (130, INTERRUPTED)
     assert [p.name for p in out.iterdir()] == ["glove"]  # the temporary folder removed on the way out
     assert {p.name: p.read_bytes() for p in (out / "glove").iterdir()} == before
+
+
+# --- lines of stdin: blank, or on damaged data ----------------------------------------------------
+
+
+@pytest.fixture
+def nan_vectors(tmp_path) -> Path:
+    """word2vec text in which 'cat' is a row of NaN."""
+    rows = {"the": np.linspace(0.1, 1, D), "dog": np.linspace(1, 0.1, D), "cat": np.r_[np.nan, np.ones(D - 1)], "mat": np.linspace(-1, 1, D)}
+    path = tmp_path / "nan.txt"
+    path.write_text(f"{len(rows)} {D}\n" + "".join(k + " " + " ".join(repr(float(v)) for v in r) + "\n" for k, r in rows.items()))
+    return path
+
+
+def test_blank_lines_are_counted_in_constant_memory():
+    n = 200_000
+    source = Lines((number, b"") for number in range(1, n + 1))
+    tracemalloc.start()
+    assert list(source.results(lambda text: None)) == []
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert source.blank == n and source.first_blank == list(range(1, BLANK_LISTED + 1))
+    assert peak < 64 * 1024, peak  # a list of their numbers would hold 200,000 ints (> 5 MB)
+    assert source.blank_note() == "skipped 200,000 blank lines (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ...)"
+
+
+def test_blank_lines_are_said_once():
+    out = check(attn("inspect", "-", "--jsonl", "--head", "identity", stdin=b"\n" * 1500 + b"the cat\n\n"))
+    assert out.code == 0 and [json.loads(line)["line"] for line in out.text.splitlines()] == [1501]
+    assert out.stderr == "attn: skipped 1,501 blank lines (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ...)\n"
+
+
+@pytest.mark.parametrize("fmt", ["--jsonl", "--json", "--csv", None])
+def test_a_line_on_damaged_data_fails_alone_and_the_stream_goes_on(nan_vectors, fmt):
+    out = check(attn("inspect", "-", "--vectors", nan_vectors, "--head", "identity", *([fmt] if fmt else []), stdin=b"the dog\nthe cat\nthe mat\n"))
+    assert out.code == 1, out
+    error = f"{nan_vectors}: the vector of 'cat' holds NaN or infinite values"
+    if fmt == "--jsonl":
+        objects = [json.loads(line) for line in out.text.splitlines()]
+        assert [o["line"] for o in objects] == [1, 2, 3] and objects[1] == {"line": 2, "error": error} and "heads" in objects[2]
+    elif fmt == "--json":
+        assert [o.get("error") for o in json.loads(out.text)] == [None, error, None]
+    elif fmt == "--csv":
+        assert {row["line"] for row in csv.DictReader(io.StringIO(out.text))} == {"1", "3"}
+    said = [f"attn: line 2: {error}"] if fmt in ("--csv", None) else []  # JSON carries it in the line's object
+    assert out.stderr.splitlines() == [*said, "attn: 1 of 3 lines failed (1 on damaged data)"]
+
+
+def test_lines_that_fail_on_their_own_text_alone_exit_2(nan_vectors):
+    out = check(attn("inspect", "-", "--vectors", nan_vectors, "--head", "identity", "--jsonl", stdin=b"the dog\nzzqx\n"))
+    assert out.code == 2 and out.stderr.endswith("attn: 1 of 2 lines failed\n")
+
+
+def test_lines_mark_which_failures_met_damaged_data():
+    def compute(text):
+        if text == "bad data":
+            raise DataError("damaged")
+        if text == "bad line":
+            raise InputError("refused")
+        return text
+
+    source = Lines(enumerate(["ok", "bad line", "bad data", "ok"], 1))
+    assert [(line.number, line.error) for line in source.results(compute)] == [(1, None), (2, "refused"), (3, "damaged"), (4, None)]
+    assert (source.read, source.damaged, source.exit_code()) == (4, 1, 1)

@@ -84,8 +84,9 @@ def inspect(
     With --model, run a real checkpoint (BERT or GPT-2) instead: every layer and head, as an
     overview, in full with --head LAYER.HEAD or --layer L, and --focus TOKEN's path through the layers.
 
-    Exit codes: 0 ok; 2 bad usage or input (with -, 2 when any line failed: the others are
-    still done and a failed line's output is {"line": n, "error": ...}); 1 unreadable files.
+    Exit codes: 0 ok; 2 bad usage or input; 1 an unreadable or damaged file; 130 Ctrl-C. With -,
+    a failed line's output is {"line": n, "error": ...} and the other lines are still done; the
+    exit code is then 1 if a line met damaged data (a NaN vector, say), else 2.
     """
     from attn_cli.files import check_text
 
@@ -209,7 +210,8 @@ def inspect_checkpoint(spec: str, lines, *, single: bool, heads, layer, words, h
 def emit(lines, compute, view, *, single: bool, output: Format, exports, force: bool) -> None:
     """Each input line's result in the chosen format (the terminal view also saved as SVG/HTML).
 
-    With several lines, a failed line is reported and the others go on; exit 2 at the end if any failed.
+    With several lines, a failed line is reported and the others go on; at the end, exit 1 if a line
+    met damaged data, else 2 if any failed.
     One sentence given as an argument fails as any command does: one `attn: ...` line, nothing on stdout.
     """
     from attn_cli import writers
@@ -234,8 +236,8 @@ def emit(lines, compute, view, *, single: bool, output: Format, exports, force: 
     if note := source.blank_note():
         say(note)
     if failed:
-        say(f"{failed} of {source.read} lines failed")
-        raise typer.Exit(2)
+        say(f"{failed} of {source.read} lines failed" + (f" ({source.damaged} on damaged data)" if source.damaged else ""))
+        raise typer.Exit(source.exit_code())
 
 
 def show(items, view, *, single: bool, exports, force: bool) -> int:
