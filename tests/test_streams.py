@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -27,6 +28,7 @@ from attn_cli import formats
 from attn_cli.errors import DataError, InputError
 from attn_cli.files import MAX_SHOWN_PATH, printable, shown_path
 from attn_cli.lines import BLANK_LISTED, Lines
+from attn_cli.memory import CHARACTERS_PER_POSITION
 from attn_cli.vectors import Vectors
 from tests import checkpoints
 from tests.oracle import ATTN, attn, check
@@ -273,3 +275,46 @@ def test_lines_mark_which_failures_met_damaged_data():
     source = Lines(enumerate(["ok", "bad line", "bad data", "ok"], 1))
     assert [(line.number, line.error) for line in source.results(compute)] == [(1, None), (2, "refused"), (3, "damaged"), (4, None)]
     assert (source.read, source.damaged, source.exit_code()) == (4, 1, 1)
+
+
+# --- a model's lines: bounded before its tokenizer sees them --------------------------------------
+
+
+def peak_memory_mb(args: list[str], stdin: bytes) -> tuple[int, bytes, float]:
+    """(exit status, stdout, peak resident memory in MB) of a real `attn` given `stdin`, measured by a
+    process of its own, whose only child it is."""
+    probe = ("import resource, subprocess, sys\n"
+             f"done = subprocess.run({[ATTN, *args]!r}, stdin=sys.stdin, capture_output=True)\n"
+             "sys.stderr.write(f'{done.returncode} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}\\n')\n"
+             "sys.stdout.buffer.write(done.stdout)\n")
+    done = subprocess.run([sys.executable, "-c", probe], input=stdin, capture_output=True, env=process_env(), timeout=300)
+    code, kilobytes = done.stderr.split()[-2:]
+    return int(code), done.stdout, int(kilobytes) / 1024
+
+
+@needs_script
+def test_a_huge_model_line_is_refused_before_the_tokenizer_sees_it():
+    """A 10 MB line cost the tokenizer 2.4 GB (and 30 MB aborted it under a 4 GB limit): refused by its
+    length, it costs what reading it does, and the next line is answered."""
+    code, out, peak = peak_memory_mb(["inspect", "-", "--model", str(G), "--jsonl"], b"a " * 5_000_000 + b"\nthe cat\n")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 2 and [line["line"] for line in lines] == [1, 2] and "tokens" in lines[1]
+    assert lines[0]["error"].startswith("a line of 10,000,000 characters, more than the 2,048 (32 for each of the 64 positions)")
+    assert peak < 600, f"{peak:.0f} MB"
+
+
+@needs_script
+def test_a_huge_links_line_for_heads_find_is_refused_before_the_tokenizer_sees_it(tmp_path):
+    links = tmp_path / "links.tsv"
+    links.write_text("the small cat\tcat\tsmall\n" + "a " * 5_000_000 + "red car\tcar\tred\n")
+    code, out, peak = peak_memory_mb(["heads", "find", str(links), "--model", str(G)], b"")
+    assert code == 2 and peak < 600, f"{peak:.0f} MB"
+    one_line(attn("heads", "find", links, "--model", G), 2, "links.tsv line 2: a line of 10,000,007 characters, more than the 2,048")
+
+
+def test_a_model_line_is_bounded_at_exactly_its_characters_per_position():
+    limit = 64 * CHARACTERS_PER_POSITION
+    out = attn("inspect", "-", "--model", G, "--jsonl", stdin=("a" * limit + "\n" + "a" * (limit + 1) + "\n").encode())
+    first, second = (json.loads(line)["error"] for line in out.text.splitlines())
+    assert "positions tiny-gpt2 has" in first  # the tokenizer's own count says it is too long
+    assert second.startswith(f"a line of {limit + 1:,} characters")  # refused before tokenizing

@@ -161,6 +161,7 @@ def find(
     """
     from attn_cli import training
     from attn_cli.files import input_name
+    from attn_cli.memory import check_line_length
     from attn_cli.models import inspection, transformer
 
     from attn_cli.models.results import HeadsFound
@@ -169,5 +170,12 @@ def find(
         raise InputError("heads find needs --model PATH|NAME (a BERT or GPT-2 checkpoint)")
     check_format(output, HeadsFound)
     path = inspection.link_set(links)
-    found = inspection.find_heads(transformer.load(model), training.read_links(path), input_name(path), sort.value)
+    checkpoint, source = transformer.load(model), input_name(path)
+    labelled = training.read_links(path)
+    for link in labelled:  # before the tokenizer sees a sentence: a huge one would cost it gigabytes
+        try:
+            check_line_length(link.sentence, checkpoint.max_positions, checkpoint.name)
+        except InputError as e:
+            raise InputError(f"{source} line {link.line}: {e}") from None
+    found = inspection.find_heads(checkpoint, labelled, source, sort.value)
     write(found, output, "heads_found", top)

@@ -177,7 +177,7 @@ def inspect(
 
 def inspect_checkpoint(spec: str, lines, *, single: bool, heads, layer, words, hide_special, stage, focus, neighbors, transpose, output, exports, force, picture=False) -> None:
     """`inspect --model`: a real checkpoint's layers and heads over each sentence."""
-    from attn_cli.memory import BYTES_PER_CELL, check_memory
+    from attn_cli.memory import BYTES_PER_CELL, check_line_length, check_memory
     from attn_cli.models import inspection, transformer
 
     model = transformer.load(spec)
@@ -201,6 +201,7 @@ def inspect_checkpoint(spec: str, lines, *, single: bool, heads, layer, words, h
 
     def compute(line: str | bytes):
         sentence = line_text(line)
+        check_line_length(sentence, model.max_positions, model.name)
         check_memory(len(model.tokenize(sentence).ids), matrices, f"{model.n_layers} layers x {model.n_heads} heads")
         return inspection.inspect_model(model, sentence, settings)
 
