@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 import attn_cli
 from attn_cli import formats
+from attn_cli.atomic import clean_stale, move_into_place, remove_written, temporary_name
 from attn_cli.errors import DataError, InputError
 from attn_cli.files import MAX_SHOWN_PATH, printable, shown_path
 from attn_cli.lines import BLANK_LISTED, Lines
@@ -318,3 +319,75 @@ def test_a_model_line_is_bounded_at_exactly_its_characters_per_position():
     first, second = (json.loads(line)["error"] for line in out.text.splitlines())
     assert "positions tiny-gpt2 has" in first  # the tokenizer's own count says it is too long
     assert second.startswith(f"a line of {limit + 1:,} characters")  # refused before tokenizing
+
+
+# --- --force and files added while attn works -----------------------------------------------------
+
+
+def attn_folder(path: Path, keys: list[str]) -> Path:
+    formats.write_fast(Vectors(keys, np.ones((len(keys), 4), np.float32)), path)
+    return path
+
+
+def test_force_keeps_a_folder_the_user_added_to_during_the_conversion(tmp_path):
+    """The file arrives while convert reads its source, after the check made before the work."""
+    source, dst = attn_folder(tmp_path / "source", ["a", "b", "c"]), attn_folder(tmp_path / "dst", ["old"])
+    source_text = tmp_path / "source.txt"
+    source_text.write_text("3 4\n" + "".join(f"{k} 1 2 3 4\n" for k in "abc"))
+    before = {p.name: p.read_bytes() for p in dst.iterdir()}
+
+    def user_adds_a_file(done: int) -> None:
+        (dst / "notes.txt").write_text("precious\n")
+
+    with pytest.raises(InputError, match=r"dst: notes.txt appeared in it while attn worked; left as it is, not replaced"):
+        formats.convert(source_text, dst, force=True, on_bytes=user_adds_a_file)
+    assert {p.name: p.read_bytes() for p in dst.iterdir()} == {**before, "notes.txt": b"precious\n"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dst", "source", "source.txt"]  # nothing half-written left beside it
+    with pytest.raises(InputError, match="holding other files"):
+        formats.convert(source, dst, force=True)  # the next run refuses it up front
+
+
+@needs_script
+def test_force_keeps_a_file_added_while_a_real_conversion_runs(tmp_path):
+    source, out = tmp_path / "source", tmp_path / "out"
+    formats.write_fast(Vectors([f"w{i}" for i in range(300_000)], np.ones((300_000, D), np.float32)), source)
+    out.mkdir()
+    dst = attn_folder(out / "dst", ["old"])
+    writer = subprocess.Popen([ATTN, "vectors", "convert", source, dst, "--force"], stderr=subprocess.PIPE, env=process_env())
+    deadline = time.monotonic() + 60
+    while writer.poll() is None and time.monotonic() < deadline and len(list(out.iterdir())) < 2:
+        time.sleep(0.001)
+    writer.send_signal(signal.SIGSTOP)  # held mid-write, so the file surely comes while it works
+    (dst / "notes.txt").write_text("precious\n")
+    writer.send_signal(signal.SIGCONT)
+    _, err = writer.communicate(timeout=120)
+    assert (writer.returncode, err.decode()) == (2, f"attn: {dst}: notes.txt appeared in it while attn worked; left as it is, not replaced\n")
+    assert (dst / "notes.txt").read_text() == "precious\n" and formats.load_fast(dst).index_to_key == ["old"]
+    assert [p.name for p in out.iterdir()] == ["dst"]
+
+
+def test_only_the_files_attn_wrote_are_removed_from_an_old_folder(tmp_path):
+    old = attn_folder(tmp_path / "old", ["a"])
+    (old / "late.txt").write_text("came through a folder still open\n")
+    assert not remove_written(old, formats.FAST_FILES)
+    assert [p.name for p in old.iterdir()] == ["late.txt"]
+    (old / "late.txt").unlink()
+    assert remove_written(old, formats.FAST_FILES) is True and not old.exists()
+
+
+def test_a_stale_old_folder_holding_a_users_file_is_kept(tmp_path):
+    dst = attn_folder(tmp_path / "dst", ["new"])
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    aside = tmp_path / f".dst.{child.pid}.0123abcd.old"
+    attn_folder(aside, ["old"])
+    (aside / "notes.txt").write_text("precious\n")
+    assert clean_stale(dst, formats.FAST_FILES) == []
+    assert [p.name for p in aside.iterdir()] == ["notes.txt"]  # attn's files gone, the user's kept
+
+
+def test_replacing_a_folder_that_holds_only_attns_files_still_works(tmp_path):
+    dst = attn_folder(tmp_path / "dst", ["old"])
+    new = attn_folder(temporary_name(dst), ["new"])
+    move_into_place(new, dst, replace=True, written=formats.FAST_FILES)
+    assert formats.load_fast(dst).index_to_key == ["new"] and [p.name for p in tmp_path.iterdir()] == ["dst"]
