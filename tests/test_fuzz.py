@@ -293,7 +293,7 @@ def test_heads_eval(args):
     st.sampled_from(["links.tsv", "latin1.tsv", "empty.txt", "missing.tsv", "cases.tsv", "."]),
     st.sampled_from(["out.npz", "new.npz", "out-existing.npz", "x.txt", "missing/x.npz", "."]),
     argv([], ["--json", "--force"], {
-        "--steps": st.sampled_from(["1", "2", "0", "-1", "x"]), "--d-k": st.sampled_from(["1", "4", "0", "513", "x"]),
+        "--steps": st.sampled_from(["1", "2", "0", "-1", "x", "100001", "9223372036854775808"]), "--d-k": st.sampled_from(["1", "4", "0", "513", "x"]),
         "--holdout": st.sampled_from(["0", "0.5", "0.95", "-1", "nan"]), "--mask": st.sampled_from(["causal", "none", "x"]),
         "--seed": integer, "--vectors": st.just("small"), "--oov": st.sampled_from(["skip", "zero", "bad"]),
     }, st.sampled_from(["extra", "links.tsv"]), max_items=4),

@@ -391,3 +391,15 @@ def test_replacing_a_folder_that_holds_only_attns_files_still_works(tmp_path):
     new = attn_folder(temporary_name(dst), ["new"])
     move_into_place(new, dst, replace=True, written=formats.FAST_FILES)
     assert formats.load_fast(dst).index_to_key == ["new"] and [p.name for p in tmp_path.iterdir()] == ["dst"]
+
+
+# --- --steps --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("steps", ["9223372036854775808", "100001"])
+def test_steps_beyond_the_maximum_are_a_usage_error(tmp_path, steps):
+    out = attn("heads", "train", Path(__file__).parents[1] / "data" / "heads" / "adjective_train.tsv", tmp_path / "h.npz", "--steps", steps)
+    check(out)
+    assert out.code == 2 and out.stderr.splitlines()[-1] == f"attn: invalid value for '--steps': {steps} is not in the range 1<=x<=100000"
+    assert not (tmp_path / "h.npz").exists()
+    assert "at most 100,000" in attn("heads", "train", "--help").text

@@ -15,6 +15,8 @@ from attn_cli.tokens import Oov
 from attn_cli.writers import check_format, write
 from attn_cli.errors import InputError
 
+MAX_STEPS = 100_000  # --steps: 300x the default (each step is a pass over every link); more is a typo, not a plan
+
 heads_app = typer.Typer(help="List the attention heads, train your own from labelled links, score heads on a file, or find a real model's head that does X.", no_args_is_help=True)
 app.add_typer(heads_app, name="heads")
 
@@ -54,7 +56,7 @@ def train(
     links: Annotated[Path, typer.Argument(metavar="LINKS", help="Labelled links: sentence<TAB>query word<TAB>key word per line; '#' comments; - reads stdin.", show_default=False)],
     out: Annotated[Path, typer.Argument(metavar="FILE", help="The .npz head file to write.", show_default=False)],
     d_k: Annotated[int, typer.Option("--d-k", min=1, max=512, help="Size of queries and keys.")] = 16,
-    steps: Annotated[int, typer.Option("--steps", min=1, help="Adam steps on W_Q, W_K.")] = 300,
+    steps: Annotated[int, typer.Option("--steps", min=1, max=MAX_STEPS, help=f"Adam steps on W_Q, W_K (at most {MAX_STEPS:,}).")] = 300,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the initial weights and of the held-out split.")] = 0,
     holdout: Annotated[float, typer.Option("--holdout", min=0.0, max=0.9, help="Share of sentences held out to measure the head.")] = 0.2,
     mask: Annotated[Mask, typer.Option("--mask", help="Train under the causal mask (keys must precede their query) or none.")] = Mask.causal,
