@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attn_cli
-from attn_cli import formats
+from attn_cli import formats, writers
 from attn_cli.atomic import clean_stale, move_into_place, remove_written, temporary_name
 from attn_cli.errors import DataError, InputError
 from attn_cli.files import MAX_SHOWN_PATH, printable, shown_path
@@ -403,3 +403,63 @@ def test_steps_beyond_the_maximum_are_a_usage_error(tmp_path, steps):
     assert out.code == 2 and out.stderr.splitlines()[-1] == f"attn: invalid value for '--steps': {steps} is not in the range 1<=x<=100000"
     assert not (tmp_path / "h.npz").exists()
     assert "at most 100,000" in attn("heads", "train", "--help").text
+
+
+# --- CSV and TSV cells ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def odd_vectors(tmp_path) -> Path:
+    keys = ["cat", "dog", "\x1b]0;pwned\x07", "=1+1", "@SUM(A1)", "+x", "-lrb-", "\x9b31mred"]
+    path = tmp_path / "odd.txt"
+    rng = np.random.default_rng(0)
+    path.write_text(f"{len(keys)} 4\n" + "".join(k + " " + " ".join(f"{v:.4f}" for v in rng.normal(size=4)) + "\n" for k in keys))
+    return path
+
+
+def rows_of(out, delimiter=",") -> list[dict]:
+    return list(csv.DictReader(io.StringIO(out.text), delimiter=delimiter))
+
+
+@pytest.mark.parametrize("fmt, delimiter", [("--csv", ","), ("--tsv", "\t")])
+def test_control_characters_in_cells_are_escaped(odd_vectors, fmt, delimiter):
+    keys = ["cat", "\x1b]0;pwned\x07", "\x9b31mred"]
+    out = check(attn("similarity", *keys, "--vectors", odd_vectors, fmt))
+    assert out.code == 0 and not set(out.text) & (set(CONTROLS) - {"\n", delimiter})
+    assert [(r["a"], r["b"]) for r in rows_of(out, delimiter)] == [("cat", "\\x1b]0;pwned\\x07"), ("cat", "\\x9b31mred"), ("\\x1b]0;pwned\\x07", "\\x9b31mred")]
+    out = check(attn("inspect", "the \x1b[31mcat", "--oov", "zero", "--head", "identity", fmt))
+    assert "\\x1b" in {r["key_token"] for r in rows_of(out, delimiter)}
+
+
+def test_formula_cells_are_left_alone_unless_asked_for_a_spreadsheet(odd_vectors):
+    words = ["cat", "=1+1", "@SUM(A1)", "+x", "-lrb-"]
+    plain = rows_of(check(attn("similarity", "--vectors", odd_vectors, "--csv", "--", *words)))
+    assert {r["b"] for r in plain} == {"=1+1", "@SUM(A1)", "+x", "-lrb-"}  # for pandas and R, cells as they are
+    quoted = rows_of(check(attn("similarity", "--vectors", odd_vectors, "--csv", "--spreadsheet", "--", *words)))
+    assert {r["b"] for r in quoted} == {"'=1+1", "'@SUM(A1)", "'+x", "'-lrb-"}
+    assert [r["dot"] for r in quoted] == [r["dot"] for r in plain] and any(r["dot"].startswith("-") for r in plain)  # numbers untouched
+    out = check(attn("softmax", "-1", "-2", "--tsv", "--spreadsheet"))
+    assert [r["value"] for r in rows_of(out, "\t")] == ["-1.0", "-2.0"]
+
+
+@pytest.mark.parametrize("args", [["softmax", "1", "2", "--spreadsheet"], ["similarity", "cat", "dog", "--json", "--spreadsheet"]])
+def test_spreadsheet_without_csv_is_a_usage_error(args):
+    out = check(attn(*args))
+    assert out.code == 2 and out.stderr.endswith("attn: --spreadsheet applies to --csv and --tsv output\n")
+
+
+def test_spreadsheet_is_offered_only_where_there_are_rows():
+    for command in (["softmax"], ["inspect"], ["similarity"], ["analogy"], ["heads", "eval"]):
+        assert "--spreadsheet" in attn(*command, "--help").text, command
+    for command in (["model", "info"], ["vectors", "info"], ["vectors", "convert"], ["heads", "list"], ["heads", "train"], ["heads", "find"]):
+        assert "--spreadsheet" not in attn(*command, "--help").text, command
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(), st.text(st.sampled_from(["=", "+", "-", "@", "a", " ", "\t", "\r", "\n", "\x1b", "\x9b", "\x7f"]))), st.booleans())
+def test_a_text_cell_never_holds_a_control_character_and_a_quoted_one_never_starts_a_formula(text, as_text):
+    escaped = "".join(repr(c)[1:-1] if c in CONTROLS else c for c in text)  # control characters escaped, nothing else changed
+    cell = writers.cell(text, as_text)
+    assert cell == ("'" + escaped if as_text and escaped[:1] in ("=", "+", "-", "@") else escaped)
+    assert not set(cell) & set(CONTROLS) and not (as_text and cell.startswith(writers.FORMULA_START))
+    assert writers.cell(-0.5, as_text) == "-0.5" and writers.cell(-3, as_text) == -3

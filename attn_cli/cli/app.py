@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
-from attn_cli import __version__
+from attn_cli import __version__, writers
 from attn_cli.errors import AttnError
 from attn_cli.writers import Format
 
@@ -200,3 +200,30 @@ class AttnCommand(typer.core.TyperCommand):
         if len(set(picked)) > 1:
             raise UsageError(f"{' and '.join(dict.fromkeys(picked))} exclude each other: pick one output format", ctx)
         return super().parse_args(ctx, out)
+
+
+def _remember_spreadsheet(ctx, param, value: bool) -> None:
+    ctx.meta["spreadsheet"] = value  # an option of no parameter of the command's function: RowsCommand.invoke reads it
+
+
+class RowsCommand(AttnCommand):
+    """A command whose output has a CSV/TSV form: it also takes --spreadsheet (attn_cli.writers)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.params.append(typer.core.TyperOption(
+            param_decls=["--spreadsheet"], is_flag=True, default=False, expose_value=False,
+            callback=_remember_spreadsheet,
+            help="With --csv/--tsv: write a text cell that begins with =, +, - or @ after a ' so that a spreadsheet "
+                 "shows it as text instead of running it as a formula (numbers are left as they are).",
+        ))  # fmt: skip
+
+    def invoke(self, ctx):
+        asked = bool(ctx.meta.get("spreadsheet"))
+        if asked and ctx.params.get("output") not in writers.DELIMITERS:
+            raise UsageError("--spreadsheet applies to --csv and --tsv output", ctx)
+        writers.formulas_as_text = asked
+        try:
+            return super().invoke(ctx)
+        finally:
+            writers.formulas_as_text = False

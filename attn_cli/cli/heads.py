@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples, say
+from attn_cli.cli.app import AttnCommand, Format, FormatOpt, RowsCommand, app, examples, say
 from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, check_new_file, load_vectors
 from attn_cli.attention import Mask
 from attn_cli.tokens import Oov
@@ -90,7 +90,7 @@ def train(
     write(result, output, "head_trained")
 
 
-@heads_app.command("eval", cls=AttnCommand, epilog=examples(
+@heads_app.command("eval", cls=RowsCommand, epilog=examples(
     "attn heads eval data/heads/eval/adjectives_natural.tsv --head adjective",
     "attn heads eval data/heads/eval/adjectives_long.tsv --json",
 ))

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples, say
+from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples, say
 from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, load_vectors
 from attn_cli.errors import InputError
 from attn_cli.attention import Mask
@@ -31,7 +31,7 @@ def line_text(line: str | bytes) -> str:
     return decode_utf8(line, "") if isinstance(line, bytes) else line
 
 
-@app.command("inspect", cls=AttnCommand, epilog=examples(
+@app.command("inspect", cls=RowsCommand, epilog=examples(
     'attn inspect "A fluffy blue creature roamed the verdant forest."',
     'attn inspect "the cat sat on the mat" --focus cat --stage masked',
     'attn inspect "the big red dog" --head adjective --svg dog.svg --width 100',
