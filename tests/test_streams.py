@@ -32,7 +32,7 @@ from attn_cli.lines import BLANK_LISTED, Lines
 from attn_cli.memory import CHARACTERS_PER_POSITION
 from attn_cli.vectors import Vectors
 from tests import checkpoints
-from tests.oracle import ATTN, attn, check
+from tests.oracle import ATTN, attn, attn_process, check
 
 needs_script = pytest.mark.skipif(ATTN is None, reason="the attn console script is not installed")
 G = checkpoints.tiny_gpt2_folder()
@@ -463,3 +463,15 @@ def test_a_text_cell_never_holds_a_control_character_and_a_quoted_one_never_star
     assert cell == ("'" + escaped if as_text and escaped[:1] in ("=", "+", "-", "@") else escaped)
     assert not set(cell) & set(CONTROLS) and not (as_text and cell.startswith(writers.FORMULA_START))
     assert writers.cell(-0.5, as_text) == "-0.5" and writers.cell(-3, as_text) == -3
+
+
+# --- colour in a pipe -----------------------------------------------------------------------------
+
+
+@needs_script
+def test_force_color_colours_a_piped_view_and_never_data():
+    assert b"\x1b[" not in attn_process("softmax", "1", "2").stdout
+    assert b"\x1b[" in attn_process("softmax", "1", "2", env={"FORCE_COLOR": "1"}).stdout  # for `| less -R`, as README says
+    for data in (["--json"], ["--csv"], ["--jsonl"]):
+        out = attn_process("softmax", "1", "2", *data, env={"FORCE_COLOR": "1"})
+        assert out.code == 0 and b"\x1b" not in out.stdout, data
