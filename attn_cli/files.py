@@ -130,6 +130,19 @@ def display_path(path: str | os.PathLike) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
+MAX_SHOWN_PATH = 120  # characters of a path a message shows: a longer one keeps its start and its end
+
+
+def shown_path(path: str | bytes | os.PathLike) -> str:
+    """A path as a message shows it: printable (control characters escaped), and a long one cut in the middle."""
+    whole = display_path(path)
+    text = printable(whole)
+    if len(text) <= MAX_SHOWN_PATH:
+        return text
+    keep = (MAX_SHOWN_PATH - 3) // 2
+    return f"{text[:keep]}...{text[-keep:]} ({len(whole):,} characters)"
+
+
 # --- NumPy files ------------------------------------------------------------------------------
 
 
