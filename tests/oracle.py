@@ -8,7 +8,8 @@ corrupt-file and hardening tests.
   real process shows (closed descriptors, argument bytes, the locale, signals).
 - ``check(outcome)``: exit code 0, 1 or 2; no traceback, warning or "internal error"; stdout
   valid UTF-8 without ANSI codes; every stderr line an ``attn: ...`` line (or Click's usage
-  line), the last one when the command failed; JSON output that parses.
+  line), the last one when the command failed, with no control character in it; CSV/TSV
+  without control characters but its own line breaks and tabs; JSON output that parses.
 - ``softmax_reference(values, t)``: softmax(x / T) in exact decimal arithmetic, no NumPy.
 """
 
@@ -36,6 +37,7 @@ TAKES_VALUE = {  # every option of every command that takes a value: what follow
     "--neighbors", "--sense", "--sense-set", "--max-tokens", "--svg", "--html", "--temperature", "-t", "--probe",
     "-p", "--probes-file", "--top", "-k", "--method", "--d-k", "--steps", "--holdout", "--sort",
 }  # fmt: skip
+CONTROLS = {chr(c) for c in (*range(0x20), *range(0x7F, 0xA0))}  # C0, DEL and C1
 STDERR_LINES = ("attn: ", "Usage: ", "converted ")  # a message, Click's usage line, `vectors convert`'s summary
 
 
@@ -104,6 +106,10 @@ def check(o: Outcome) -> Outcome:
     except UnicodeDecodeError:
         raise AssertionError(f"stdout is not valid UTF-8\n{o}") from None
     assert "\x1b" not in text, o  # not a terminal: no ANSI codes, and user text cannot smuggle any in
+    assert not set(o.stderr) & CONTROLS - {"\n"}, o  # messages escape what they quote: one line each, nothing for the terminal
+    for fmt, delimiter in (("--csv", ","), ("--tsv", "\t")):
+        if flag_given(o.args, fmt):
+            assert not set(text) & CONTROLS - {"\n", delimiter}, o  # cells escape control characters
     lines = [line for line in o.stderr.split("\n") if line]
     help_asked = {"-h", "--help"} & set(o.args)
     missing_command = o.code == 2 and lines and lines[-1].startswith("attn: missing command")

@@ -14,6 +14,8 @@ draws new cases each time and can write its counts:
     ATTN_FUZZ_EXAMPLES=1000 ATTN_FUZZ_REPORT=fuzz.json python -m pytest tests/test_fuzz.py -p no:warnings -q
 """
 
+import csv
+import io
 import json
 import math
 import os
@@ -40,7 +42,8 @@ FUZZ = settings(
 )
 CASES: dict[str, Counter] = {}  # command -> {"cases": n, "exit 0": n, ...}, reported by the long run
 VOCABULARY = 3000  # the fuzz vectors: GloVe's most frequent keys, so that views and searches stay fast
-ODD_KEYS = ["[/x]", "[red]hi", ":smile:", "\x1b[31mred", "\u202eevil", "caf\u00e9", "🙂"]  # keys a file may hold
+ODD_KEYS = ["[/x]", "[red]hi", ":smile:", "\x1b[31mred", "\x1b]0;title\x07", "\x9b31mred", "\u202eevil", "caf\u00e9", "🙂",
+            "=1+1", "@SUM(A1)", "+cmd", "-lrb-"]  # keys a file may hold: markup, escapes (C0 and C1), formulas
 
 def bf16_weights(folder: Path) -> None:
     exact = float32_of(folder, "wte.weight").view(np.uint32) >> 16
@@ -160,7 +163,7 @@ def run_case(name: str, args: list[str], stdin: bytes = b"", env: dict | None = 
 
 
 @FUZZ
-@given(argv(["softmax"], ["--log", "--json"], {"-t": number, "--temperature": number}, number, required=[number]), stdin_bytes)
+@given(argv(["softmax"], ["--log", "--json", "--csv", "--tsv", "--spreadsheet"], {"-t": number, "--temperature": number}, number, required=[number]), stdin_bytes)
 def test_softmax(args, stdin):
     run_case("softmax", args, stdin if "-" in args else b"")
 
@@ -187,12 +190,13 @@ def test_softmax_agrees_with_an_exact_reference(values, temperature, through_std
     assert math.fsum(probabilities) == pytest.approx(1.0, abs=1e-12)
 
 
-VECTOR_OPTIONS = {"--vectors": mostly(st.just("small"), st.sampled_from(["empty.txt", "garbage.bin", "lying.txt", "nan.txt", "missing", ".", "~nosuchuser/v"])),
+long_paths = st.tuples(st.integers(200, 5000), nasty).map(lambda t: "x" * t[0] + t[1])  # the OS refuses the name: OSError, not attn's checks
+VECTOR_OPTIONS = {"--vectors": mostly(st.just("small"), st.one_of(st.sampled_from(["empty.txt", "garbage.bin", "lying.txt", "nan.txt", "missing", ".", "~nosuchuser/v"]), long_paths)),
                   "--limit": mostly(st.sampled_from(["1000", "50", "5000"]), integer)}
 
 
 @FUZZ
-@given(argv(["analogy"], ["--json", "--trust-pickle"], {
+@given(argv(["analogy"], ["--json", "--trust-pickle", "--csv", "--tsv", "--spreadsheet"], {
     "-p": text, "--probe": text, "--probes-file": st.sampled_from(["probes.txt", "-", "latin1.tsv", "missing.txt", "."]),
     "--top": integer, "-k": integer, "--method": st.sampled_from(["cosadd", "cosmul", "bad"]),
     "--oov": st.sampled_from(["error", "skip", "zero", "bad"]), **VECTOR_OPTIONS,
@@ -213,7 +217,7 @@ def test_analogy_any_probes(inputs, probes, oov, options):
 
 
 @FUZZ
-@given(argv(["similarity"], ["--json"], VECTOR_OPTIONS, text, required=[text, text], max_items=8))
+@given(argv(["similarity"], ["--json", "--csv", "--tsv", "--spreadsheet"], VECTOR_OPTIONS, text, required=[text, text], max_items=8))
 def test_similarity(args):
     run_case("similarity", [*args, "--vectors", "small"] if "--vectors" not in args else args)
 
@@ -225,7 +229,8 @@ HEADS = st.sampled_from(["identity", "random", "random:1", "random:0", "random:9
 
 
 @FUZZ
-@given(argv(["inspect"], ["--json", "--jsonl", "--no-position", "--no-scale", "--per-head", "--transpose", "--embeddings", "--force"], {
+@given(argv(["inspect"], ["--json", "--jsonl", "--csv", "--tsv", "--spreadsheet", "--no-position", "--no-scale", "--per-head", "--transpose",
+                        "--embeddings", "--force"], {
     "--head": HEADS, "--mask": st.sampled_from(["causal", "none", "both"]), "--stage": st.sampled_from(["scores", "masked", "weights", "x"]),
     "--focus": st.one_of(text, integer), "--neighbors": integer, "--max-tokens": integer, "--seed": integer,
     "--oov": st.sampled_from(["error", "skip", "zero"]), "--sense": st.one_of(text, st.lists(words, max_size=3).map(lambda w: "s=" + ",".join(w))),
@@ -237,7 +242,8 @@ def test_inspect(args, stdin):
     run_case("inspect", [*args, "--vectors", "small"] if "--vectors" not in args else args, stdin)
 
 
-output_modes = st.sampled_from([[], ["--json"], ["--jsonl"], ["--json", "--stage", "masked"], ["--transpose", "--per-head"]])
+output_modes = st.sampled_from([[], ["--json"], ["--jsonl"], ["--json", "--stage", "masked"], ["--transpose", "--per-head"], ["--csv"],
+                                ["--tsv", "--spreadsheet"]])
 
 
 @FUZZ
@@ -265,13 +271,20 @@ def test_inspect_any_stdin(stdin, mode):
 
 
 @FUZZ
-@given(st.lists(words, min_size=2, max_size=6), st.booleans())
-def test_similarity_prints_keys_literally(keys, as_json):
-    """Keys that look like Rich markup, emoji codes or escape sequences are printed as they are."""
-    outcome = run_case("similarity (odd keys)", ["similarity", "--vectors", "small", *(["--json"] if as_json else []), "--", *keys])
+@given(st.lists(words, min_size=2, max_size=6), st.sampled_from([[], ["--json"], ["--csv"], ["--tsv"], ["--csv", "--spreadsheet"]]))
+def test_similarity_prints_keys_literally(keys, mode):
+    """Keys that look like Rich markup, emoji codes, escape sequences or formulas are printed as they
+    are: JSON exactly, the view and CSV/TSV with control characters escaped, and with --spreadsheet
+    a formula-looking cell after a '."""
+    outcome = run_case("similarity (odd keys)", ["similarity", "--vectors", "small", *mode, "--", *keys])
     assert outcome.code == 0, outcome
-    if as_json:
+    if mode == ["--json"]:
         assert json.loads(outcome.text)["words"] == keys
+    elif mode:
+        rows = list(csv.DictReader(io.StringIO(outcome.text), delimiter="\t" if "--tsv" in mode else ","))
+        quote = "--spreadsheet" in mode
+        shown = [("'" if quote and printable(k).startswith(("=", "+", "-", "@")) else "") + printable(k) for k in keys]
+        assert [(r["a"], r["b"]) for r in rows] == [(a, b) for i, a in enumerate(shown) for b in shown[i + 1:]], outcome
     else:
         for key in keys:
             assert printable(key) in outcome.text, outcome  # control characters escaped, nothing else changed
@@ -312,7 +325,7 @@ def test_heads_eval(args):
     st.sampled_from(["links.tsv", "latin1.tsv", "empty.txt", "missing.tsv", "cases.tsv", "."]),
     st.sampled_from(["out.npz", "new.npz", "out-existing.npz", "x.txt", "missing/x.npz", "."]),
     argv([], ["--json", "--force"], {
-        "--steps": st.sampled_from(["1", "2", "0", "-1", "x"]), "--d-k": st.sampled_from(["1", "4", "0", "513", "x"]),
+        "--steps": st.sampled_from(["1", "2", "0", "-1", "x", "100001", "9223372036854775808"]), "--d-k": st.sampled_from(["1", "4", "0", "513", "x"]),
         "--holdout": st.sampled_from(["0", "0.5", "0.95", "-1", "nan", "-nan", "inf", "-inf", "1e-320"]), "--mask": st.sampled_from(["causal", "none", "x"]),
         "--seed": integer, "--vectors": st.just("small"), "--oov": st.sampled_from(["skip", "zero", "bad"]),
     }, st.sampled_from(["extra", "links.tsv"]), max_items=4),
@@ -335,7 +348,7 @@ def test_heads_find(args):
 
 @FUZZ
 @given(argv(["model", "info"], ["--json"], {}, st.nothing(), required=[mostly(st.sampled_from([str(checkpoints.tiny_gpt2_folder()), *HOSTILE_MODELS]),
-                                                                                 st.one_of(st.sampled_from(["small", "missing", ".", "~nosuchuser/x"]), text))], max_items=2))
+                                                                                 st.one_of(st.sampled_from(["small", "missing", ".", "~nosuchuser/x"]), text, long_paths))], max_items=2))
 def test_model_info(args):
     run_case("model info", args)
 

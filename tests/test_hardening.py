@@ -286,9 +286,9 @@ def test_similarity_of_too_many_words_is_refused():
 
 @needs_script
 @pytest.mark.parametrize("args", [["softmax", "1", "2", "3"], ["inspect", "the cat sat", "--json"]])
-def test_closed_stdout_is_a_quiet_exit_1(args):
+def test_closed_stdout_is_exit_1_and_one_line(args):
     done = subprocess.run([ATTN, *args], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1), timeout=60)
-    assert done.returncode == 1 and done.stderr == b""
+    assert done.returncode == 1 and done.stderr == b"attn: cannot write to standard output (Bad file descriptor)\n"
 
 
 @needs_script
@@ -296,7 +296,7 @@ def test_closed_stdout_and_stderr_and_stdin(tmp_path):
     script = f"'{ATTN}' softmax 1 2 3 >&- 2>{tmp_path / 'err'}; echo $?; '{ATTN}' softmax - <&- 2>&1; echo $?; '{ATTN}' softmax 1 2>&-; echo $?"
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
     lines = done.stdout.splitlines()
-    assert lines[0] == "1" and (tmp_path / "err").read_text() == ""
+    assert lines[0] == "1" and (tmp_path / "err").read_text() == "attn: cannot write to standard output (Bad file descriptor)\n"
     assert lines[1] == "attn: no numbers given: pass them as arguments, or '-' to read them from stdin" and lines[2] == "2"
     assert lines[-1] == "0"
 

@@ -33,17 +33,39 @@ def __getattr__(name: str):
         return typer_app
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-QUIET = (errno.EPIPE, errno.EBADF)  # the reader went away, or there never was one (`attn ... >&-`)
-
 
 class ClosedStdout(io.TextIOBase):
-    """Standard output when attn was started with it closed: writing fails as into a closed pipe."""
+    """Standard output when attn was started with it closed: writing fails as into a closed file descriptor."""
 
     def writable(self) -> bool:
         return True
 
     def write(self, text: str) -> int:
-        raise OSError(errno.EBADF, "standard output is closed")
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+
+def discard_stdout() -> None:
+    """Point standard output at /dev/null, so that what is left in its buffer does not fail a second
+    time when Python flushes it at exit ("Exception ignored in: <stdout>", exit 120)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):  # no descriptor (ClosedStdout, a test's buffer): nothing can fail at exit
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def write_failure(e: OSError) -> str:
+    """Why the command stopped on an OSError, as one line: the file it names, else standard output."""
+    from attn_cli.io.files import shown_path
+
+    why = e.strerror or (os.strerror(e.errno) if e.errno else str(e))
+    if e.filename is None:
+        return f"cannot write to standard output ({why})"
+    return f"{shown_path(e.filename)}: {why}"
 
 
 def main() -> None:
@@ -58,17 +80,15 @@ def main() -> None:
         try:
             typer_app(prog_name="attn")
         finally:
-            sys.stdout.flush()  # so a closed pipe shows up here, not at interpreter exit
+            sys.stdout.flush()  # so a full disk or a closed pipe shows up here, not at interpreter exit
     except OSError as e:
-        if e.errno in QUIET:
-            # Stop quietly with exit 1, as Click does when the pipe closes mid-command.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            try:
-                os.dup2(devnull, sys.stdout.fileno())
-            except (OSError, ValueError):
-                sys.stdout = open(os.devnull, "w")
-            sys.exit(1)
-        # A full disk, a closed terminal, a file that vanished: say so, without a traceback.
-        where = f"{e.filename}: " if e.filename else "cannot write the output: "
-        sys.stderr.write(f"attn: {where}{e.strerror or e}\n")
+        from attn_cli.cli.app import interruption, say
+
+        if (stop := interruption(e)) is not None:  # a write that failed as Ctrl-C stopped the command
+            raise stop from None
+        # A reader that went away (`| head`) stops the command quietly, as Click does. Anything else (a
+        # closed stdout, a full disk, a file name too long) says why, on one line, as coreutils do.
+        if e.errno != errno.EPIPE:
+            say(write_failure(e))
+        discard_stdout()
         sys.exit(1)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples
+from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
 from attn_cli.cli.options import LimitOpt, OovOpt, TrustOpt, VectorsOpt, load_vectors
 from attn_cli.errors import AttnError, DataError, InputError
 from attn_cli.lesson.directions import MAX_NEIGHBORS
@@ -33,7 +33,7 @@ def read_probes(path: Path) -> list[str]:
     return words
 
 
-@app.command(cls=AttnCommand, epilog=examples("attn analogy cats cat", "attn analogy cats cat dog", "attn analogy king man -p queen -p woman"))
+@app.command(cls=RowsCommand, epilog=examples("attn analogy cats cat", "attn analogy cats cat dog", "attn analogy king man -p queen -p woman"))
 def analogy(
     words: Annotated[list[str], typer.Argument(metavar="WORD", help="A B: the direction E(A) - E(B). A B C: B is to A as C is to ?", show_default=False)],
     probe: Annotated[

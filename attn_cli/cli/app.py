@@ -8,6 +8,7 @@ import typer
 from typer._click.exceptions import NoArgsIsHelpError, UsageError
 
 from attn_cli import __version__
+from attn_cli.io import writers
 from attn_cli.errors import AttnError
 from attn_cli.io.writers import Format
 
@@ -81,6 +82,18 @@ def tidy_help(command) -> None:
             param.metavar = "|".join(str(getattr(c, "value", c)) for c in choices) if choices else PLACEHOLDERS.get(kind, "TEXT")
 
 
+def interruption(e: BaseException | None) -> BaseException | None:
+    """The Ctrl-C behind the exception `e`, if there is one (attn_cli.__main__.Interrupted, or a
+    KeyboardInterrupt: what is neither an Exception nor an exit). Python wraps one raised as a class
+    is made (on an import, in __set_name__) in a RuntimeError, and a reader may turn that into a
+    message of its own: such an error is the interruption, not a failure to report."""
+    for _ in range(100):  # a chain of causes is short; never loop on a cyclic one
+        if e is None or not isinstance(e, (Exception, SystemExit, GeneratorExit)):
+            return e
+        e = e.__cause__ or e.__context__
+    return None
+
+
 class AttnGroup(typer.core.TyperGroup):
     """Turns the library's exceptions into one line on stderr and the exception's exit code."""
 
@@ -109,16 +122,20 @@ class AttnGroup(typer.core.TyperGroup):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
-        except AttnError as e:
-            say(str(e))
-            raise typer.Exit(e.exit_code) from None
-        except (typer.Exit, typer.Abort, typer.TyperException, OSError):
+        except (typer.Exit, typer.Abort, typer.TyperException):
             raise
-        except MemoryError:
-            say("not enough memory for this input; give it less (fewer tokens, a smaller --limit)")
-            raise typer.Exit(1) from None
-        except Exception as e:  # a bug: one line, not a traceback
-            if os.environ.get(DEBUG_VAR):
+        except Exception as e:
+            if (stop := interruption(e)) is not None:
+                raise stop from None  # Ctrl-C, wrapped on the way: attn_cli.__main__ says it
+            if isinstance(e, AttnError):
+                say(str(e))
+                raise typer.Exit(e.exit_code) from None
+            if isinstance(e, OSError):
+                raise  # attn_cli.cli.main says it, as it says a write that fails after the command
+            if isinstance(e, MemoryError):
+                say("not enough memory for this input; give it less (fewer tokens, a smaller --limit)")
+                raise typer.Exit(1) from None
+            if os.environ.get(DEBUG_VAR):  # a bug: one line, not a traceback
                 raise
             say(f"internal error ({type(e).__name__}: {e}); please report it with the command that caused it ({DEBUG_VAR}=1 shows where)")
             raise typer.Exit(1) from None
@@ -184,3 +201,30 @@ class AttnCommand(typer.core.TyperCommand):
         if len(set(picked)) > 1:
             raise UsageError(f"{' and '.join(dict.fromkeys(picked))} exclude each other: pick one output format", ctx)
         return super().parse_args(ctx, out)
+
+
+def _remember_spreadsheet(ctx, param, value: bool) -> None:
+    ctx.meta["spreadsheet"] = value  # an option of no parameter of the command's function: RowsCommand.invoke reads it
+
+
+class RowsCommand(AttnCommand):
+    """A command whose output has a CSV/TSV form: it also takes --spreadsheet (attn_cli.io.writers)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.params.append(typer.core.TyperOption(
+            param_decls=["--spreadsheet"], is_flag=True, default=False, expose_value=False,
+            callback=_remember_spreadsheet,
+            help="With --csv/--tsv: write a text cell that begins with =, +, - or @ after a ' so that a spreadsheet "
+                 "shows it as text instead of running it as a formula (numbers are left as they are).",
+        ))  # fmt: skip
+
+    def invoke(self, ctx):
+        asked = bool(ctx.meta.get("spreadsheet"))
+        if asked and ctx.params.get("output") not in writers.DELIMITERS:
+            raise UsageError("--spreadsheet applies to --csv and --tsv output", ctx)
+        writers.formulas_as_text = asked
+        try:
+            return super().invoke(ctx)
+        finally:
+            writers.formulas_as_text = False

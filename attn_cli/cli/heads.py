@@ -9,12 +9,14 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples, say
+from attn_cli.cli.app import AttnCommand, Format, FormatOpt, RowsCommand, app, examples, say
 from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, check_new_file, load_vectors
 from attn_cli.core.attention import Mask
 from attn_cli.vectors.tokens import Oov
 from attn_cli.io.writers import check_format, write
 from attn_cli.errors import InputError
+
+MAX_STEPS = 100_000  # --steps: 300x the default (each step is a pass over every link); more is a typo, not a plan
 
 heads_app = typer.Typer(help="List the attention heads, train your own from labelled links, score heads on a file, or find a real model's head that does X.", no_args_is_help=True)
 app.add_typer(heads_app, name="heads")
@@ -55,7 +57,7 @@ def train(
     links: Annotated[Path, typer.Argument(metavar="LINKS", help="Labelled links: sentence<TAB>query word<TAB>key word per line; '#' comments; - reads stdin.", show_default=False)],
     out: Annotated[Path, typer.Argument(metavar="FILE", help="The .npz head file to write.", show_default=False)],
     d_k: Annotated[int, typer.Option("--d-k", min=1, max=512, help="Size of queries and keys.")] = 16,
-    steps: Annotated[int, typer.Option("--steps", min=1, help="Adam steps on W_Q, W_K.")] = 300,
+    steps: Annotated[int, typer.Option("--steps", min=1, max=MAX_STEPS, help=f"Adam steps on W_Q, W_K (at most {MAX_STEPS:,}).")] = 300,
     seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the initial weights and of the held-out split.")] = 0,
     holdout: Annotated[float, typer.Option("--holdout", min=0.0, max=0.9, help="Share of sentences held out to measure the head.")] = 0.2,
     mask: Annotated[Mask, typer.Option("--mask", help="Train under the causal mask (keys must precede their query) or none.")] = Mask.causal,
@@ -93,7 +95,7 @@ def train(
     write(result, output, "head_trained")
 
 
-@heads_app.command("eval", cls=AttnCommand, epilog=examples(
+@heads_app.command("eval", cls=RowsCommand, epilog=examples(
     "attn heads eval data/heads/eval/adjectives_natural.tsv --head adjective",
     "attn heads eval data/heads/eval/adjectives_long.tsv --json",
 ))
@@ -169,6 +171,7 @@ def find(
     from attn_cli.analysis.find import find_heads
     from attn_cli.heads.links import link_set, read_links
     from attn_cli.io.files import input_name
+    from attn_cli.io.memory import check_line_length
     from attn_cli.models.loading import load
     from attn_cli.results.models import HeadsFound
 
@@ -176,5 +179,12 @@ def find(
         raise InputError("heads find needs --model PATH|NAME (a checkpoint: a Hugging Face folder, a .gguf file or ollama:NAME)")
     check_format(output, HeadsFound)
     path = link_set(links)
-    found = find_heads(load(model), read_links(path), input_name(path), sort.value)
+    checkpoint, source = load(model), input_name(path)
+    labelled = read_links(path)
+    for link in labelled:  # before the tokenizer sees a sentence: a huge one would cost it gigabytes
+        try:
+            check_line_length(link.sentence, checkpoint.spec.max_positions, checkpoint.name)
+        except InputError as e:
+            raise InputError(f"{source} line {link.line}: {e}") from None
+    found = find_heads(checkpoint, labelled, source, sort.value)
     write(found, output, "heads_found", top)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples, say
+from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples, say
 from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, load_vectors
 from attn_cli.core.attention import Mask, Stage
 from attn_cli.errors import InputError
@@ -32,7 +32,7 @@ def line_text(line: str | bytes) -> str:
     return decode_utf8(line, "") if isinstance(line, bytes) else line
 
 
-@app.command("inspect", cls=AttnCommand, epilog=examples(
+@app.command("inspect", cls=RowsCommand, epilog=examples(
     'attn inspect "A fluffy blue creature roamed the verdant forest."',
     'attn inspect "the cat sat on the mat" --focus cat --stage masked',
     'attn inspect "the big red dog" --head adjective --svg dog.svg --width 100',
@@ -86,8 +86,9 @@ def inspect(
     layer and head, as an overview, in full with --head LAYER.HEAD or --layer L, and --focus
     TOKEN's path through the layers.
 
-    Exit codes: 0 ok; 2 bad usage or input (with -, 2 when any line failed: the others are
-    still done and a failed line's output is {"line": n, "error": ...}); 1 unreadable files.
+    Exit codes: 0 ok; 2 bad usage or input; 1 an unreadable or damaged file; 130 Ctrl-C. With -,
+    a failed line's output is {"line": n, "error": ...} and the other lines are still done; the
+    exit code is then 1 if a line met damaged data (a NaN vector, say), else 2.
     """
     from attn_cli.io.files import check_text
 
@@ -236,7 +237,8 @@ def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neig
 def emit(lines, compute, view, *, single: bool, output: Format, exports, force: bool) -> None:
     """Each input line's result in the chosen format (the terminal view also saved as SVG/HTML).
 
-    With several lines, a failed line is reported and the others go on; exit 2 at the end if any failed.
+    With several lines, a failed line is reported and the others go on; at the end, exit 1 if a line
+    met damaged data, else 2 if any failed.
     One sentence given as an argument fails as any command does: one `attn: ...` line, nothing on stdout.
     """
     from attn_cli.io import writers
@@ -261,8 +263,8 @@ def emit(lines, compute, view, *, single: bool, output: Format, exports, force: 
     if note := source.blank_note():
         say(note)
     if failed:
-        say(f"{failed} of {source.read} lines failed")
-        raise typer.Exit(2)
+        say(f"{failed} of {source.read} lines failed" + (f" ({source.damaged} on damaged data)" if source.damaged else ""))
+        raise typer.Exit(source.exit_code())
 
 
 def show(items, view, *, single: bool, exports, force: bool) -> int:

@@ -25,7 +25,7 @@ TrustOpt = Annotated[
 
 
 def __getattr__(name: str):
-    """OovOpt, made when a command that reads words first imports it: attn_cli.tokens (and the
+    """OovOpt, made when a command that reads words first imports it: attn_cli.vectors.tokens (and the
     regular expressions it compiles) stays out of the start of commands that read no words."""
     if name == "OovOpt":
         from attn_cli.vectors.tokens import Oov

@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples
+from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
 from attn_cli.cli.options import LimitOpt, TrustOpt, VectorsOpt, load_vectors
 from attn_cli.errors import InputError
 from attn_cli.io.writers import write
@@ -12,7 +12,7 @@ from attn_cli.io.writers import write
 MAX_SIMILARITY_WORDS = 200  # 19,900 pairs: every pair is a line of the table and an object of the JSON
 
 
-@app.command(cls=AttnCommand, epilog=examples("attn similarity cat dog", "attn similarity good bad king apple", "attn similarity cat dog --json"))
+@app.command(cls=RowsCommand, epilog=examples("attn similarity cat dog", "attn similarity good bad king apple", "attn similarity cat dog --json"))
 def similarity(
     words: Annotated[list[str], typer.Argument(metavar="WORD", help="Two or more words; - reads them from stdin (separated by spaces or new lines).", show_default=False)],
     vectors_path: VectorsOpt = None,

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples
+from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
 from attn_cli.errors import MAX_NAMED, InputError, short
 from attn_cli.io.writers import write
 
@@ -33,7 +33,7 @@ def is_numbers(text: str) -> bool:
     return bool(parts)
 
 
-class NumbersCommand(AttnCommand):
+class NumbersCommand(RowsCommand):
     """Lets negative numbers stand as arguments (`attn softmax -1 2`) while options such as -t still work.
 
     Before Click parses, every argument that reads as a number (and is not the value of an

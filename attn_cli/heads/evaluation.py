@@ -10,7 +10,7 @@ Two kinds of file:
   column, with a sense set giving each word's senses and probe words): does E' of the word land
   nearer its intended sense?
   `sense_metrics` runs the heads together exactly as `inspect` does and measures the word's E
-  and E' with the sense meter (attn_cli.senses), beside the identity head and even attention
+  and E' with the sense meter (attn_cli.analysis.senses), beside the identity head and even attention
   over the other (content) tokens with an update of the same size.
 
 Both functions are what data/heads/build_heads.py can call to compute shipped metrics.

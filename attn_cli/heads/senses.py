@@ -206,7 +206,7 @@ def sense_metrics(heads: list[Head], cases: list, sense_set: dict, vectors, mask
     """How often the heads, run together as `inspect` runs them, move an ambiguous word's E' to its intended sense.
 
     cases: SenseCase items; sense_set: {word: {sense: [probe words]}}
-    (attn_cli.senses); mask:
+    (attn_cli.analysis.senses); mask:
     "causal" (only cases whose context comes before the word) or "none" (all). Returns
     {"mask", "cases", "skipped", "heads": {...}, "identity": {...}, "even_content": {...},
     "even_all": {...}}, each measure dict holding `before` (share of cases whose E is nearer

@@ -226,7 +226,7 @@ def with_value_map(head: Head, examples: list[Example], config: TrainConfig) -> 
     return head
 
 
-# --- held-out sentences (measured by attn_cli.evaluation) -------------------------------------
+# --- held-out sentences (measured by attn_cli.heads.evaluation) -------------------------------------
 
 
 def split_sentences(links: list[Link], holdout: float, seed: int) -> tuple[list[Link], list[Link]]:

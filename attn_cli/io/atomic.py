@@ -8,7 +8,7 @@ to the same destination.
 import os
 import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from attn_cli.errors import DataError, InputError
@@ -66,9 +66,27 @@ def remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def clean_stale(dst: Path) -> list[Path]:
+def remove_written(folder: Path, written: Collection[str]) -> bool:
+    """Remove the files named `written` from `folder`, then the folder if nothing else is left in it
+    (anything else is someone's, and stays). Returns whether the folder is gone."""
+    for name in written:
+        (folder / name).unlink(missing_ok=True)
+    try:
+        folder.rmdir()
+    except OSError:
+        return False
+    return True
+
+
+def added_files(folder: Path, written: Collection[str]) -> list[str]:
+    """The names in `folder` other than `written` (the files attn writes in such a folder), sorted."""
+    return sorted(set(os.listdir(folder)) - set(written))
+
+
+def clean_stale(dst: Path, written: Collection[str] = ()) -> list[Path]:
     """Remove what a killed attn left beside `dst`: temporaries (.NAME.PID.X.tmp) of processes that are
     gone, and an old copy (.NAME.PID.X.old) set aside for a replacement (put back if `dst` is missing).
+    Of an old folder only the files named `written` are removed, and the folder if that empties it.
     Returns the paths removed or put back."""
     prefix = f".{dst.name}."
     try:
@@ -84,15 +102,24 @@ def clean_stale(dst: Path) -> list[Path]:
         stale = dst.parent / name
         if kind == "old" and not (dst.exists() or dst.is_symlink()):
             os.replace(stale, dst)  # killed between setting the old copy aside and renaming the new one in
+        elif kind == "old" and stale.is_dir() and not stale.is_symlink():
+            if not remove_written(stale, written):
+                continue  # it holds files attn did not write: someone's, kept
         else:
             remove(stale)
         done.append(stale)
     return done
 
 
-def move_into_place(new: Path, dst: Path, *, replace: bool) -> None:
+def move_into_place(new: Path, dst: Path, *, replace: bool, written: Collection[str] = ()) -> None:
     """Rename `new` to `dst`. Without `replace` an existing `dst` is never touched (InputError); with it,
-    an existing `dst` is set aside first and removed only once `new` is in place."""
+    an existing `dst` is set aside first and removed only once `new` is in place.
+
+    A folder `dst` is replaced only if it still holds nothing but `written`, the files attn writes
+    in it: checked once it is set aside, when no file can be added to it under its name any more.
+    A file found there that attn did not write (added while attn worked) puts the folder back as it
+    was, and the replacement is refused (InputError). Only the `written` files are then removed.
+    """
     if not replace:
         try:
             os.link(new, dst)  # fails if dst appeared meanwhile: nothing is overwritten
@@ -110,12 +137,22 @@ def move_into_place(new: Path, dst: Path, *, replace: bool) -> None:
         return
     old = temporary_name(dst, "old")
     os.replace(dst, old)
+    folder = old.is_dir() and not old.is_symlink()  # else a regular file --force replaces
     try:
-        os.replace(new, dst)
+        added = added_files(old, written) if folder else []
+        if not added:
+            os.replace(new, dst)
     except BaseException:
         os.replace(old, dst)
         raise
-    remove(old)
+    if added:
+        os.replace(old, dst)
+        shown = ", ".join(added[:3]) + (f" and {len(added) - 3:,} more" if len(added) > 3 else "")
+        raise InputError(f"{dst}: {shown} appeared in it while attn worked; left as it is, not replaced")
+    if folder:
+        remove_written(old, written)  # a file that arrived even later (through a folder still open) stays, with its folder
+    else:
+        remove(old)
 
 
 def write_atomic(path: str | os.PathLike, write: Callable, *, force: bool) -> Path:

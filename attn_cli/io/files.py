@@ -1,6 +1,6 @@
 """Files and text the user hands to `attn`: the small text files (links, sense sets, evaluation
 sets), standard input and arguments, all as UTF-8 (bytes that are not UTF-8 are an error naming
-the first one, never dropped), and the headers of NumPy files. Writing is in attn_cli.atomic.
+the first one, never dropped), and the headers of NumPy files. Writing is in attn_cli.io.atomic.
 """
 
 import os
@@ -128,6 +128,19 @@ def user_path(spec: str | os.PathLike, where: str) -> Path:
 def display_path(path: str | os.PathLike) -> str:
     """A path as text that is valid UTF-8 (bytes that are not are written as \\xNN)."""
     return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+MAX_SHOWN_PATH = 120  # characters of a path a message shows: a longer one keeps its start and its end
+
+
+def shown_path(path: str | bytes | os.PathLike) -> str:
+    """A path as a message shows it: printable (control characters escaped), and a long one cut in the middle."""
+    whole = display_path(path)
+    text = printable(whole)
+    if len(text) <= MAX_SHOWN_PATH:
+        return text
+    keep = (MAX_SHOWN_PATH - 3) // 2
+    return f"{text[:keep]}...{text[-keep:]} ({len(whole):,} characters)"
 
 
 # --- NumPy files ------------------------------------------------------------------------------

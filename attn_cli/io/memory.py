@@ -12,6 +12,7 @@ BYTES_PER_CELL = 200
 MEMORY_SHARE = 0.5  # of the memory available, what one sentence may take
 STANDARD_TOKENS = 512  # inspect's default --max-tokens: never refused up front
 ALWAYS_FITS = 16 << 20  # matrices this small are not checked: no system has less free, and asking costs a file read per streamed line
+CHARACTERS_PER_POSITION = 32  # a model's line may hold this many characters per position (text averages 1.5 to 5 a token)
 
 
 def available_memory() -> int | None:
@@ -59,6 +60,18 @@ def check_memory(n: int, matrices: int, what: str) -> None:
             f"{n:,} tokens need about {_size(needed)} for the n x n matrices of {what}, and about {_size(available)} "
             f"is free: at most {tokens_that_fit(matrices, budget):,} tokens fit; split the text"
         )
+
+
+def check_line_length(text: str, positions: int, what: str) -> None:
+    """Refuse, before a model's tokenizer sees it, a line longer than CHARACTERS_PER_POSITION characters
+    for each of the model's `positions` (InputError). A tokenizer holds 85 to 250 bytes per character
+    of its input (measured with MiniLM's WordPiece and tiny-gpt2's byte-level BPE: a 10 MB line takes
+    up to 2.4 GB) before it can say how many tokens there are, for a line far longer than any sentence
+    that fits the positions."""
+    limit = positions * CHARACTERS_PER_POSITION
+    if len(text) > limit:
+        raise InputError(f"a line of {len(text):,} characters, more than the {limit:,} ({CHARACTERS_PER_POSITION} for each of "
+                         f"the {positions:,} positions) that {what} reads; a line holds one sentence")
 
 
 def check_max_tokens(max_tokens: int, matrices: int, what: str) -> None:

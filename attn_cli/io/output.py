@@ -2,7 +2,8 @@
 
 Imported only when JSON is written (json and this module's encoder stay out of the terminal
 views' start); Rich only when something is rendered for a person. Rich colours only a terminal
-and honours NO_COLOR, so piped output carries no ANSI codes.
+(or any output when FORCE_COLOR asks for it) and honours NO_COLOR; data written here never has
+ANSI codes.
 """
 
 import json

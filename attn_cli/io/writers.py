@@ -1,9 +1,14 @@
 """One writer per output format. Every command hands its result object here:
 
-- table: the result's Rich view (a function from attn_cli.render), for a person;
+- table: the result's Rich view (a function from attn_cli.views), for a person;
 - json: `result.to_dict()` as one indented document; jsonl: as one line;
 - csv, tsv: `result.rows()`, tidy rows (one per observation) under a header, written by the csv
-  module, so they load straight into pandas, R, DuckDB or a spreadsheet.
+  module, so they load straight into pandas, R, DuckDB or a spreadsheet. Control characters in a
+  cell are written as escapes (`\\x1b`), always: they are never data, and in a terminal (`attn ...
+  --csv | cat`) they would colour it or set its title. With `--spreadsheet`, a text cell that
+  begins with =, +, - or @ is written after a ' (as spreadsheets' own "text" marker), so that
+  opening the file does not run it as a formula; only when asked, since the same cell read by
+  pandas or R would then hold the quote (a "-" token would read "'-").
 
 A result without `rows()` has no CSV: asking for it is a usage error naming what it has.
 Adding a format means a member of `Format` and a branch in `write` (and in `write_lines`, for
@@ -28,6 +33,9 @@ class Format(str, Enum):
 
 
 DELIMITERS = {Format.csv: ",", Format.tsv: "\t"}
+CONTROL_ESCAPES = {c: repr(chr(c))[1:-1] for c in (*range(0x20), *range(0x7F, 0xA0))}  # C0, DEL, C1 -> \t, \n, \x1b, \x9b ...
+FORMULA_START = ("=", "+", "-", "@")  # what makes a spreadsheet read a cell as a formula (a tab or CR first is escaped anyway)
+formulas_as_text = False  # --spreadsheet (set by cli.app.RowsCommand for the command it runs)
 
 
 def check_format(fmt: Format, result_type: type) -> None:
@@ -62,35 +70,43 @@ class RowWriter:
     """Rows as CSV or TSV: the header from the first row's keys, then one line per row."""
 
     def __init__(self, fmt: Format):
-        self.delimiter, self.writer = DELIMITERS[fmt], None
+        self.delimiter, self.writer, self.as_text = DELIMITERS[fmt], None, formulas_as_text
 
     def write(self, rows: Iterable[dict]) -> None:
         import csv  # here, not at the top: JSON and the views start without it
 
+        as_text = self.as_text
         for row in rows:
             if self.writer is None:
                 self.writer = csv.DictWriter(sys.stdout, fieldnames=list(row), delimiter=self.delimiter, lineterminator="\n")
                 self.writer.writeheader()
-            self.writer.writerow({k: cell(v) for k, v in row.items()})
+            self.writer.writerow({k: cell(v, as_text) for k, v in row.items()})
 
 
 def write_rows(rows: Iterable[dict], fmt: Format) -> None:
     RowWriter(fmt).write(rows)
 
 
-def cell(value) -> object:
-    """A CSV cell: booleans as true/false, None (masked, undefined) as an empty cell, floats in full."""
+def cell(value, formulas_as_text: bool = False) -> object:
+    """A CSV cell: booleans as true/false, None (masked, undefined) as an empty cell, floats in full;
+    text with its control characters escaped, and with `formulas_as_text` a ' before one that a
+    spreadsheet would run as a formula (numbers are left alone: -0.5 stays a number)."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
         return repr(value)
+    if isinstance(value, str):
+        if not value.isprintable():
+            value = value.translate(CONTROL_ESCAPES)
+        if formulas_as_text and value.startswith(FORMULA_START):
+            return "'" + value
     return value
 
 
 def write_json(obj) -> None:
-    """`obj` on stdout as indented JSON (attn_cli.output, and json, read only when JSON is written)."""
+    """`obj` on stdout as indented JSON (attn_cli.io.output, and json, read only when JSON is written)."""
     from attn_cli.io.output import write_json as write
 
     write(obj)
@@ -109,7 +125,7 @@ def document(result) -> dict:
 
 
 def write_lines(results: Iterable, fmt: Format, *, on_error: Callable[[int, str], None], show: Callable) -> int:
-    """Each input line's result (attn_cli.lines.Line) in `fmt`; returns how many lines failed.
+    """Each input line's result (attn_cli.io.lines.Line) in `fmt`; returns how many lines failed.
 
     json: one array; jsonl: one object per line as each is done; both carry `line` on every
     object, and a failed line is {"line": n, "error": ...}. csv/tsv: one table, `line` its first

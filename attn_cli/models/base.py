@@ -5,10 +5,12 @@ the residual stream before and after every layer and every head's weights. Two k
 
 - `glove.GloveModel`: GloVe word vectors + sinusoidal positions, one layer of attn's own heads
   (the lesson's single-layer heads; its "update" is Delta E, and there is no MLP).
-- `transformer.Transformer`: a BERT or GPT-2 checkpoint read from safetensors, run in NumPy.
+- `transformer.Transformer`: a checkpoint (BERT, GPT-2, a Llama-family decoder) from a
+  Hugging Face folder, a GGUF file or Ollama's store, run in NumPy; its family is data in
+  `models/families/`.
 
-Views and JSON read a `Trace` (through attn_cli.inspection or attn_cli.models.inspection), so
-they do not care where E came from.
+Analyses (attn_cli.analysis) read the `Trace`, and views read their results, so neither cares
+where E came from.
 """
 
 from typing import Protocol

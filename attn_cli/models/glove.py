@@ -79,7 +79,7 @@ class GloveModel:
         return self.vectors.vector_size
 
     def tokenize(self, text: str) -> WordTokens:
-        """GloVe's own tokenizer (attn_cli.tokens); each token is a word with its vector."""
+        """GloVe's own tokenizer (attn_cli.vectors.tokens); each token is a word with its vector."""
         from attn_cli.vectors.tokens import embed, sentence_tokens
 
         embedded = embed(sentence_tokens(text, self.settings.max_tokens), self.vectors, self.settings.oov)

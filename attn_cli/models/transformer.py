@@ -57,6 +57,9 @@ class Transformer:
     def tokenize(self, text: str, chat: bool = False) -> Tokens:
         """The text as the model's tokenizer cuts it (with the special tokens it adds); `chat`: first wrapped in the
         model's own chat template as a user's message (the template writes the special tokens)."""
+        from attn_cli.io.memory import check_line_length
+
+        check_line_length(text, self.spec.max_positions, self.name)  # before the tokenizer: a huge line would cost it gigabytes
         if chat:
             text = self.chat_prompt(text)
         try:

@@ -117,7 +117,7 @@ def write_fast(
         _write_keys(scratch.path / KEYS_FILE, vectors.index_to_key)
         _write_manifest(scratch.path / MANIFEST_FILE, len(vectors), vectors.vector_size, dtype)
         write_norms(scratch.path)
-        move_into_place(scratch.path, dst, replace=force)
+        move_into_place(scratch.path, dst, replace=force, written=FAST_FILES)
     return dst
 
 
@@ -129,7 +129,7 @@ class Scratch:
 def scratch_folder(dst: Path) -> Iterator[Scratch]:
     """A new folder beside `dst` to build it in (stale ones cleared first). If anything fails the
     folder at `scratch.path` is removed, and an OSError becomes one DataError naming `dst`."""
-    clean_stale(dst)
+    clean_stale(dst, FAST_FILES)
     scratch = Scratch()
     scratch.path = temporary_name(dst)
     try:
@@ -188,7 +188,7 @@ def convert(
             scratch.path = again
         else:
             write_norms(scratch.path)
-        move_into_place(scratch.path, dst, replace=force)
+        move_into_place(scratch.path, dst, replace=force, written=FAST_FILES)
     notes = [duplicates_note(src, repeated)] if repeated else []
     return Converted(fmt, kept, text.dimension, "float32", notes)
 

@@ -7,7 +7,7 @@ from attn_cli.vectors.store import ENV_VAR, Vectors, fast_folder, load_fast, res
 
 
 def load(path: str | os.PathLike | None = None, *, limit: int | None = None, trust: bool = False) -> Vectors:
-    """Load vectors in any supported format (see `attn_cli.formats.detect_format`).
+    """Load vectors in any supported format (see `attn_cli.vectors.formats.detect_format`).
 
     `limit` keeps only the first N keys; `trust` allows gensim's pickled .kv/.model files.
     """

@@ -6,7 +6,7 @@ folders `attn vectors convert` writes also hold `attn.json`, the manifest that t
 attn wrote them (so that --force may replace them), and `norms.npy`, the float64 norm of every
 row, so that a search over every key does not compute them again at each start. A folder
 without it (or with one that does not match the matrix) works the same, computing the norms.
-Other formats (word2vec, GloVe text, fastText) go through `attn_cli.formats`, which
+Other formats (word2vec, GloVe text, fastText) go through `attn_cli.vectors.formats`, which
 imports gensim only when such a file is actually loaded.
 """
 

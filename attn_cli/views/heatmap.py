@@ -83,7 +83,7 @@ class Heatmap:
         return None
 
     def colour(self, x: float, system: str | None):
-        """(cell colour, text colour) on the console's colour system (attn_cli.colours: lightness follows the value)."""
+        """(cell colour, text colour) on the console's colour system (attn_cli.views.colours: lightness follows the value)."""
         from attn_cli.views import colours
 
         cell = colours.weight_colour(x, system) if self.kind == "weights" else colours.score_colour(x, self.span, system)
@@ -224,7 +224,7 @@ class Heatmap:
             for x, text in zip(row, texts):
                 if x != x:
                     yield Segment(text.rjust(width - 1), dim)
-                elif system is None:  # no colour (a pipe, NO_COLOR): none to compute, attn_cli.colours not read
+                elif system is None:  # no colour (a pipe, NO_COLOR): none to compute, attn_cli.views.colours not read
                     yield Segment(text.rjust(width - 1))
                 else:
                     background, text_colour = self.colour(x, system)

@@ -1,4 +1,4 @@
-"""The lesson's word-vector views: analogy and similarity (softmax's is attn_cli.render.softmax)."""
+"""The lesson's word-vector views: analogy and similarity (softmax's is attn_cli.views.softmax)."""
 
 from rich import box
 from rich.table import Table

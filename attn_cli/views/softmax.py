@@ -1,5 +1,5 @@
 """The view of `attn softmax`: a module of its own, so that the command reads neither the analogy
-and similarity views (attn_cli.render.lesson) nor their result classes."""
+and similarity views (attn_cli.views.lesson) nor their result classes."""
 
 from typing import TYPE_CHECKING
 
