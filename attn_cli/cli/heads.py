@@ -1,4 +1,4 @@
-"""`attn heads list|train|eval`."""
+"""`attn heads list|train|eval|find|detect`."""
 
 import math
 from collections.abc import Callable, Iterator
@@ -178,3 +178,95 @@ def find(
     path = link_set(links)
     found = find_heads(load(model), read_links(path), input_name(path), sort.value)
     write(found, output, "heads_found", top)
+
+
+class Pattern(str, Enum):
+    previous = "previous"
+    duplicate = "duplicate"
+    induction = "induction"
+    first = "first"
+    special = "special"
+    self = "self"
+    all = "all"
+
+
+class ErrorMeasure(str, Enum):
+    mul = "mul"
+    abs = "abs"
+
+
+ErrorOpt = Annotated[ErrorMeasure, typer.Option("--error", help="mul: the share of a head's weight on the pattern; abs: 1 - Σ|A - P| / n (TransformerLens's two forms).")]
+ExcludeBosOpt = Annotated[bool, typer.Option("--exclude-bos", help="Leave the weight on the first token out of every score.")]
+ExcludeCurrentOpt = Annotated[bool, typer.Option("--exclude-current", help="Leave each query's weight on itself out of every score.")]
+
+
+@contextmanager
+def line_progress(what: str, total: int | None) -> Iterator[Callable[[int], None] | None]:
+    """A bar of lines done on stderr, drawn only on a terminal (total None: a count without an end)."""
+    from attn_cli.io.console import progress_bars
+
+    with progress_bars() as bars:
+        if bars is None:
+            yield None
+            return
+        task = bars.add_task(what, total=total)
+        yield lambda done: bars.update(task, completed=done)
+
+
+def numbered_text(path: str, kind: str) -> list[tuple[int, str]]:
+    """(line number, text) of each non-blank line of a text file or stdin (-)."""
+    from attn_cli.io.files import read_input, user_path
+
+    text = read_input(path if path == "-" else user_path(path, kind), kind)
+    return [(n, line.strip()) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+@heads_app.command("detect", cls=AttnCommand, epilog=examples(
+    "attn heads detect --model ./all-MiniLM-L6-v2",
+    "attn heads detect --model SmolLM2.gguf --pattern induction --seed 1",
+    "attn heads detect --model ./gpt2 --error abs --exclude-bos --json",
+))
+def detect(
+    model: ModelOpt = None,
+    pattern: Annotated[Pattern, typer.Option("--pattern", help="The kind of head to score every head for, or all of them.")] = Pattern.all,
+    error: ErrorOpt = ErrorMeasure.mul,
+    exclude_bos: ExcludeBosOpt = False,
+    exclude_current: ExcludeCurrentOpt = False,
+    text: Annotated[str | None, typer.Option("--text", metavar="FILE", help="Sentences (one a line; - reads stdin) for previous, first, special and self. Default: the 42 sentences of the shipped previous-word set.", show_default=False)] = None,
+    length: Annotated[int, typer.Option("--length", metavar="N", min=2, help="Tokens of the random sequence that duplicate and induction are scored on (it is given twice).")] = 50,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", min=0, help="Seed of the random sequence and of the random baseline.")] = 0,
+    top: Annotated[int, typer.Option("--top", metavar="N", min=1, help="Heads listed per pattern in the terminal (JSON and CSV have all).")] = 5,
+    output: FormatOpt = Format.table,
+) -> None:
+    """Score every (layer, head) of a real model for the kinds of head TransformerLens's head detector finds, and more.
+
+    previous: weight on the token before; duplicate: on an earlier copy of the query's token;
+    induction: on the token after that copy (both on a random sequence given twice); first: on
+    the first token; special: on [CLS], [SEP], BOS...; self: on the query itself. Each pattern's
+    heads are ranked beside two baselines scored the same way: even attention, and a head that
+    looks at one random visible key.
+    """
+    from attn_cli.analysis.detect import PATTERNS, REPEATED, detect_heads
+    from attn_cli.models.loading import load
+    from attn_cli.results.detect import HeadsDetected
+
+    if model is None:
+        raise InputError("heads detect needs --model PATH|NAME (a checkpoint: a Hugging Face folder, a .gguf file or ollama:NAME)")
+    check_format(output, HeadsDetected)
+    names = list(PATTERNS) if pattern is Pattern.all else [pattern.value]
+    if text is None:
+        from attn_cli.heads.links import link_set, read_links
+
+        shipped = link_set("previous")
+        sentences, source = list(enumerate(dict.fromkeys(link.sentence for link in read_links(shipped)), 1)), "data/links/previous.tsv"
+    else:
+        from attn_cli.io.files import input_name
+
+        sentences, source = numbered_text(text, "--text"), input_name(text)
+    checkpoint = load(model)
+    on_text = any(name not in REPEATED for name in names)
+    with line_progress("sentences", len(sentences) if on_text else None) as progress:
+        found = detect_heads(checkpoint, sentences, source, names, error=error.value, exclude_bos=exclude_bos, exclude_current=exclude_current,
+                             length=length, seed=seed, progress=progress)
+    write(found, output, "heads_detected", top)
+

@@ -199,6 +199,17 @@ class Transformer:
         spec = self.spec
         return self.weights.tensor(f"layers.{l}.attn.o.w").reshape(spec.n_heads, spec.d_head, spec.d_model)
 
+    def tokens_of(self, ids: list[int], text: str = "") -> Tokens:
+        """Tokens made of vocabulary ids (a random sequence, not text), inside the special tokens the tokenizer puts around any text."""
+        probe = self.tokenizer.encode("a")  # one word: what is around it is what the tokenizer adds
+        text_at = [i for i, s in enumerate(probe.special_tokens_mask) if not s] or [len(probe.ids)]
+        lead, trail = list(probe.ids[: text_at[0]]), list(probe.ids[text_at[-1] + 1 :])
+        every = [*lead, *ids, *trail]
+        pieces = [self.tokenizer.id_to_token(i) or f"#{i}" for i in every]
+        special = [True] * len(lead) + [False] * len(ids) + [True] * len(trail)
+        words = [None] * len(lead) + list(range(len(ids))) + [None] * len(trail)
+        return Tokens(every, pieces, special, words, [(0, 0)] * len(every), text, labels=self.labels(every, pieces))
+
     def nearest(self, rows: np.ndarray, k: int, skip: list[int] | None = None) -> list[list[str]]:  # [m, d] -> m lists of k tokens
         """The k vocabulary tokens whose input embeddings are nearest by cosine to each row."""
         decode = self.tokenizer.id_to_token
