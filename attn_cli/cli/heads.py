@@ -1,6 +1,7 @@
-"""`attn heads list|train|eval|find|detect`."""
+"""`attn heads list|train|eval|find|detect|stats`."""
 
 import math
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import Enum
@@ -270,3 +271,91 @@ def detect(
                              length=length, seed=seed, progress=progress)
     write(found, output, "heads_detected", top)
 
+
+class Figure(str, Enum):
+    entropy = "entropy"
+    distance = "distance"
+    first = "first"
+    special = "special"
+    self = "self"
+    previous = "previous"
+    detect_previous = "detect_previous"
+    detect_duplicate = "detect_duplicate"
+    detect_induction = "detect_induction"
+    detect_first = "detect_first"
+    detect_special = "detect_special"
+    detect_self = "detect_self"
+
+
+@heads_app.command("stats", cls=AttnCommand, epilog=examples(
+    "attn heads stats corpus.txt --model ./all-MiniLM-L6-v2",
+    "attn heads stats corpus.txt --model SmolLM2.gguf --grid first",
+    "attn heads stats - --model ./gpt2 --csv < corpus.txt > heads.csv",
+))
+def stats(
+    corpus: Annotated[str, typer.Argument(metavar="CORPUS", help="A text file, one sentence a line; - reads stdin.", show_default=False)],
+    model: ModelOpt = None,
+    error: ErrorOpt = ErrorMeasure.mul,
+    exclude_bos: ExcludeBosOpt = False,
+    exclude_current: ExcludeCurrentOpt = False,
+    grid: Annotated[Figure | None, typer.Option("--grid", metavar="FIGURE", help="Show one figure of every head as a layers x heads grid instead of the tables: entropy, distance, first, special, self, previous, or detect_PATTERN (previous, duplicate, induction, first, special, self).", show_default=False)] = None,
+    parquet: Annotated[Path | None, typer.Option("--parquet", metavar="FILE", help="Also write the rows (as --csv has them, unrounded) to FILE as Parquet (needs pyarrow: the fast extra).", show_default=False)] = None,
+    force: ForceOpt = False,
+    output: FormatOpt = Format.table,
+) -> None:
+    """Per head, figures over a corpus: entropy, distance, where the weight goes, and the head detector's scores.
+
+    Each head's mean entropy (nats) and distance to its keys over every query, its mean weight on
+    the first token, the special tokens, itself and the token before; and its detector scores
+    (heads detect) averaged over the sentences that have each pattern; beside even attention.
+    The corpus streams through in bounded memory. Exit 2 when any line failed (each said on
+    stderr; the figures are those of the others).
+    """
+    from attn_cli.results.stats import HeadStats
+
+    if model is None:
+        raise InputError("heads stats needs --model PATH|NAME (a checkpoint: a Hugging Face folder, a .gguf file or ollama:NAME)")
+    check_format(output, HeadStats)
+    if grid is not None and output is not Format.table:
+        raise InputError(f"--grid draws the terminal view; it does not combine with --{output.value}")
+    if parquet is not None:
+        parquet = check_parquet(parquet, force)
+    from attn_cli import api
+    from attn_cli.io import files
+
+    lines = files.stdin_line_bytes() if corpus == "-" else files.file_line_bytes(files.user_path(corpus, "CORPUS"), "a text file")
+    total = None if corpus == "-" or not sys.stderr.isatty() else files.count_lines(files.user_path(corpus, "CORPUS"))
+    checkpoint = api.load_model(model)
+    with line_progress("lines", total) as progress:
+        partial = api.head_stats(checkpoint, lines, error=error.value, exclude_bos=exclude_bos, exclude_current=exclude_current,
+                                 on_error=lambda n, e: say(f"line {n}: {e}"), progress=progress)
+    if partial.blank:
+        say(f"skipped {partial.blank} blank line{'s' if partial.blank != 1 else ''}")
+    result = api.figures(partial)
+    if parquet is not None:
+        write_parquet(result, parquet, force)
+    write(result, output, "head_stats", None if grid is None else grid.value)
+    if partial.failed:
+        say(f"{partial.failed} of {partial.sentences + partial.failed} lines failed")
+        raise typer.Exit(2)
+
+
+def check_parquet(path: Path, force: bool) -> Path:
+    """--parquet FILE, refused before any work: without pyarrow, or where it would overwrite what the user has."""
+    from attn_cli.io.files import user_path
+
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise InputError("--parquet needs pyarrow, which is not installed: pip install 'attn-cli[fast]' (or pip install pyarrow)") from None
+    return check_new_file(user_path(path, "--parquet"), force)
+
+
+def write_parquet(result, path: Path, force: bool) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from attn_cli.io.atomic import write_atomic
+
+    table = pa.Table.from_pylist(list(result.rows_for_files()))
+    write_atomic(path, lambda f: pq.write_table(table, f), force=force)
