@@ -105,25 +105,29 @@ def draw_tokens(model, length: int, seed: int) -> list[int]:
     added = set(tok.get_added_tokens_decoder())
     size = tok.get_vocab_size()
     rng = np.random.default_rng(seed)
-    chosen: list[int] = []
-    for candidate in rng.integers(0, size, MAX_DRAWS * length).tolist():
-        if candidate in added or candidate in chosen:
-            continue
-        text = tok.decode([candidate])
-        if text and tok.encode(text, add_special_tokens=False).ids == [candidate]:
-            chosen.append(candidate)
-            if len(chosen) == length:
-                return chosen
+    chosen: dict[int, None] = {}  # in the order drawn
+    for _ in range(MAX_DRAWS):
+        for candidate in rng.integers(0, size, length).tolist():
+            if candidate in added or candidate in chosen:
+                continue
+            text = tok.decode([candidate])
+            if text and tok.encode(text, add_special_tokens=False).ids == [candidate]:
+                chosen[candidate] = None
+                if len(chosen) == length:
+                    return list(chosen)
     raise DataError(f"{model.name}: found only {len(chosen)} of {length} tokens that stand for their own text in {MAX_DRAWS * length} draws")
 
 
 def repeated_tokens(model, length: int, seed: int):
     """TransformerLens's induction protocol: a random sequence of `length` tokens, then the same again (inside the special
     tokens the tokenizer adds to any text)."""
-    ids = draw_tokens(model, length, seed)
-    tokens = model.tokens_of(ids + ids)
-    if len(tokens.ids) > model.spec.max_positions:
-        raise InputError(f"--length {length}: twice {length} tokens is more than the {model.spec.max_positions} positions {model.name} has")
+    limit = model.spec.max_positions
+    too_long = InputError(f"--length {length}: twice {length} tokens is more than the {limit} positions {model.name} has")
+    if 2 * length > limit:  # before any draw
+        raise too_long
+    tokens = model.tokens_of(2 * draw_tokens(model, length, seed))
+    if len(tokens.ids) > limit:  # with the special tokens around them
+        raise too_long
     return tokens
 
 

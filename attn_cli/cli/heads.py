@@ -323,8 +323,9 @@ def stats(
     from attn_cli import api
     from attn_cli.io import files
 
-    lines = files.stdin_line_bytes() if corpus == "-" else files.file_line_bytes(files.user_path(corpus, "CORPUS"), "a text file")
-    total = None if corpus == "-" or not sys.stderr.isatty() else files.count_lines(files.user_path(corpus, "CORPUS"))
+    path = None if corpus == "-" else files.user_path(corpus, "CORPUS")
+    lines = files.stdin_line_bytes() if path is None else files.file_line_bytes(path, "a text file")
+    total = None if path is None or not sys.stderr.isatty() else files.count_lines(path)  # a bar with an end, for a file on a terminal
     checkpoint = api.load_model(model)
     with line_progress("lines", total) as progress:
         partial = api.head_stats(checkpoint, lines, error=error.value, exclude_bos=exclude_bos, exclude_current=exclude_current,

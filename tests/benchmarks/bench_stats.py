@@ -6,10 +6,10 @@ The corpus is made in a scratch folder (never committed): every sentence of data
 data/links/*.tsv (their first column, once each), repeated in a seeded shuffle to --sentences lines.
 Measured in one run, each a new process:
 1. `attn heads stats CORPUS --model M --json` under /usr/bin/time -v, with one BLAS thread and with
-   two: wall time, sentences a second, peak RSS ("Maximum resident set size");
+   two (--threads): wall time, sentences a second, peak RSS ("Maximum resident set size");
 2. the floor: the forward passes alone (attn_cli.api.trace) over the first --floor sentences, one
-   BLAS thread, in a process of its own, then api.head_stats (what the command runs) over the same
-   sentences: the ratio is the cost of the figures on top of the model;
+   BLAS thread, in a process of its own, against api.head_stats (what the command runs) over the
+   same sentences, 25 at a time in turn: the ratio is the cost of the figures on top of the model;
 3. the documented Dask example (docs/heads-stats.md) on a LocalCluster of two worker processes with
    one thread each, the corpus as two files: wall time from the start of the process (cluster, the
    model loaded in each worker, the figures), and its figures compared with the command's: they
@@ -36,12 +36,16 @@ from attn_cli import api
 model = api.load_model(sys.argv[1])
 lines = [l.rstrip("\n") for l in open(sys.argv[2], encoding="utf-8")][: int(sys.argv[3])]
 api.trace(model, lines[0])
-start = time.perf_counter()
-for line in lines:
-    api.trace(model, line)
-middle = time.perf_counter()
-api.head_stats(model, lines)
-print((middle - start) / len(lines), (time.perf_counter() - middle) / len(lines))
+alone = figures = 0.0
+for start in range(0, len(lines), 25):  # interleaved a block at a time, so that a change of load falls on both
+    block = lines[start : start + 25]
+    t0 = time.perf_counter()
+    for line in block:
+        api.trace(model, line)
+    t1 = time.perf_counter()
+    api.head_stats(model, block)
+    alone, figures = alone + t1 - t0, figures + time.perf_counter() - t1
+print(alone / len(lines), figures / len(lines))
 '''
 
 DASK = r'''
@@ -102,6 +106,7 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=10_000)
     parser.add_argument("--floor", type=int, default=500, help="sentences the forward-pass floor is timed on")
     parser.add_argument("--model", type=Path)
+    parser.add_argument("--threads", default="1,2", help="BLAS thread counts of the one-process runs (1 must be among them)")
     args = parser.parse_args()
     if args.model is None:
         from tests.checkpoints import minilm_folder
@@ -111,7 +116,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="attn-bench-stats-") as scratch:
         whole, halves = make_corpus(Path(scratch), args.sentences)
         figures = {}
-        for threads in (1, 2):
+        counts = [int(t) for t in args.threads.split(",")]
+        if 1 not in counts:
+            raise SystemExit("--threads must include 1: the Dask workers run one thread each")
+        for threads in counts:
             seconds, rss, out = timed_command([attn, "heads", "stats", whole, "--model", args.model, "--json"], threads)
             figures[threads] = json.loads(out)
             tokens = figures[threads]["queries"]
@@ -130,8 +138,8 @@ def main() -> None:
             raise SystemExit(f"the Dask run failed: {done.stderr[-800:]}")
         dask = json.loads(done.stdout.splitlines()[-1])
         same = dask["figures"] == figures[1]
-        if figures[2] != figures[1]:  # another BLAS thread count may round a product differently: said, not hidden
-            print("note: with 2 BLAS threads the command's figures differ from those with 1 in the last digits")
+        if any(figures[t] != figures[1] for t in counts):  # another BLAS thread count may round a product differently: said, not hidden
+            print("note: with more BLAS threads the command's figures differ from those with 1 in the last digits")
         print(f"Dask, 2 worker processes x 1 thread, 2 files: {dask['seconds']:7.1f} s, {args.sentences / dask['seconds']:6.1f} sentences/s, "
               f"{one_thread / dask['seconds']:.2f}x one process with 1 thread; figures {'identical' if same else 'DIFFERENT'} "
               "to the command's with 1 thread (every number of its JSON)")
