@@ -127,7 +127,7 @@ def test_inspect_weigh_norm_in_json_csv_and_on_screen(run):
     rows = run(*args, "--head", "0.2", "--csv").stdout.splitlines()
     assert rows[0].endswith(",weight,value_norm") and len(rows) == 1 + 25
     screen = run(*args, "--head", "0.2").stdout
-    assert "--weigh norm: each cell is ‖α_ij f(x_j)‖" in screen and "special tokens: " in screen and "· norms" in screen
+    assert "--weigh norm: cells are ‖α_ij f(x_j)‖ = α_ij × ‖key j's value through W_V, W_O‖\n" in screen and "special tokens: " in screen and "· norms" in screen
 
 
 def test_inspect_weigh_norm_of_the_lessons_heads(run):

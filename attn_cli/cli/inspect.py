@@ -58,7 +58,7 @@ def inspect(
         typer.Option("--stage", help="Show the matrix before scaling (scores), after scaling and masking (masked), or after softmax (weights); with --json, add each head's scores. Default: weights.", show_default=False),
     ] = None,
     transpose: Annotated[bool, typer.Option("--transpose", help="Queries as columns, as in the lesson (default: queries as rows).")] = False,
-    weigh: Annotated[Weigh, typer.Option("--weigh", help="Show the weights, or norm: ||alpha_ij f(x_j)||, each weight times the length of what the key writes through W_V and W_O (also in JSON: value_norms).")] = Weigh.weight,
+    weigh: Annotated[Weigh, typer.Option("--weigh", help="Show the weights, or norm: ||alpha_ij f(x_j)||, each weight times the length of what the key writes through W_V and W_O (Kobayashi et al. 2020; also in JSON: value_norms).")] = Weigh.weight,
     rollout: Annotated[bool, typer.Option("--rollout", help="With --model: also the attention rollout through the layers (heads averaged, 0.5 A + 0.5 I, multiplied up), as a heatmap and in JSON.")] = False,
     focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="A token (its first occurrence) or a 0-based index (-1 = last): show that query's softmax distribution.", show_default=False)] = None,
     neighbors: Annotated[

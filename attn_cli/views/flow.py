@@ -2,8 +2,7 @@
 
 from rich.text import Text
 
-WEIGHING = ("--weigh norm: each cell is ‖α_ij f(x_j)‖, the length of what key j adds to query i through the head "
-            "(its weight times its value through W_V and the head's W_O; Kobayashi et al. 2020), not the weight")
+WEIGHING = "--weigh norm: cells are ‖α_ij f(x_j)‖ = α_ij × ‖key j's value through W_V, W_O‖"  # one line of 79 columns
 
 
 def weighing(result, options) -> list:
