@@ -19,10 +19,11 @@ from attn_cli.results.inspect import HeadView, InspectResult
 class InspectSettings(Record):
     """What `inspect` reports for each sentence (how a model runs is the model's own settings). A plain class: see attention.Head."""
 
-    __slots__ = ("heads", "words", "hide_special", "focus", "neighbors", "stage", "embeddings", "senses", "matrices")
+    __slots__ = ("heads", "words", "hide_special", "focus", "neighbors", "stage", "embeddings", "senses", "matrices", "weigh", "rollout")
 
     def __init__(self, heads: list[str] | None = None, words: bool = False, hide_special: bool = False, focus: str | None = None,
-                 neighbors: int = 3, stage: str | None = None, embeddings: bool = False, senses=None, matrices: tuple | None = None):
+                 neighbors: int = 3, stage: str | None = None, embeddings: bool = False, senses=None, matrices: tuple | None = None,
+                 weigh: str = "weight", rollout: bool = False):
         self.heads = heads  # a checkpoint's "L.H" or "L" (every head of layer L); None: every head
         self.words = words  # merge word pieces into words
         self.hide_special = hide_special  # leave [CLS], [SEP], ... out of the view
@@ -32,6 +33,8 @@ class InspectSettings(Record):
         self.embeddings = embeddings  # also report E and E'
         self.senses = senses  # (ad-hoc senses, sense set, its name) for the sense meter, or None
         self.matrices = matrices  # (n x n matrices a sentence keeps, what they are for): checked against memory before the forward pass
+        self.weigh = weigh  # "norm": also each head's value-weighted attention ||alpha_ij f(x_j)|| (analysis.flow)
+        self.rollout = rollout  # also the attention rollout through the layers (analysis.flow)
 
 
 def parse_heads(specs: list[str] | None, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
@@ -63,7 +66,7 @@ def inspect(model: Model, text: str, settings: InspectSettings) -> InspectResult
         from attn_cli.io.memory import check_memory
 
         check_memory(len(tokens.ids), *settings.matrices)
-    trace = model.forward(tokens, keep_scores=settings.stage in ("scores", "masked"))
+    trace = model.forward(tokens, keep_scores=settings.stage in ("scores", "masked"), keep_values=settings.weigh == "norm")
     if "layers" in model.capabilities:
         return layered(model, trace, settings)
     return one_layer(model, trace, settings)
@@ -71,6 +74,7 @@ def inspect(model: Model, text: str, settings: InspectSettings) -> InspectResult
 
 def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectResult:
     """A checkpoint: every head's weights over the units shown, the heads picked shown in full, the residual stream."""
+    from attn_cli.analysis.flow import piece_flows
     from attn_cli.analysis.residual import layer_numbers, residual
 
     selected = parse_heads(settings.heads, model.n_layers, model.n_heads)
@@ -79,6 +83,7 @@ def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectRes
     if settings.words:
         weights = aggregate(weights, members)  # [L, H, g, g]
     allowed = visible_units(model.causal, members)  # [g, g] or None
+    flows, shares = piece_flows(model, trace, settings.weigh == "norm", settings.rollout)  # value_norms [L, H, n, n], rollout [n, n], over pieces
     special_weight, shown = None, list(range(len(members)))
     if settings.hide_special:
         shown = [u for u, s in enumerate(special) if not s]
@@ -88,6 +93,7 @@ def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectRes
         special_weight = weights[..., hidden].sum(axis=-1)[..., shown]  # [L, H, g']: what each query put on them
         weights = weights[..., shown, :][..., shown]
         allowed = None if allowed is None else allowed[np.ix_(shown, shown)]
+    flows = {name: (aggregate(m, members) if settings.words else m)[..., shown, :][..., shown] for name, m in flows.items()}
     focus = None
     if settings.focus is not None:
         u = find_focus([labels[s] for s in shown], [trace.tokens.pieces[members[s][-1]] for s in shown], settings.focus, model.fold)
@@ -99,7 +105,8 @@ def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectRes
     heads = [HeadView(f"{l}.{h}", model.d_k, weights[l, h], allowed, layer=l, index=h,
                       scores=trace.layers[l].scores[h] if staged and trace.layers[l].scores is not None else None,
                       masked=trace.layers[l].masked[h] if staged else None,
-                      special_weight=None if special_weight is None else special_weight[l, h]) for l, h in selected]
+                      special_weight=None if special_weight is None else special_weight[l, h],
+                      value_norms=flows["value_norms"][l, h] if "value_norms" in flows else None) for l, h in selected]
     raw = np.stack([layer.weights for layer in trace.layers])  # [L, H, n, n]
     first = raw[:, :, 1:, 0].mean(axis=-1) if raw.shape[-1] > 1 else None  # [L, H]: weight on the first token, over the later queries
     return InspectResult(
@@ -107,7 +114,7 @@ def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectRes
         model=model.summary(), caption=model.spec.update_caption, first_token=first, pieces=list(trace.tokens.pieces), special=[special[s] for s in shown], words=settings.words,
         hide_special=settings.hide_special, weights=weights, allowed=allowed, special_weight=special_weight, **layer_numbers(trace),
         focus=None if focus is None else u, focus_piece=None if focus is None else focus[0], residual=None if focus is None else focus[1],
-        focus_path=None if focus is None else trace.hidden[:, focus[0]],
+        focus_path=None if focus is None else trace.hidden[:, focus[0]], special_shares=shares, **flows,
     )
 
 
@@ -124,6 +131,10 @@ def one_layer(model: Model, trace: Trace, settings: InspectSettings) -> InspectR
     tokens = trace.tokens.pieces
     allowed = allowed_keys(run.mask, len(e))
     outs = trace.layers[0].heads
+    if settings.weigh == "norm":
+        from attn_cli.analysis.flow import layer_value_norms
+
+        value_norms = layer_value_norms(model, trace)[0]  # [H, n, n]
     views = [
         HeadView(
             head.name, head.d_k, out.weights, allowed, noise=getattr(head, "noise", False), description=getattr(head, "description", ""),
@@ -131,8 +142,9 @@ def one_layer(model: Model, trace: Trace, settings: InspectSettings) -> InspectR
             top_weight=None if run.scale else float(np.mean(np.max(out.weights, axis=1))),
             top_weight_scaled=None if run.scale else float(np.mean(np.max(attention_weights(out.scores, head.d_k, allowed, distance=head.distance, sink=head.sink)[1], axis=1))),
             distance=None if head.distance is None else [float(x) for x in head.distance], sink=head.sink, sink_weights=out.sink,
+            value_norms=value_norms[h] if settings.weigh == "norm" else None,
         )
-        for head, out in zip(model.heads, outs)
+        for h, (head, out) in enumerate(zip(model.heads, outs))
     ]
     focus = None if settings.focus is None else find_focus(tokens, tokens, settings.focus, model.fold)
     senses = note = None

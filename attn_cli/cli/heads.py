@@ -1,6 +1,7 @@
-"""`attn heads list|train|eval`."""
+"""`attn heads list|train|eval|find|detect|stats`."""
 
 import math
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import Enum
@@ -188,3 +189,184 @@ def find(
             raise InputError(f"{source} line {link.line}: {e}") from None
     found = find_heads(checkpoint, labelled, source, sort.value)
     write(found, output, "heads_found", top)
+
+
+class Pattern(str, Enum):
+    previous = "previous"
+    duplicate = "duplicate"
+    induction = "induction"
+    first = "first"
+    special = "special"
+    self = "self"
+    all = "all"
+
+
+class ErrorMeasure(str, Enum):
+    mul = "mul"
+    abs = "abs"
+
+
+ErrorOpt = Annotated[ErrorMeasure, typer.Option("--error", help="mul: the share of a head's weight on the pattern; abs: 1 - Σ|A - P| / n (TransformerLens's two forms).")]
+ExcludeBosOpt = Annotated[bool, typer.Option("--exclude-bos", help="Leave the weight on the first token out of every score.")]
+ExcludeCurrentOpt = Annotated[bool, typer.Option("--exclude-current", help="Leave each query's weight on itself out of every score.")]
+
+
+@contextmanager
+def line_progress(what: str, total: int | None) -> Iterator[Callable[[int], None] | None]:
+    """A bar of lines done on stderr, drawn only on a terminal (total None: a count without an end)."""
+    from attn_cli.io.console import progress_bars
+
+    with progress_bars() as bars:
+        if bars is None:
+            yield None
+            return
+        task = bars.add_task(what, total=total)
+        yield lambda done: bars.update(task, completed=done)
+
+
+def numbered_text(path: str, kind: str) -> list[tuple[int, str]]:
+    """(line number, text) of each non-blank line of a text file or stdin (-)."""
+    from attn_cli.io.files import read_input, user_path
+
+    text = read_input(path if path == "-" else user_path(path, kind), kind)
+    return [(n, line.strip()) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+@heads_app.command("detect", cls=AttnCommand, epilog=examples(
+    "attn heads detect --model ./all-MiniLM-L6-v2",
+    "attn heads detect --model SmolLM2.gguf --pattern induction --seed 1",
+    "attn heads detect --model ./gpt2 --error abs --exclude-bos --json",
+))
+def detect(
+    model: ModelOpt = None,
+    pattern: Annotated[Pattern, typer.Option("--pattern", help="The kind of head to score every head for, or all of them.")] = Pattern.all,
+    error: ErrorOpt = ErrorMeasure.mul,
+    exclude_bos: ExcludeBosOpt = False,
+    exclude_current: ExcludeCurrentOpt = False,
+    text: Annotated[str | None, typer.Option("--text", metavar="FILE", help="Sentences (one a line; - reads stdin) for previous, first, special and self. Default: the 42 sentences of the shipped previous-word set.", show_default=False)] = None,
+    length: Annotated[int, typer.Option("--length", metavar="N", min=2, help="Tokens of the random sequence that duplicate and induction are scored on (it is given twice).")] = 50,
+    seed: Annotated[int, typer.Option("--seed", metavar="N", min=0, help="Seed of the random sequence and of the random baseline.")] = 0,
+    top: Annotated[int, typer.Option("--top", metavar="N", min=1, help="Heads listed per pattern in the terminal (JSON and CSV have all).")] = 5,
+    output: FormatOpt = Format.table,
+) -> None:
+    """Score every (layer, head) of a real model for the kinds of head TransformerLens's head detector finds, and more.
+
+    previous: weight on the token before; duplicate: on an earlier copy of the query's token;
+    induction: on the token after that copy (both on a random sequence given twice); first: on
+    the first token; special: on [CLS], [SEP], BOS...; self: on the query itself. Each pattern's
+    heads are ranked beside two baselines scored the same way: even attention, and a head that
+    looks at one random visible key.
+    """
+    from attn_cli.analysis.detect import PATTERNS, REPEATED, detect_heads
+    from attn_cli.models.loading import load
+    from attn_cli.results.detect import HeadsDetected
+
+    if model is None:
+        raise InputError("heads detect needs --model PATH|NAME (a checkpoint: a Hugging Face folder, a .gguf file or ollama:NAME)")
+    check_format(output, HeadsDetected)
+    names = list(PATTERNS) if pattern is Pattern.all else [pattern.value]
+    if text is None:
+        from attn_cli.heads.links import link_set, read_links
+
+        shipped = link_set("previous")
+        sentences, source = list(enumerate(dict.fromkeys(link.sentence for link in read_links(shipped)), 1)), "data/links/previous.tsv"
+    else:
+        from attn_cli.io.files import input_name
+
+        sentences, source = numbered_text(text, "--text"), input_name(text)
+    checkpoint = load(model)
+    on_text = any(name not in REPEATED for name in names)
+    with line_progress("sentences", len(sentences) if on_text else None) as progress:
+        found = detect_heads(checkpoint, sentences, source, names, error=error.value, exclude_bos=exclude_bos, exclude_current=exclude_current,
+                             length=length, seed=seed, progress=progress)
+    write(found, output, "heads_detected", top)
+
+
+class Figure(str, Enum):
+    entropy = "entropy"
+    distance = "distance"
+    first = "first"
+    special = "special"
+    self = "self"
+    previous = "previous"
+    detect_previous = "detect_previous"
+    detect_duplicate = "detect_duplicate"
+    detect_induction = "detect_induction"
+    detect_first = "detect_first"
+    detect_special = "detect_special"
+    detect_self = "detect_self"
+
+
+@heads_app.command("stats", cls=AttnCommand, epilog=examples(
+    "attn heads stats corpus.txt --model ./all-MiniLM-L6-v2",
+    "attn heads stats corpus.txt --model SmolLM2.gguf --grid first",
+    "attn heads stats - --model ./gpt2 --csv < corpus.txt > heads.csv",
+))
+def stats(
+    corpus: Annotated[str, typer.Argument(metavar="CORPUS", help="A text file, one sentence a line; - reads stdin.", show_default=False)],
+    model: ModelOpt = None,
+    error: ErrorOpt = ErrorMeasure.mul,
+    exclude_bos: ExcludeBosOpt = False,
+    exclude_current: ExcludeCurrentOpt = False,
+    grid: Annotated[Figure | None, typer.Option("--grid", metavar="FIGURE", help="Show one figure of every head as a layers x heads grid instead of the tables: entropy, distance, first, special, self, previous, or detect_PATTERN (previous, duplicate, induction, first, special, self).", show_default=False)] = None,
+    parquet: Annotated[Path | None, typer.Option("--parquet", metavar="FILE", help="Also write the rows (as --csv has them, unrounded) to FILE as Parquet (needs pyarrow: the fast extra).", show_default=False)] = None,
+    force: ForceOpt = False,
+    output: FormatOpt = Format.table,
+) -> None:
+    """Per head, figures over a corpus: entropy, distance, where the weight goes, and the head detector's scores.
+
+    Each head's mean entropy (nats) and distance to its keys over every query, its mean weight on
+    the first token, the special tokens, itself and the token before; and its detector scores
+    (heads detect) averaged over the sentences that have each pattern; beside even attention.
+    The corpus streams through in bounded memory. Exit 2 when any line failed (each said on
+    stderr; the figures are those of the others).
+    """
+    from attn_cli.results.stats import HeadStats
+
+    if model is None:
+        raise InputError("heads stats needs --model PATH|NAME (a checkpoint: a Hugging Face folder, a .gguf file or ollama:NAME)")
+    check_format(output, HeadStats)
+    if grid is not None and output is not Format.table:
+        raise InputError(f"--grid draws the terminal view; it does not combine with --{output.value}")
+    if parquet is not None:
+        parquet = check_parquet(parquet, force)
+    from attn_cli import api
+    from attn_cli.io import files
+
+    path = None if corpus == "-" else files.user_path(corpus, "CORPUS")
+    lines = files.stdin_line_bytes() if path is None else files.file_line_bytes(path, "a text file")
+    total = None if path is None or not sys.stderr.isatty() else files.count_lines(path)  # a bar with an end, for a file on a terminal
+    checkpoint = api.load_model(model)
+    with line_progress("lines", total) as progress:
+        partial = api.head_stats(checkpoint, lines, error=error.value, exclude_bos=exclude_bos, exclude_current=exclude_current,
+                                 on_error=lambda n, e: say(f"line {n}: {e}"), progress=progress)
+    if partial.blank:
+        say(f"skipped {partial.blank} blank line{'s' if partial.blank != 1 else ''}")
+    result = api.figures(partial)
+    if parquet is not None:
+        write_parquet(result, parquet, force)
+    write(result, output, "head_stats", None if grid is None else grid.value)
+    if partial.failed:
+        say(f"{partial.failed} of {partial.sentences + partial.failed} lines failed")
+        raise typer.Exit(2)
+
+
+def check_parquet(path: Path, force: bool) -> Path:
+    """--parquet FILE, refused before any work: without pyarrow, or where it would overwrite what the user has."""
+    from attn_cli.io.files import user_path
+
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise InputError("--parquet needs pyarrow, which is not installed: pip install 'attn-cli[fast]' (or pip install pyarrow)") from None
+    return check_new_file(user_path(path, "--parquet"), force)
+
+
+def write_parquet(result, path: Path, force: bool) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from attn_cli.io.atomic import write_atomic
+
+    table = pa.Table.from_pylist(list(result.rows_for_files()))
+    write_atomic(path, lambda f: pq.write_table(table, f), force=force)

@@ -1,6 +1,7 @@
 """`attn inspect`: attention heads over a sentence, as heatmaps or as JSON."""
 
 import os
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -16,6 +17,11 @@ from attn_cli.vectors.tokens import Oov
 
 
 DEFAULT_NEIGHBORS = 3  # in the terminal view and in JSON alike
+
+
+class Weigh(str, Enum):
+    weight = "weight"  # the attention weights alpha_ij
+    norm = "norm"  # ||alpha_ij f(x_j)||: each weight times the length of the key's value through W_V and W_O
 
 
 def stdin_lines():
@@ -52,6 +58,8 @@ def inspect(
         typer.Option("--stage", help="Show the matrix before scaling (scores), after scaling and masking (masked), or after softmax (weights); with --json, add each head's scores. Default: weights.", show_default=False),
     ] = None,
     transpose: Annotated[bool, typer.Option("--transpose", help="Queries as columns, as in the lesson (default: queries as rows).")] = False,
+    weigh: Annotated[Weigh, typer.Option("--weigh", help="Show the weights, or norm: ||alpha_ij f(x_j)||, each weight times the length of what the key writes through W_V and W_O (Kobayashi et al. 2020; also in JSON: value_norms).")] = Weigh.weight,
+    rollout: Annotated[bool, typer.Option("--rollout", help="With --model: also the attention rollout through the layers (heads averaged, 0.5 A + 0.5 I, multiplied up), as a heatmap and in JSON.")] = False,
     focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="A token (its first occurrence) or a 0-based index (-1 = last): show that query's softmax distribution.", show_default=False)] = None,
     neighbors: Annotated[
         int | None,
@@ -99,7 +107,9 @@ def inspect(
     given = {"--vectors": vectors_path, "--sense": sense, "--sense-set": sense_set, "--mask": mask, "--per-head": per_head or None,
              "--embeddings": embeddings or None, "--no-position": None if position else True, "--no-scale": None if scale else True,
              "--limit": limit, "--oov": None if oov == Oov.error else oov, "--neighbors": neighbors if neighbors and focus is None else None,
-             "--layer": layer, "--words": words or None, "--hide-special": hide_special or None}
+             "--layer": layer, "--words": words or None, "--hide-special": hide_special or None, "--rollout": rollout or None}
+    if weigh is Weigh.norm and stage not in (None, Stage.weights):
+        raise InputError("--weigh norm weighs the weights; drop --stage")
     if model is not None:
         from attn_cli.models.transformer import Transformer as kind
     else:
@@ -109,7 +119,7 @@ def inspect(
         if picture and focus is None:
             raise InputError("--picture with --model draws the --focus token through the layers; name it with --focus")
         chosen, settings = open_checkpoint(model, head, layer, words=words, hide_special=hide_special, focus=focus, neighbors=neighbors,
-                                           stage=stage, output=output)
+                                           stage=stage, output=output, weigh=weigh.value, rollout=rollout)
         overview = not (head or layer is not None)
     else:
         from attn_cli.models.glove import Settings
@@ -117,8 +127,10 @@ def inspect(
         run = Settings(mask=mask or Mask.causal, position=position, oov=oov, max_tokens=max_tokens, stage=stage, embeddings=embeddings, scale=scale)
         chosen, settings = open_glove(run, head, seed, vectors_path, limit, trust_pickle, sense, sense_set, focus=focus, neighbors=neighbors,
                                       output=output, stream=text == "-")
+        settings.weigh = weigh.value
         overview = False
-    view_options = dict(stage=(stage or Stage.weights).value, transpose=transpose, per_head=per_head, picture=picture, overview=overview)
+    view_options = dict(stage=(stage or Stage.weights).value, transpose=transpose, per_head=per_head, picture=picture, overview=overview,
+                        weigh=weigh.value)  # the views are read only when a view is drawn
 
     def compute(line: str | bytes):
         from attn_cli.analysis.inspect import inspect
@@ -142,7 +154,7 @@ ABSENT = {  # a model without this capability refuses the options that need it, 
 OPTION_NEEDS = {
     "--vectors": "word-vectors", "--limit": "word-vectors", "--oov": "word-vectors", "--sense": "probe-senses", "--sense-set": "probe-senses",
     "--mask": "settings", "--no-position": "settings", "--no-scale": "settings", "--per-head": "shift", "--embeddings": "shift",
-    "--neighbors": "shift", "--layer": "layers", "--words": "pieces", "--hide-special": "pieces",
+    "--neighbors": "shift", "--layer": "layers", "--words": "pieces", "--hide-special": "pieces", "--rollout": "layers",
 }  # --neighbors: the keys nearest E and E'; with --focus, a checkpoint's token path takes it too
 
 
@@ -213,7 +225,7 @@ def open_glove(run, head, seed, vectors_path, limit, trust_pickle, sense, sense_
     return GloveModel(vectors, heads, run), settings
 
 
-def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neighbors, stage, output):
+def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neighbors, stage, output, weigh="weight", rollout=False):
     """`inspect --model`: the checkpoint, and what each sentence reports (a bad --head is an error before any sentence)."""
     from attn_cli.analysis.inspect import InspectSettings, parse_heads
     from attn_cli.io.memory import BYTES_PER_CELL
@@ -227,8 +239,11 @@ def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neig
     every = model.n_layers * model.n_heads
     # The forward pass keeps every head's scores and weights (float32); the heads shown in full, or all
     # of them in JSON, also become tables or JSON numbers.
-    matrices = every * 8 / BYTES_PER_CELL + (len(selected) if chosen or output is Format.table else every)
-    settings = InspectSettings(heads=chosen or None, words=words, hide_special=hide_special, focus=focus,
+    shown = len(selected) if chosen or output is Format.table else every
+    matrices = every * 8 / BYTES_PER_CELL + shown
+    if weigh == "norm":  # every head's norms in float64, and those shown as numbers too
+        matrices += every * 8 / BYTES_PER_CELL + shown
+    settings = InspectSettings(heads=chosen or None, words=words, hide_special=hide_special, focus=focus, weigh=weigh, rollout=rollout,
                                neighbors=DEFAULT_NEIGHBORS if neighbors is None else neighbors, stage=stage.value if stage else None,
                                matrices=(matrices, f"{model.n_layers} layers x {model.n_heads} heads"))
     return model, settings

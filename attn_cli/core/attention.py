@@ -81,10 +81,11 @@ class Head(Record):
 class HeadResult(Record):
     """One head over one sentence, every array in E's precision (float32 or float64). A plain class, as Head."""
 
-    __slots__ = ("scores", "masked", "weights", "delta", "delta_self", "delta_context", "sink")
+    __slots__ = ("scores", "masked", "weights", "delta", "delta_self", "delta_context", "sink", "values")
 
     def __init__(self, scores: np.ndarray, masked: np.ndarray, weights: np.ndarray, delta: np.ndarray,
-                 delta_self: np.ndarray | None = None, delta_context: np.ndarray | None = None, sink: np.ndarray | None = None):
+                 delta_self: np.ndarray | None = None, delta_context: np.ndarray | None = None, sink: np.ndarray | None = None,
+                 values: np.ndarray | None = None):
         self.scores = scores  # [n, n] Q K^T, before scaling
         self.masked = masked  # [n, n] scores / sqrt(d_k) (scores alone when not scaled) - distance penalty (heads with one), -inf where masked
         self.weights = weights  # [n, n] softmax over keys; rows sum to 1 (0 for a fully masked row; with a sink, 1 less its weight)
@@ -92,6 +93,7 @@ class HeadResult(Record):
         self.delta_self = delta_self  # [n, d] w_ii v_i (then W_O): the token's own value, copied
         self.delta_context = delta_context  # [n, d] sum_{j != i} w_ij v_j (then W_O): what the other tokens wrote
         self.sink = sink  # [n] each query's weight on the sink (heads with one; else None): weights[i].sum() + sink[i] = 1
+        self.values = values  # [n, d_v] V = E W_V, what each key offers (before W_O)
 
 
 ROW_BLOCK_BYTES = 1 << 19  # a block of rows of one [n, n] matrix (512 KiB): the block stays in cache while it is scaled, masked, exponentiated and normalised (256 KiB to 1 MiB measure about the same)
@@ -320,8 +322,8 @@ def run_heads(e: np.ndarray, heads: list[Head], mask: np.ndarray | None, scale: 
     out = attend(q, k, v, mask, root=dtype.type(math.sqrt(d_k)) if scale else None, slopes=head_slopes(heads, dtype), sinks=sinks)
     delta = out.values if w_o is None else out.values @ w_o  # [h, n, d_v] x [h, d_v, d] -> [h, n, d]
     own, context = split_update(out.weights, v, delta, w_o)  # [h, n, d], [h, n, d]
-    return [HeadResult(out.scores[i], out.masked[i], out.weights[i], delta[i], own[i], context[i], None if heads[i].sink is None else out.sink[i])
-            for i in range(h)]
+    return [HeadResult(out.scores[i], out.masked[i], out.weights[i], delta[i], own[i], context[i], None if heads[i].sink is None else out.sink[i],
+                       v[i]) for i in range(h)]
 
 
 def run_head(e: np.ndarray, head: Head, mask: np.ndarray | None, scale: bool = True) -> HeadResult:  # e: [n, d]

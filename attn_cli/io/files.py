@@ -107,6 +107,37 @@ def stdin_line_bytes() -> Iterator[tuple[int, bytes]]:
         yield n, raw.rstrip(b"\r\n")
 
 
+def file_line_bytes(path: str | Path, kind: str) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) of each line of a file, as stdin_line_bytes reads stdin; the file is opened now, so a
+    missing one is an error before any line (InputError; DataError when it cannot be read)."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder, not {kind}")
+    try:
+        stream = open(path, "rb")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as e:
+        raise DataError(f"{path}: cannot read ({e.strerror or e})") from None
+
+    def lines():
+        with stream:
+            for n, raw in enumerate(stream, 1):
+                yield n, (raw.removeprefix(BOM) if n == 1 else raw).rstrip(b"\r\n")
+
+    return lines()
+
+
+def count_lines(path: str | Path) -> int:
+    """Lines in a file, counted a block at a time (for a progress bar's total)."""
+    count, last = 0, b"\n"
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            count += block.count(NEWLINE)
+            last = block[-1:]
+    return count + (last != NEWLINE)
+
+
 def printable(text: str) -> str:
     """`text` with control characters and undecodable bytes written as escapes: safe on one line of a terminal."""
     if text.isprintable():

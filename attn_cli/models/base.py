@@ -48,16 +48,17 @@ class LayerTrace(Record):
     where the mask hides a key), `weights` what it gives.
     """
 
-    __slots__ = ("masked", "weights", "attn_update", "mlp_update", "heads", "scores")
+    __slots__ = ("masked", "weights", "attn_update", "mlp_update", "heads", "scores", "values")
 
     def __init__(self, masked: np.ndarray, weights: np.ndarray, attn_update: np.ndarray, mlp_update: np.ndarray, heads: list | None = None,
-                 scores: np.ndarray | None = None):
+                 scores: np.ndarray | None = None, values=None):
         self.masked = masked  # [H, n, n] Q K^T / sqrt(d_k) (- distance), -inf where the mask hides a key
         self.weights = weights  # [H, n, n] softmax over keys; rows sum to 1 (less a sink's weight)
         self.attn_update = attn_update  # [n, d] what the attention block changed in the residual stream
         self.mlp_update = mlp_update  # [n, d] what the MLP block changed (zero where there is none)
         self.heads = [] if heads is None else heads  # per head, when the model keeps them: attention.HeadResult (the lesson's heads)
         self.scores = scores  # [H, n, n] Q K^T before scaling, when kept (None: not kept)
+        self.values = values  # [h_kv][n, d_v] each key/value head's V, when kept (None: not kept); query head h reads values[h // (H / h_kv)]
 
 
 class Trace(Record):
@@ -85,7 +86,9 @@ class Model(Protocol):
 
     def tokenize(self, text: str) -> Tokens: ...
 
-    def forward(self, tokens: Tokens) -> Trace: ...
+    def forward(self, tokens: Tokens, keep_values: bool = False) -> Trace: ...  # keep_values: each layer's V in the trace too
+
+    def output_maps(self, layer: int) -> list: ...  # per query head: [d_v, d], what its values go through into the stream (None: d_v = d)
 
     def run(self, text: str) -> Trace: ...
 

@@ -93,8 +93,9 @@ class GloveModel:
 
         return input_embeddings(tokens.vectors, self.settings.position)
 
-    def forward(self, tokens: WordTokens, keep_scores: bool = True) -> Trace:
-        """The one layer: every head over E, their updates summed (each head's scores are always kept: they are small)."""
+    def forward(self, tokens: WordTokens, keep_scores: bool = True, keep_values: bool = False) -> Trace:
+        """The one layer: every head over E, their updates summed (each head's scores are always kept: they are small).
+        `keep_values`: each head's V [n, d_v] in the trace too (each head is its own key/value head)."""
         from attn_cli.core.attention import allowed_keys
 
         e = self.embeddings(tokens)  # [n, d]
@@ -106,12 +107,16 @@ class GloveModel:
             masked=np.stack([o.masked for o in outs]) if outs else empty,  # [H, n, n]
             weights=np.stack([o.weights for o in outs]) if outs else empty,  # [H, n, n]
             attn_update=delta, mlp_update=np.zeros_like(delta), heads=outs,
-            scores=np.stack([o.scores for o in outs]) if outs else empty,
+            scores=np.stack([o.scores for o in outs]) if outs else empty, values=[o.values for o in outs] if keep_values else None,
         )
         return Trace(tokens, np.stack([e, e_prime]), [layer], e_prime)
 
     def run(self, text: str) -> Trace:
         return self.forward(self.tokenize(text))
+
+    def output_maps(self, l: int = 0) -> list:  # -> per head [d_v, d], or None where V is already in E's space
+        """What each head's values go through into E' (its W_O; none for a head whose W_V is [d, d])."""
+        return [head.w_o for head in self.heads]
 
     def nearest(self, rows: np.ndarray, k: int, skip: list[int] | None = None) -> list[list[str]]:
         """The k keys nearest by cosine to each row, skipping row skip[i]'s own key (-1: none)."""

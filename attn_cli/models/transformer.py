@@ -131,7 +131,7 @@ class Transformer:
         return self._rotary[0][:n], self._rotary[1][:n]
 
     def attention(self, x: np.ndarray, w: dict, allowed, rotary, keep_scores: bool, l: int = 0):
-        """Every head at once -> (core.attention.Attended, [n, d] the update after W_O)."""
+        """Every head at once -> (core.attention.Attended, [n, d] the update after W_O, [h_kv, n, d_head] V)."""
         spec = self.spec
         n, h, h_kv, d_head = len(x), spec.n_heads, spec.n_kv_heads, spec.d_head
         qkv = x @ w["attn.qkv.w"]  # [n, d] x [d, (h + 2 h_kv) d_head] -> [n, (h + 2 h_kv) d_head]
@@ -149,7 +149,7 @@ class Transformer:
         merged = out.values.transpose(1, 0, 2).reshape(n, h * d_head) @ w["attn.o.w"]  # [n, h d_head] x [h d_head, d] -> [n, d]
         if "attn.o.b" in w:
             merged += w["attn.o.b"]
-        return out, self.held(merged, l, "o")
+        return out, self.held(merged, l, "o"), v
 
     def mlp(self, x: np.ndarray, w: dict, l: int = 0) -> np.ndarray:  # [n, d] -> [n, d]
         return self.held(MLPS[self.spec.mlp](x, w, ACTIVATIONS[self.spec.activation], lambda hidden: self.held(hidden, l, "mlp.in")), l, "mlp.out")
@@ -165,8 +165,9 @@ class Transformer:
         where = f"in layer {layer} at" if layer else "at"
         raise DataError(f"{self.weights.where}: the forward pass overflows float32 {where} {what} ({sources}): the weights are too large to compute with")
 
-    def forward(self, tokens: Tokens, keep_scores: bool = False) -> Trace:
-        """Every layer over the tokens. `keep_scores`: also keep each head's Q K^T before scaling (--stage scores)."""
+    def forward(self, tokens: Tokens, keep_scores: bool = False, keep_values: bool = False) -> Trace:
+        """Every layer over the tokens. `keep_scores`: also keep each head's Q K^T before scaling (--stage scores);
+        `keep_values`: each layer's V [h_kv, n, d_head] (what value-weighted attention measures)."""
         from attn_cli.io.blas import threads_for
 
         spec = self.spec
@@ -181,15 +182,15 @@ class Transformer:
                 w = self.weights.layer(l)
                 if spec.pre_norm:  # the updates add to the stream as they are
                     normed = self.held(self.norm(x, w["attn.norm.w"], w.get("attn.norm.b")), l, "attn.norm")
-                    att, a = self.attention(normed, w, allowed, rotary, keep_scores, l)
+                    att, a, v = self.attention(normed, w, allowed, rotary, keep_scores, l)
                     mid = self.held(x + a, l, "o", norms=True)
                     normed = self.held(self.norm(mid, w["mlp.norm.w"], w.get("mlp.norm.b")), l, "mlp.norm")
                     out = self.held(mid + self.mlp(normed, w, l), l, "mlp.out", norms=True)
                 else:  # post-norm: each block's update includes the norm after it
-                    att, a = self.attention(x, w, allowed, rotary, keep_scores, l)
+                    att, a, v = self.attention(x, w, allowed, rotary, keep_scores, l)
                     mid = self.held(self.norm(x + a, w["attn.norm.w"], w.get("attn.norm.b")), l, "attn.norm", norms=True)
                     out = self.held(self.norm(mid + self.mlp(mid, w, l), w["mlp.norm.w"], w.get("mlp.norm.b")), l, "mlp.norm", norms=True)
-                traces.append(LayerTrace(att.masked, att.weights, mid - x, out - mid, scores=att.scores))
+                traces.append(LayerTrace(att.masked, att.weights, mid - x, out - mid, scores=att.scores, values=v if keep_values else None))
                 hidden.append(out)
                 x = out
             output = self.norm(x, self.weights.get("final_norm.w"), self.weights.get("final_norm.b")) if spec.final_norm else x
@@ -198,6 +199,22 @@ class Transformer:
 
     def run(self, text: str, keep_scores: bool = False) -> Trace:
         return self.forward(self.tokenize(text), keep_scores)
+
+    def output_maps(self, l: int) -> np.ndarray:  # -> [h, d_head, d]
+        """Each query head's rows of layer l's W_O: what its values go through into the residual stream."""
+        spec = self.spec
+        return self.weights.tensor(f"layers.{l}.attn.o.w").reshape(spec.n_heads, spec.d_head, spec.d_model)
+
+    def tokens_of(self, ids: list[int], text: str = "") -> Tokens:
+        """Tokens made of vocabulary ids (a random sequence, not text), inside the special tokens the tokenizer puts around any text."""
+        probe = self.tokenizer.encode("a")  # one word: what is around it is what the tokenizer adds
+        text_at = [i for i, s in enumerate(probe.special_tokens_mask) if not s] or [len(probe.ids)]
+        lead, trail = list(probe.ids[: text_at[0]]), list(probe.ids[text_at[-1] + 1 :])
+        every = [*lead, *ids, *trail]
+        pieces = [self.tokenizer.id_to_token(i) or f"#{i}" for i in every]
+        special = [True] * len(lead) + [False] * len(ids) + [True] * len(trail)
+        words = [None] * len(lead) + list(range(len(ids))) + [None] * len(trail)
+        return Tokens(every, pieces, special, words, [(0, 0)] * len(every), text, labels=self.labels(every, pieces))
 
     def nearest(self, rows: np.ndarray, k: int, skip: list[int] | None = None) -> list[list[str]]:  # [m, d] -> m lists of k tokens
         """The k vocabulary tokens whose input embeddings are nearest by cosine to each row."""

@@ -147,6 +147,10 @@ class Weights:
             self._arrays[key] = self.read(key)  # small: norms, positions; the vocabulary goes through rows() / vocabulary()
         return self._arrays[key]
 
+    def tensor(self, key: str) -> np.ndarray:
+        """One tensor of a layer ("layers.3.attn.o.w"), without reading the rest of the layer (nor keeping a quantized one)."""
+        return self._arrays[key] if key in self._arrays else self.read(key)
+
     def layer(self, l: int) -> dict[str, np.ndarray]:
         """Layer l's tensors by canonical name (without the "layers.l." prefix). A quantized file's are dequantized
         now, the next layer's on a second thread meanwhile (NumPy leaves the interpreter lock while it works)."""

@@ -9,7 +9,7 @@ creation too.
 
 from attn_cli.lazy import module_getattr
 
-MODULES = ("inspect", "numbers", "senses", "analogy", "heads", "vectors", "models")
+MODULES = ("inspect", "numbers", "senses", "analogy", "heads", "vectors", "models", "detect", "stats")
 WHERE = {
     "VectorsInfo": "vectors", "VectorsConverted": "vectors",
     "ProbeScore": "analogy", "Neighbor": "analogy", "Answer": "analogy", "AnalogyResult": "analogy",
@@ -17,6 +17,7 @@ WHERE = {
     "significant": "numbers", "row_cosines": "numbers", "WEIGHT_DIGITS": "numbers", "NUMBER_DIGITS": "numbers",
     "ModelInfo": "models", "ResidualRow": "models", "HeadsFound": "models",
     "HeadInfo": "heads", "HeadsList": "heads", "HeadTrained": "heads", "HeadsEval": "heads",
+    "HeadsDetected": "detect", "HeadStats": "stats",
 }  # fmt: skip
 
 

@@ -20,12 +20,13 @@ class HeadView(Record):
     """One head over one sentence: its matrices at every step (queries are rows)."""
 
     __slots__ = ("name", "layer", "index", "d_k", "noise", "description", "scores", "masked", "weights", "allowed", "delta",
-                 "delta_self", "delta_context", "top_weight", "top_weight_scaled", "distance", "sink", "sink_weights", "special_weight")
+                 "delta_self", "delta_context", "top_weight", "top_weight_scaled", "distance", "sink", "sink_weights", "special_weight",
+                 "value_norms")
 
     def __init__(self, name: str, d_k: int, weights, allowed, *, layer: int | None = None, index: int | None = None, noise: bool = False,
                  description: str | None = None, scores=None, masked=None, delta=None, delta_self=None, delta_context=None,
                  top_weight: float | None = None, top_weight_scaled: float | None = None, distance: list | None = None,
-                 sink: float | None = None, sink_weights=None, special_weight=None):
+                 sink: float | None = None, sink_weights=None, special_weight=None, value_norms=None):
         self.name = name  # "adjective", "identity", ... or "LAYER.HEAD" of a checkpoint
         self.layer = layer  # a checkpoint's layer and head index (None: a named head of the lesson's one layer)
         self.index = index
@@ -45,12 +46,13 @@ class HeadView(Record):
         self.sink = sink  # the score of the key every query sees that writes nothing (None: the head has none)
         self.sink_weights = sink_weights  # [n] each query's weight on it (None without a sink)
         self.special_weight = special_weight  # [g] with --hide-special: each query's weight on the hidden special tokens
+        self.value_norms = value_norms  # [n, n] with --weigh norm: ||alpha_ij f(x_j)||, the length of what key j adds to query i (analysis.flow)
 
     def stage_matrix(self, stage: str):
         """The matrix at `stage` with NaN where masked (for the raw scores: where the mask will hide them)."""
         import numpy as np
 
-        m = {"weights": self.weights, "scores": self.scores}.get(stage, self.masked)
+        m = {"weights": self.weights, "scores": self.scores, "norms": self.value_norms}.get(stage, self.masked)
         return m if self.allowed is None else np.where(self.allowed, m, np.nan)
 
     def norm_rows(self) -> list:  # [3, n]: |Delta E|, |context part|, |self part| per token
@@ -65,6 +67,7 @@ SLOTS = (
     "attn_norms", "mlp_norms", "norms", "layer_cosines", "first_token", "focus_piece", "residual", "focus_path",  # its residual stream
     "unknown", "position", "scale", "e", "delta", "e_prime", "delta_self", "delta_context",  # the lesson's heads and their update
     "with_embeddings", "near_input", "near_output", "senses", "senses_note",
+    "value_norms", "special_shares", "rollout",  # --weigh norm (a checkpoint's every head [L, H, g, g]; weight and norm on special tokens), --rollout [g, g]
 )
 
 
@@ -179,6 +182,9 @@ class InspectResult(Record):
         out.update(numbers)  # norms, then cosines
         if head.special_weight is not None:
             out["special_weight"] = significant(head.special_weight, WEIGHT_DIGITS).tolist()
+        if head.value_norms is not None:  # ||alpha_ij f(x_j)||, null where masked
+            hidden = None if head.allowed is None else ~head.allowed
+            out["value_norms"] = streamed(head.value_norms, NUMBER_DIGITS, hidden) if stream else with_nulls(significant(head.value_norms, NUMBER_DIGITS), hidden)
         if head.distance is not None:  # [before, after, self]: what a key loses for where it stands
             out["distance"] = head.distance
         if head.sink is not None:  # the key that writes nothing: its score and each query's weight on it
@@ -214,13 +220,14 @@ class InspectResult(Record):
                 scaled = with_nulls(significant(np.where(hidden, 0.0, head.masked) if hidden is not None else head.masked, NUMBER_DIGITS), hidden)
             weights = significant(head.weights, WEIGHT_DIGITS).ravel().tolist()
             sunk = None if head.sink is None else significant(head.sink_weights, WEIGHT_DIGITS).tolist()
+            norms = None if head.value_norms is None else significant(head.value_norms, NUMBER_DIGITS).ravel().tolist()
             for c, (i, j) in enumerate(zip(queries.tolist(), keys.tolist())):
                 yield {"layer": layer, "head": name, "query": i, "key": j, "query_token": self.tokens[i], "key_token": self.tokens[j],
                        "score": None if head.masked is None else scores[i][j], "scaled": None if head.masked is None else scaled[i][j],
-                       "weight": weights[c]}
+                       "weight": weights[c], **({} if norms is None else {"value_norm": None if hidden is not None and hidden[i, j] else norms[c]})}
                 if sunk is not None and j == n - 1:  # the sink after each query's keys: no token, no Q.K, its score as compared
                     yield {"layer": layer, "head": name, "query": i, "key": None, "query_token": self.tokens[i], "key_token": SINK_TOKEN,
-                           "score": None, "scaled": rounded_score(head.sink), "weight": sunk[i]}
+                           "score": None, "scaled": rounded_score(head.sink), "weight": sunk[i], **({} if norms is None else {"value_norm": 0.0})}
 
     def to_dict(self, stream: bool = False) -> dict:
         """The JSON document, each section the result holds. With `stream`, each head's [n, n] matrices are
@@ -238,6 +245,10 @@ class InspectResult(Record):
         if self.attn_norms is not None:
             out["input_norms"] = significant(self.norms[0], NUMBER_DIGITS).tolist()
             out["layers"] = [self.layer_dict(l) for l in range(len(self.attn_norms))]
+        if self.special_shares is not None:  # over every head and query: the weight, and the value-weighted norm, on special tokens
+            out["special_shares"] = dict(zip(("weight", "value_norm"), significant(self.special_shares, NUMBER_DIGITS).tolist()))
+        if self.rollout is not None:
+            out["rollout"] = significant(self.rollout, WEIGHT_DIGITS).tolist()
         if self.residual is not None:
             out["focus"] = {"piece": self.focus_piece, "token": self.pieces[self.focus_piece], "residual": [r.to_dict() for r in self.residual]}
         if self.senses is not None:

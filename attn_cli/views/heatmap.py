@@ -49,8 +49,8 @@ def colour_system(console) -> str | None:
 class Heatmap:
     """A matrix as a grid of coloured cells with labelled rows and columns; NaN cells are masked.
 
-    `kind` is "weights" (values in [0, 1], one sequential scale) or "scores" (any sign, a
-    diverging scale around 0). When the grid is wider than the console it lists each row's
+    `kind` is "weights" (values in [0, 1], one sequential scale), "norms" (values from 0 up, the
+    same scale up to the largest) or "scores" (any sign, a diverging scale around 0). When the grid is wider than the console it lists each row's
     largest entries instead, and says so.
     """
 
@@ -71,7 +71,7 @@ class Heatmap:
     def cell_text(self, x: float) -> str:
         if x != x:  # NaN: masked
             return MASKED
-        return weight_text(x) if self.kind == "weights" else score_text(x)
+        return weight_text(x) if self.kind == "weights" else f"{x:.2f}" if self.kind == "norms" and x < 9.995 else score_text(x)
 
     def column_width(self, max_width: int) -> int | None:
         """The widest column (up to LABEL_WIDTH + 1) that fits, or None when even the narrowest does not."""
@@ -86,7 +86,10 @@ class Heatmap:
         """(cell colour, text colour) on the console's colour system (attn_cli.views.colours: lightness follows the value)."""
         from attn_cli.views import colours
 
-        cell = colours.weight_colour(x, system) if self.kind == "weights" else colours.score_colour(x, self.span, system)
+        if self.kind == "norms":
+            cell = colours.weight_colour(x / self.span if self.span > 0 else 0.0, system)
+        else:
+            cell = colours.weight_colour(x, system) if self.kind == "weights" else colours.score_colour(x, self.span, system)
         return cell, colours.text_on(cell, system)
 
     def legend(self, system: str | None):
@@ -101,6 +104,12 @@ class Heatmap:
             for k in range(LEGEND_STEPS + 1):
                 line.append("█", style=Style(color=self.colour(k / LEGEND_STEPS, system)[0]))
             line.append(" 1 (lighter = more weight)", style="dim")
+            return line
+        if self.kind == "norms":
+            line.append("0 ", style="dim")
+            for k in range(LEGEND_STEPS + 1):
+                line.append("█", style=Style(color=self.colour(k / LEGEND_STEPS * self.span, system)[0]))
+            line.append(f" {self.span:.2f} (lighter = larger)", style="dim")
             return line
         line.append(f"score {-self.span:.1f} ", style="dim")
         for k in range(-LEGEND_STEPS // 2, LEGEND_STEPS // 2 + 1):
@@ -143,7 +152,7 @@ class Heatmap:
         block = -(-cols // room)  # ceil: tokens per cell along each axis
         matrix, row_starts, col_starts = self.pooled(block)
         dim = Style(dim=True)
-        what = "weight" if self.kind == "weights" else "score"
+        what = {"weights": "weight", "norms": "norm"}.get(self.kind, "score")
         if block == 1:
             cell = f"one cell per {what}"
         elif self.kind == "weights":
@@ -256,10 +265,10 @@ def heatmap(head: results.HeadView, tokens: list[str], stage: str, transpose: bo
 
     matrix = head.stage_matrix(stage)
     keys = tokens
-    if head.sink is not None and stage != "scores":  # the sink as one more key column (it has no Q.K)
-        column = head.sink_weights if stage == "weights" else np.full(len(tokens), head.sink)
+    if head.sink is not None and stage != "scores":  # the sink as one more key column (it has no Q.K; it writes nothing)
+        column = head.sink_weights if stage == "weights" else np.zeros(len(tokens)) if stage == "norms" else np.full(len(tokens), head.sink)
         matrix, keys = np.column_stack([matrix, column]), [*tokens, results.SINK_TOKEN]
-    kind = "weights" if stage == "weights" else "scores"
+    kind = {"weights": "weights", "norms": "norms"}.get(stage, "scores")
     if transpose:
         return Heatmap(matrix.T, keys, tokens, kind=kind, corner="key ↓ query →")
     return Heatmap(matrix, tokens, keys, kind=kind)
@@ -283,8 +292,8 @@ def heads(result: "results.InspectResult", options) -> list:
     from attn_cli.views.captions import RELATIVE_NOTE, head_heading, stage_caption
 
     parts: list = []
-    stage = options.stage
-    if result.model is not None and stage != "weights":  # a checkpoint's heading does not say what the stage shows
+    stage = "norms" if options.weigh == "norm" else options.stage
+    if result.model is not None and stage not in ("weights", "norms"):  # a checkpoint's heading does not say what the stage shows
         parts.append(Text(stage_caption(stage, masked=result.mask == "causal", transposed=options.transpose), style="dim"))
         parts.append(Text(RELATIVE_NOTE, style="dim"))
     for h, head in enumerate(result.heads):

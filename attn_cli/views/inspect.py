@@ -13,14 +13,16 @@ from attn_cli.records import Record
 class ViewOptions(Record):
     """What the options ask the views for (a plain class: see attention.Head)."""
 
-    __slots__ = ("stage", "transpose", "per_head", "picture", "overview")
+    __slots__ = ("stage", "transpose", "per_head", "picture", "overview", "weigh")
 
-    def __init__(self, stage: str = "weights", transpose: bool = False, per_head: bool = False, picture: bool = False, overview: bool = False):
+    def __init__(self, stage: str = "weights", transpose: bool = False, per_head: bool = False, picture: bool = False, overview: bool = False,
+                 weigh: str = "weight"):
         self.stage = stage  # the matrix the heatmaps show: "scores", "masked" or "weights"
         self.transpose = transpose  # queries as columns
         self.per_head = per_head  # each head's own shift under its heatmap
         self.picture = picture  # E -> E' (or a token's path) as arrows in 2-D
         self.overview = overview  # every head as a thumbnail, not the chosen heads in full
+        self.weigh = weigh  # "norm": the heatmaps show ||alpha_ij f(x_j)|| in place of the weights
 
 
 class View(Record):
@@ -39,8 +41,10 @@ class View(Record):
 
 VIEWS = [  # in the order they are shown
     View("heading", (), "captions:heading"),
+    View("weighing", (), "flow:weighing", lambda o: o.weigh == "norm"),
     View("overview", ("weights",), "overview:overview", lambda o: o.overview),
     View("heads", (), "heatmap:heads", lambda o: not o.overview),
+    View("rollout", ("rollout",), "flow:rollout"),
     View("shift", ("e",), "shift:shift"),
     View("layers", ("attn_norms",), "residual:layers"),
     View("residual", ("residual",), "residual:path"),

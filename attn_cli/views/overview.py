@@ -23,11 +23,11 @@ class ModelOverview:
     (upper and lower half blocks); longer sentences are pooled over token blocks, and the caption says so.
     """
 
-    def __init__(self, result: "InspectResult"):
+    def __init__(self, result: "InspectResult", matrices=None):
         import numpy as np
 
         self.result = result
-        w = np.array(result.weights, dtype=np.float64)  # [L, H, g, g]
+        w = np.array(result.weights if matrices is None else matrices, dtype=np.float64)  # [L, H, g, g]
         if result.allowed is not None:
             w = np.where(result.allowed, w, np.nan)
         self.weights = w
@@ -86,11 +86,21 @@ class ModelOverview:
 def overview(result: "InspectResult", options) -> list:
     from rich.text import Text
 
-    return [Text("model view: each square is one head's weights, queries ↓ keys →; dark = 0, yellow = 1"
+    weighed = options.weigh == "norm"
+    what = "‖α f(x)‖ over the head's largest" if weighed else "weights"
+    return [Text(f"model view: each square is one head's {what}, queries ↓ keys →; dark = 0, yellow = 1"
                  + ("" if result.allowed is None else "; black = masked"), style="dim"),
-            ModelOverview(result),
+            ModelOverview(result, by_head_largest(result.value_norms) if weighed else None),
             *([Text(sink_note(result), style="dim")] if result.first_token is not None else []),
             Text("pick heads to see in full with --head LAYER.HEAD (or --layer L)", style="dim")]
+
+
+def by_head_largest(norms):  # [L, H, g, g] -> [L, H, g, g] in [0, 1]
+    """Each head's value-weighted norms over its largest, so that a thumbnail reads on the weights' 0-1 scale."""
+    import numpy as np
+
+    top = np.max(norms, axis=(-2, -1), keepdims=True)
+    return np.divide(norms, top, out=np.zeros_like(norms, dtype=np.float64), where=top > 0)
 
 
 def sink_note(result) -> str:

@@ -1,0 +1,156 @@
+"""Value-weighted attention (inspect --weigh norm) and attention rollout (--rollout), against explicit loops, for the
+lesson's heads and for every checkpoint family (BERT, GPT-2, grouped-query Llama, Qwen2 with value biases, a GGUF file)."""
+
+import json
+from functools import cache
+
+import numpy as np
+import pytest
+
+from attn_cli.analysis import flow
+from attn_cli.analysis.inspect import InspectSettings, inspect
+from attn_cli.models import loading
+from tests import checkpoints
+
+SENTENCE = "A fluffy blue creature roamed the verdant forest."
+MODELS = {
+    "minilm": lambda: checkpoints.minilm_folder(), "tiny-gpt2": checkpoints.tiny_gpt2_folder, "tiny-llama": checkpoints.tiny_llama_folder,
+    "tiny-qwen2": checkpoints.tiny_qwen2_folder, "tiny-llama.Q8_0": lambda: checkpoints.gguf_fixture("tiny-llama", "Q8_0"),
+}
+
+
+@cache
+def model(name: str):
+    return loading.load(str(MODELS[name]()))
+
+
+def loop_norms(weights, x, w_qkv, b_qkv, w_o, n_heads: int, n_kv: int, d_head: int) -> np.ndarray:  # -> [h, n, n]
+    """||alpha_ij f(x_j)||, f(x_j) = (x_j W_V + b_V) W_O^h, one query head, query and key at a time, in float64."""
+    n = len(x)
+    out = np.zeros((n_heads, n, n))
+    for h in range(n_heads):
+        kv = h // (n_heads // n_kv)
+        columns = slice((n_heads + n_kv + kv) * d_head, (n_heads + n_kv + kv + 1) * d_head)
+        rows = slice(h * d_head, (h + 1) * d_head)
+        for j in range(n):
+            value = x[j].astype(np.float64) @ w_qkv[:, columns].astype(np.float64) + (0 if b_qkv is None else b_qkv[columns])
+            f = value @ w_o[rows].astype(np.float64)
+            for i in range(n):
+                out[h, i, j] = np.sqrt(sum(c * c for c in (weights[h, i, j] * f).tolist()))
+    return out
+
+
+def layer_inputs(m, trace, l: int) -> np.ndarray:
+    """What layer l's attention reads: the stream, after the layer's norm in a pre-norm model."""
+    x, w = trace.hidden[l], m.weights.layer(l)
+    return m.norm(x, w["attn.norm.w"], w.get("attn.norm.b")) if m.spec.pre_norm else x
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_value_norms_of_every_family_match_an_explicit_loop(name):
+    m = model(name)
+    trace = m.forward(m.tokenize("the cat sat on the mat"), keep_values=True)
+    got = flow.layer_value_norms(m, trace)  # [L, H, n, n]
+    spec = m.spec
+    for l in range(spec.n_layers):
+        w = m.weights.layer(l)
+        want = loop_norms(trace.layers[l].weights, layer_inputs(m, trace, l), w["attn.qkv.w"], w.get("attn.qkv.b"), w["attn.o.w"],
+                          spec.n_heads, spec.n_kv_heads, spec.d_head)
+        assert np.allclose(got[l], want, rtol=1e-4, atol=1e-5), (name, l, np.abs(got[l] - want).max())
+
+
+def test_value_norms_of_the_lessons_heads_match_an_explicit_loop(glove):
+    from attn_cli.heads.registry import resolve_heads
+    from attn_cli.models.glove import GloveModel
+
+    heads, _ = resolve_heads(None, glove.vector_size, 0)
+    m = GloveModel(glove, heads)
+    trace = m.forward(m.tokenize(SENTENCE), keep_values=True)
+    got = flow.layer_value_norms(m, trace)[0]
+    e = trace.hidden[0]
+    for h, head in enumerate(heads):
+        for i in range(len(e)):
+            for j in range(len(e)):
+                f = e[j] @ head.w_v if head.w_o is None else e[j] @ head.w_v @ head.w_o
+                assert got[h, i, j] == pytest.approx(np.linalg.norm(trace.layers[0].weights[h, i, j] * f), rel=1e-9, abs=1e-12)
+
+
+def test_values_are_kept_only_when_asked():
+    m = model("minilm")
+    assert all(layer.values is None for layer in m.run("the cat").layers)
+
+
+def loop_rollout(weights: np.ndarray) -> np.ndarray:  # [L, H, n, n] -> [n, n]
+    L, H, n, _ = weights.shape
+    rolled = np.eye(n)
+    for l in range(L):
+        mixed = np.zeros((n, n))
+        for i in range(n):
+            for j in range(n):
+                mixed[i, j] = 0.5 * sum(weights[l, h, i, j] for h in range(H)) / H + 0.5 * (i == j)
+            mixed[i] /= mixed[i].sum()
+        rolled = np.array([[sum(mixed[i, k] * rolled[k, j] for k in range(n)) for j in range(n)] for i in range(n)])
+    return rolled
+
+
+@pytest.mark.parametrize("name", ["minilm", "tiny-llama"])
+def test_rollout_of_an_encoder_and_a_decoder_matches_a_plain_loop(name):
+    m = model(name)
+    weights = np.stack([layer.weights for layer in m.run("the cat sat on the mat").layers]).astype(np.float64)
+    got = flow.rollout(weights)
+    assert np.allclose(got[-1], loop_rollout(weights), atol=1e-12) and np.allclose(got.sum(axis=-1), 1.0)
+    if m.causal:
+        assert (np.triu(got[-1], 1) == 0).all()
+
+
+def test_the_special_tokens_share_of_weight_and_of_value_weighted_norm():
+    m = model("minilm")
+    result = inspect(m, SENTENCE, InspectSettings(weigh="norm"))
+    trace = m.forward(m.tokenize(SENTENCE), keep_values=True)
+    weights = np.stack([layer.weights for layer in trace.layers]).astype(np.float64)
+    norms = flow.layer_value_norms(m, trace)
+    special = [0, len(trace.tokens.ids) - 1]  # [CLS], [SEP]
+    before = sum(weights[l, h, i, j] for l, h, i, j in np.ndindex(weights.shape) if j in special) / weights.sum()
+    after = sum(norms[l, h, i, j] for l, h, i, j in np.ndindex(norms.shape) if j in special) / norms.sum()
+    assert result.special_shares == pytest.approx((before, after), rel=1e-9)
+    assert after < before / 2  # Kobayashi et al.: little of BERT's weight on [CLS] and [SEP] moves anything
+
+
+def test_inspect_weigh_norm_in_json_csv_and_on_screen(run):
+    args = ("inspect", "the cat sat", "--model", checkpoints.minilm_folder(), "--weigh", "norm")
+    doc = json.loads(run(*args, "--json").stdout)
+    m = model("minilm")
+    trace = m.forward(m.tokenize("the cat sat"), keep_values=True)
+    norms = flow.layer_value_norms(m, trace)
+    assert np.allclose(doc["heads"][13]["value_norms"], norms[1, 1], rtol=1e-5) and doc["heads"][13]["name"] == "1.1"
+    assert set(doc["special_shares"]) == {"weight", "value_norm"}
+    rows = run(*args, "--head", "0.2", "--csv").stdout.splitlines()
+    assert rows[0].endswith(",weight,value_norm") and len(rows) == 1 + 25
+    screen = run(*args, "--head", "0.2").stdout
+    assert "--weigh norm: cells are ‖α_ij f(x_j)‖ = α_ij × ‖key j's value through W_V, W_O‖\n" in screen and "special tokens: " in screen and "· norms" in screen
+
+
+def test_inspect_weigh_norm_of_the_lessons_heads(run):
+    doc = json.loads(run("inspect", "the cat sat", "--head", "adjective", "--weigh", "norm", "--json").stdout)
+    norms = doc["heads"][0]["value_norms"]
+    assert norms[0][1] is None and norms[0][0] > 0  # causal: null where masked
+
+
+def test_inspect_rollout_in_json_and_on_screen(run):
+    args = ("inspect", "the cat sat", "--model", checkpoints.minilm_folder(), "--rollout")
+    doc = json.loads(run(*args, "--json").stdout)
+    m = model("minilm")
+    weights = np.stack([layer.weights for layer in m.run("the cat sat").layers]).astype(np.float64)
+    assert np.allclose(doc["rollout"], loop_rollout(weights), atol=1e-6)
+    words = json.loads(run(*args, "--words", "--hide-special", "--json").stdout)
+    assert np.array(words["rollout"]).shape == (3, 3)
+    assert "attention rollout through 6 layers" in run(*args).stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--rollout",), "--rollout needs --model"),
+    (("--weigh", "norm", "--stage", "scores"), "--weigh norm weighs the weights; drop --stage"),
+])
+def test_refusals_are_one_line(run, args, message):
+    done = run("inspect", "the cat sat", *args)
+    assert done.exit_code == 2 and done.stdout == "" and done.stderr.strip() == f"attn: {message}"
