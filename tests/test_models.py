@@ -331,7 +331,7 @@ def test_inspect_model_jsonl_reads_stdin_line_by_line(run):
 @pytest.mark.parametrize("args, message", [
     (["--vectors", "x.txt"], "--vectors applies to word vectors, not to --model"),
     (["--head", "2.0"], "layer 2 does not exist"),
-    (["--sense-set", "lesson", "--per-head"], "--sense-set, --per-head apply to word vectors"),
+    (["--sense-set", "lesson", "--per-head"], "--per-head applies to word vectors, not to --model"),  # --sense-set: a checkpoint has its own meter
 ])
 def test_inspect_model_usage_errors(run, args, message):
     result = run("inspect", "the cat", "--model", checkpoints.tiny_gpt2_folder(), *args)

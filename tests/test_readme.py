@@ -88,9 +88,14 @@ def scratch(tmp_path_factory) -> Path:
 SLOW_COMMANDS = ("attn heads train",)  # a training run: in `pytest -m slow`
 
 
+def slow(command: str) -> bool:
+    """A training run, or SmolLM2's sense meter (its prototypes take a hundred forward passes of 30 layers a word)."""
+    return any(s in command for s in SLOW_COMMANDS) or ("$SMOLLM2" in command and ("--sense" in command or "senses eval" in command))
+
+
 def example_params():
     for command, expected, reason, line in EXAMPLES:
-        marks = [pytest.mark.slow] if any(slow in command for slow in SLOW_COMMANDS) else []
+        marks = [pytest.mark.slow] if slow(command) else []
         yield pytest.param(command, expected, reason, line, marks=marks, id=line)
 
 

@@ -99,6 +99,11 @@ def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectRes
         u = find_focus([labels[s] for s in shown], [trace.tokens.pieces[members[s][-1]] for s in shown], settings.focus, model.fold)
         piece = members[shown[u]][-1]  # a word's last piece: under a causal mask the one that has seen the whole word
         focus = (piece, residual(model, trace, piece, settings.neighbors))
+    sense_meter = note = None
+    if settings.senses is not None:
+        from attn_cli.analysis.meter import inspect_meter
+
+        sense_meter, note = inspect_meter(model, trace, None if focus is None else focus[0], settings.senses)
     staged = settings.stage in ("scores", "masked")
     if staged and (settings.words or settings.hide_special):
         raise InputError("--stage shows the raw scores of word pieces; drop --words and --hide-special")
@@ -114,7 +119,7 @@ def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectRes
         model=model.summary(), caption=model.spec.update_caption, first_token=first, pieces=list(trace.tokens.pieces), special=[special[s] for s in shown], words=settings.words,
         hide_special=settings.hide_special, weights=weights, allowed=allowed, special_weight=special_weight, **layer_numbers(trace),
         focus=None if focus is None else u, focus_piece=None if focus is None else focus[0], residual=None if focus is None else focus[1],
-        focus_path=None if focus is None else trace.hidden[:, focus[0]], special_shares=shares, **flows,
+        focus_path=None if focus is None else trace.hidden[:, focus[0]], special_shares=shares, sense_meter=sense_meter, senses_note=note, **flows,
     )
 
 
@@ -147,12 +152,13 @@ def one_layer(model: Model, trace: Trace, settings: InspectSettings) -> InspectR
         for h, (head, out) in enumerate(zip(model.heads, outs))
     ]
     focus = None if settings.focus is None else find_focus(tokens, tokens, settings.focus, model.fold)
-    senses = note = None
+    senses = note = sense_meter = None
     if settings.senses is not None:
-        from attn_cli.analysis.senses import measure_senses
+        from attn_cli.analysis.senses import measure_senses, word_meter
 
         adhoc, table, table_name = settings.senses
         senses, note = measure_senses(tokens, e, e_prime, model.vectors, adhoc=adhoc, sense_set=table, set_name=table_name, focus=focus)
+        sense_meter = word_meter(model, senses, adhoc, table, focus)
     near = model.nearest(np.concatenate([e, e_prime]), settings.neighbors, skip=2 * model.own_rows(tokens)) if settings.neighbors > 0 else None
     n = len(e)
     return InspectResult(
@@ -160,7 +166,7 @@ def one_layer(model: Model, trace: Trace, settings: InspectSettings) -> InspectR
         unknown=trace.tokens.unknown, position=run.position, scale=run.scale, e=e, delta=trace.layers[0].attn_update, e_prime=e_prime,
         delta_self=sum_parts([o.delta_self for o in outs], e), delta_context=sum_parts([o.delta_context for o in outs], e),
         with_embeddings=settings.embeddings, near_input=None if near is None else near[:n], near_output=None if near is None else near[n:],
-        senses=senses, senses_note=note, focus=focus,
+        senses=senses, senses_note=note, focus=focus, sense_meter=sense_meter,
     )
 
 

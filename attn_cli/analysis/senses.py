@@ -194,3 +194,21 @@ def measure_senses(tokens: list[str], e, e_prime, vectors: Vectors, *, adhoc: di
         where = f"sense set {set_name}" if set_name else "the sense set"
         note = f"{tokens[focus]!r} has no senses in {where}" if focus is not None else f"none of the tokens has senses in {where}: nothing to measure"
     return found, note
+
+
+def word_meter(model, rows: list, adhoc: dict[str, list[str]] | None, sense_set: SenseSet | None, focus: int | None):
+    """The lesson's heads' meter in the shape every model's takes (results.meter.SenseMeter): the --focus token, else
+    the first measured, read at E and E′, and the same token alone as the whole input (None when no token was measured)."""
+    from attn_cli.analysis.meter import readings
+    from attn_cli.results.meter import SenseMeter
+
+    row = next((r for r in rows if focus is None or r.index == focus), None)
+    if row is None:
+        return None
+    senses = adhoc if adhoc is not None else sense_set[row.token]
+    centroids = sense_centroids([probe_matrix(p, model.vectors) for p in senses.values()])  # [s, d]
+    alone = model.run(row.token).hidden[:, 0]  # [2, d]: E and E' of the word as the whole input
+    labels = ["E", "E′"]
+    return SenseMeter(row.token, row.names, "mean cosine with each sense's probe words' vectors",
+                      readings(np.array([row.before, row.after]), row.names, labels), readings(sense_scores(alone, centroids), row.names, labels),
+                      index=row.index, causal=model.causal)

@@ -70,11 +70,11 @@ def inspect(
     scale: Annotated[bool, typer.Option("--scale/--no-scale", help="Divide the scores by sqrt(d_k) before softmax (--no-scale skips it, to see what it does).")] = True,
     sense: Annotated[
         list[str] | None,
-        typer.Option("--sense", metavar="NAME=W1,W2,...", help="A sense given by probe words; measure every token (or --focus) against it before and after the heads. Repeat for several senses.", show_default=False),
+        typer.Option("--sense", metavar="NAME=W1,W2,...", help="A sense given by probe words; measure every token (or --focus) against it before and after the heads (with --model: the --focus word at every layer, against prototypes of the word itself). Repeat for several senses.", show_default=False),
     ] = None,
     sense_set: Annotated[
         str | None,
-        typer.Option("--sense-set", metavar="NAME|FILE", help="Measure the tokens this sense set has senses for (a shipped set such as lesson, or a TSV word<TAB>sense<TAB>probe words).", show_default=False),
+        typer.Option("--sense-set", metavar="NAME|FILE", help="Measure the tokens this sense set has senses for (with --model: the --focus word, else the first word it has); a shipped set such as lesson, or a TSV word<TAB>sense<TAB>probe words.", show_default=False),
     ] = None,
     embeddings: Annotated[bool, typer.Option("--embeddings", help="With --json, add the input embeddings E and the output E'.")] = False,
     max_tokens: Annotated[int, typer.Option("--max-tokens", metavar="N", min=1, help="Refuse sentences with more tokens than this.")] = MAX_TOKENS,
@@ -119,7 +119,7 @@ def inspect(
         if picture and focus is None:
             raise InputError("--picture with --model draws the --focus token through the layers; name it with --focus")
         chosen, settings = open_checkpoint(model, head, layer, words=words, hide_special=hide_special, focus=focus, neighbors=neighbors,
-                                           stage=stage, output=output, weigh=weigh.value, rollout=rollout)
+                                           stage=stage, output=output, weigh=weigh.value, rollout=rollout, senses=checkpoint_senses(sense, sense_set, focus))
         overview = not (head or layer is not None)
     else:
         from attn_cli.models.glove import Settings
@@ -149,10 +149,11 @@ def inspect(
 
 ABSENT = {  # a model without this capability refuses the options that need it, saying so in one line
     "word-vectors": "to word vectors, not to --model", "settings": "to word vectors, not to --model", "shift": "to word vectors, not to --model",
-    "probe-senses": "to word vectors, not to --model", "layers": "--model", "pieces": "--model",
+    "probe-senses": "to word vectors, not to --model", "layers": "--model", "pieces": "--model", "context-senses": "--model",
 }
+SENSES = ("probe-senses", "context-senses")  # the sense meter: by probe words' vectors, or by prototypes of the word at every layer
 OPTION_NEEDS = {
-    "--vectors": "word-vectors", "--limit": "word-vectors", "--oov": "word-vectors", "--sense": "probe-senses", "--sense-set": "probe-senses",
+    "--vectors": "word-vectors", "--limit": "word-vectors", "--oov": "word-vectors", "--sense": SENSES, "--sense-set": SENSES,
     "--mask": "settings", "--no-position": "settings", "--no-scale": "settings", "--per-head": "shift", "--embeddings": "shift",
     "--neighbors": "shift", "--layer": "layers", "--words": "pieces", "--hide-special": "pieces", "--rollout": "layers",
 }  # --neighbors: the keys nearest E and E'; with --focus, a checkpoint's token path takes it too
@@ -162,8 +163,9 @@ def check_options(capabilities: frozenset, given: dict) -> None:
     """One usage error for the options given that the model cannot honour, by the capabilities it declares."""
     missing: dict[str, list[str]] = {}
     for name, value in given.items():
-        if value is not None and OPTION_NEEDS[name] not in capabilities:
-            missing.setdefault(ABSENT[OPTION_NEEDS[name]], []).append(name)
+        needs = (OPTION_NEEDS[name],) if isinstance(OPTION_NEEDS[name], str) else OPTION_NEEDS[name]  # any one of them will do
+        if value is not None and not capabilities.intersection(needs):
+            missing.setdefault(ABSENT[needs[0]], []).append(name)
     for where, names in missing.items():
         if where == "--model":
             raise InputError(f"{', '.join(names)} {'needs' if len(names) == 1 else 'need'} --model")
@@ -225,7 +227,22 @@ def open_glove(run, head, seed, vectors_path, limit, trust_pickle, sense, sense_
     return GloveModel(vectors, heads, run), settings
 
 
-def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neighbors, stage, output, weigh="weight", rollout=False):
+def checkpoint_senses(sense, sense_set, focus) -> tuple | None:
+    """(ad-hoc senses, sense set, its name) for a checkpoint's meter, checked before the model is read; None without one."""
+    if not (sense or sense_set):
+        return None
+    from attn_cli.analysis import senses
+
+    if sense and sense_set:
+        raise InputError("--sense and --sense-set exclude each other")
+    if sense and focus is None:
+        raise InputError("--sense with --model measures one word: name it with --focus WORD")
+    if sense:
+        return senses.parse_sense_options(sense), None, ""
+    return (None, *senses.resolve_sense_set(sense_set))
+
+
+def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neighbors, stage, output, weigh="weight", rollout=False, senses=None):
     """`inspect --model`: the checkpoint, and what each sentence reports (a bad --head is an error before any sentence)."""
     from attn_cli.analysis.inspect import InspectSettings, parse_heads
     from attn_cli.io.memory import BYTES_PER_CELL
@@ -244,7 +261,7 @@ def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neig
     if weigh == "norm":  # every head's norms in float64, and those shown as numbers too
         matrices += every * 8 / BYTES_PER_CELL + shown
     settings = InspectSettings(heads=chosen or None, words=words, hide_special=hide_special, focus=focus, weigh=weigh, rollout=rollout,
-                               neighbors=DEFAULT_NEIGHBORS if neighbors is None else neighbors, stage=stage.value if stage else None,
+                               neighbors=DEFAULT_NEIGHBORS if neighbors is None else neighbors, stage=stage.value if stage else None, senses=senses,
                                matrices=(matrices, f"{model.n_layers} layers x {model.n_heads} heads"))
     return model, settings
 

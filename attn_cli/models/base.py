@@ -105,6 +105,7 @@ CAPABILITIES = {  # what a model may declare, and what asks for it
     "settings": "its attention can be changed (--mask, --no-position, --no-scale)",
     "shift": "each token's update splits into its self and context parts (--per-head, --embeddings, the shift table)",
     "probe-senses": "a sense is measured by cosine with probe words' vectors (--sense, --sense-set)",
+    "context-senses": "a sense is measured at every layer by cosine with prototypes of the word itself in templates with probe words (--sense, --sense-set)",
     "layers": "it has layers of heads to pick from (--layer, --head LAYER.HEAD)",
     "pieces": "its tokenizer cuts words into pieces and adds special tokens (--words, --hide-special)",
 }

@@ -37,7 +37,7 @@ STAGES = {
 class Transformer:
     """A checkpoint, ready to run: its Spec, its weights under attn's names, its own tokenizer (attn_cli.models.base.Model)."""
 
-    capabilities = frozenset({"layers", "pieces"})
+    capabilities = frozenset({"layers", "pieces", "context-senses"})
 
     def __init__(self, name: str, path: Path, spec: Spec, weights: Weights, tokenizer, config: dict | None = None,
                  chat_template: str | None = None, special: dict | None = None):

@@ -194,6 +194,19 @@ class Weights:
         self._cache_budget -= nbytes
         return True
 
+    def hold(self, budget: int) -> bool:
+        """Keep every layer dequantized (float32) when that takes at most `budget` bytes: for runs of many short
+        passes (the sense meter's prototypes), where dequantizing each layer on every pass would cost the most.
+        Returns whether the layers are held."""
+        if not self.eager:
+            layers = [k for k in self.plan if k.startswith("layers.")]
+            if 4 * sum(t.size for k in layers for t, _ in self.plan[k]) > budget:
+                return False
+            for key in layers:
+                self._arrays[key] = self.read(key)
+            self.eager = True
+        return True
+
     def rows(self, ids: list[int]) -> np.ndarray:  # -> [len(ids), d] float32
         """Some rows of the vocabulary's embeddings, read from the file alone."""
         if self._vocabulary is not None:

@@ -9,13 +9,14 @@ creation too.
 
 from attn_cli.lazy import module_getattr
 
-MODULES = ("inspect", "numbers", "senses", "analogy", "heads", "vectors", "models", "detect", "stats")
+MODULES = ("inspect", "numbers", "senses", "analogy", "heads", "vectors", "models", "detect", "stats", "meter")
 WHERE = {
     "VectorsInfo": "vectors", "VectorsConverted": "vectors",
     "ProbeScore": "analogy", "Neighbor": "analogy", "Answer": "analogy", "AnalogyResult": "analogy",
     "HeadView": "inspect", "InspectResult": "inspect", "SenseRow": "senses", "SINK_TOKEN": "numbers",
     "significant": "numbers", "row_cosines": "numbers", "WEIGHT_DIGITS": "numbers", "NUMBER_DIGITS": "numbers",
     "ModelInfo": "models", "ResidualRow": "models", "HeadsFound": "models",
+    "SenseMeter": "meter", "MeterReading": "meter", "SensesEval": "meter",
     "HeadInfo": "heads", "HeadsList": "heads", "HeadTrained": "heads", "HeadsEval": "heads",
     "HeadsDetected": "detect", "HeadStats": "stats",
 }  # fmt: skip

@@ -68,6 +68,7 @@ SLOTS = (
     "unknown", "position", "scale", "e", "delta", "e_prime", "delta_self", "delta_context",  # the lesson's heads and their update
     "with_embeddings", "near_input", "near_output", "senses", "senses_note",
     "value_norms", "special_shares", "rollout",  # --weigh norm (a checkpoint's every head [L, H, g, g]; weight and norm on special tokens), --rollout [g, g]
+    "sense_meter",  # every model's: one word read against its senses at each layer (E and E' for the lesson's heads), and alone
 )
 
 
@@ -253,6 +254,8 @@ class InspectResult(Record):
             out["focus"] = {"piece": self.focus_piece, "token": self.pieces[self.focus_piece], "residual": [r.to_dict() for r in self.residual]}
         if self.senses is not None:
             out["senses"] = [row.to_dict() for row in self.senses]
+        if self.sense_meter is not None or self.senses_note is not None:
+            out["sense_meter"] = None if self.sense_meter is None else self.sense_meter.to_dict()
         if self.near_input is not None:
             out["neighbors"] = {"input": self.near_input, "output": self.near_output}
         if self.with_embeddings:

@@ -7,12 +7,13 @@ views): with PYTHONDONTWRITEBYTECODE every module read is compiled on every run.
 
 from attn_cli.lazy import module_getattr
 
-MODULES = ("base", "heatmap", "captions", "inspect", "softmax", "lesson", "vectors", "heads", "models", "detect", "stats")
+MODULES = ("base", "heatmap", "captions", "inspect", "softmax", "lesson", "vectors", "heads", "models", "detect", "stats", "meter")
 WHERE = {
     "softmax_view": "softmax", "analogy_view": "lesson", "similarity_view": "lesson",
     "vectors_info": "vectors",
     "inspect_view": "inspect", "ViewOptions": "inspect", "Heatmap": "heatmap", "abbreviate": "heatmap",
     "heads_list": "heads", "head_trained": "heads", "heads_eval": "heads",
+    "senses_eval": "meter",
     "model_info": "models", "heads_found": "models", "key_label": "base", "heads_detected": "detect", "head_stats": "stats",
 }  # fmt: skip
 

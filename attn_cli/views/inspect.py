@@ -49,6 +49,7 @@ VIEWS = [  # in the order they are shown
     View("layers", ("attn_norms",), "residual:layers"),
     View("residual", ("residual",), "residual:path"),
     View("senses", ("senses",), "senses:meter"),
+    View("sense meter", ("sense_meter",), "meter:meter"),
     View("picture", (), "picture:picture", lambda o: o.picture),
 ]
 

@@ -49,10 +49,40 @@ def head_shift_table(result: results.InspectResult, h: int) -> Table:
     return table
 
 
+UPDATE_DOMINATES = 1.0  # a mean ‖ΔE‖ / ‖E‖ from this on: E′ is more what the heads wrote than the word itself, and the view says so
+
+
+def dominance_note(result: results.InspectResult) -> Text | None:
+    """When the update outweighs E, say so plainly: E′ then shows what the heads wrote (often the same keys for every
+    word), not what each word became. None when ΔE is smaller than E on average."""
+    import numpy as np
+
+    norms = result.input_norms
+    ratios = np.divide(result.delta_norms, norms, out=np.zeros_like(norms), where=norms > 0)  # [n]
+    if len(ratios) == 0 or float(ratios.mean()) < UPDATE_DOMINATES:
+        return None
+    top = int(np.argmax(ratios))
+    note = (f"ΔE outweighs E here: ‖ΔE‖ is {ratios.mean():.1f}× ‖E‖ on average (up to {ratios[top]:.1f}×, {result.tokens[top]}), "
+            "so E′ is mostly what the heads wrote into the word.")
+    if result.near_output is not None:
+        counts: dict[str, int] = {}
+        for keys in result.near_output:
+            for key in dict.fromkeys(keys):
+                counts[key] = counts.get(key, 0) + 1
+        shared = [k for k, c in sorted(counts.items(), key=lambda kv: -kv[1]) if c >= max(3, len(result.tokens) / 2)][:2]
+        if shared:
+            shown = ", ".join(f"{key_label(k)} for {counts[k]}" for k in shared)
+            note += (f" The same keys are nearest to E′ of many tokens ({shown} of {len(result.tokens)}): that is the sentence's "
+                     f"content written into every word, not each word turned into {key_label(shared[0])}.")
+    low = int(np.argmin(result.cosines))
+    note += f" cos(E, E′) says how much of each word is left (least: {result.tokens[low]}, {result.cosines[low]:.3f})."
+    return Text(note, style="yellow")
+
+
 def shift(result: "results.InspectResult", options) -> list:
     from rich.rule import Rule
-    from rich.text import Text
 
     from attn_cli.views.captions import PARTS_CAPTION
 
-    return [Rule(style="dim"), shift_table(result), Text(PARTS_CAPTION, style="dim")]
+    note = dominance_note(result)
+    return [Rule(style="dim"), shift_table(result), *([note] if note is not None else []), Text(PARTS_CAPTION, style="dim")]
