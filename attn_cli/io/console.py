@@ -32,7 +32,17 @@ def view_console(*, record: bool = False, file=None, width: int | None = None, c
     out = Console(record=record, highlight=False, markup=False, emoji=False, width=width or view_width(), file=file,
                   color_system=color_system, force_terminal=True if file is not None and color_system else None)
     out.push_render_hook(Literal())
+    out.on_broken_pipe = lambda: closed_pipe(out)
     return out
+
+
+def closed_pipe(out) -> None:
+    """The reader went away: stop writing to it and say so as an OSError (Rich would exit at once), so that
+    files being written (an --svg export) are finished before attn stops quietly (attn_cli.cli.main)."""
+    import errno
+
+    out.quiet = True
+    raise BrokenPipeError(errno.EPIPE, "the reader of standard output went away")
 
 
 def escape_controls(text: str) -> str:
