@@ -371,10 +371,10 @@ def test_human_view_shows_tokens_heatmap_and_shift_table(run):
     assert "tokens 0:one 1:mole 2:of 3:carbon 4:dioxide" in out
     assert "head identity" in out and "query ↓ key →" in out
     assert "·" in out  # the masked cells
-    assert "‖ΔE‖" in out and "nearest to E′" not in out and "--neighbors 3: the keys nearest E and E′" in out
+    assert "‖ΔE‖" in out and "nearest to E′" not in out and "--neighbors 3 adds the keys nearest E and E′" in out
     assert "\x1b[" not in out  # not a terminal: no colour codes
     asked = run("inspect", "one mole of carbon dioxide", "--head", "identity", "--neighbors", "3", env=WIDE).stdout
-    assert "nearest to E′" in asked and "--neighbors 3:" not in asked
+    assert "nearest to E′" in asked and "--neighbors 3 adds" not in asked
 
 
 def test_human_view_transpose_focus_and_stages(run):

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples, say
-from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, check_new_file, load_vectors
+from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, check_new_file, complete_link_sets, complete_sense_sets, load_vectors
 from attn_cli.core.attention import Mask
 from attn_cli.vectors.tokens import Oov
 from attn_cli.io.writers import check_format, write
@@ -106,7 +106,7 @@ def evaluate(
     mask: Annotated[Mask, typer.Option("--mask", help="causal: a token sees only itself and earlier tokens; none: every token.")] = Mask.causal,
     sense_set: Annotated[
         str | None,
-        typer.Option("--sense-set", metavar="NAME|FILE", help="Senses and probe words for sense cases: a shipped set (lesson) or a TSV word<TAB>sense<TAB>probe words.", show_default=False),
+        typer.Option("--sense-set", metavar="NAME|FILE", autocompletion=complete_sense_sets, help="Senses and probe words for sense cases: a shipped set (lesson) or a TSV word<TAB>sense<TAB>probe words.", show_default=False),
     ] = None,
     cases: Annotated[
         bool,
@@ -155,7 +155,7 @@ class FindSort(str, Enum):
 def find(
     links: Annotated[
         str,
-        typer.Argument(metavar="LINKS", help="A links file (sentence<TAB>query word<TAB>key word; - reads stdin), or a shipped set: adjective, determiner, previous.", show_default=False),
+        typer.Argument(metavar="LINKS", autocompletion=complete_link_sets, help="A links file (sentence<TAB>query word<TAB>key word; - reads stdin), or a shipped set: adjective, determiner, previous.", show_default=False),
     ],
     model: ModelOpt = None,
     top: Annotated[int, typer.Option("--top", metavar="N", min=1, help="Heads to list in the terminal (JSON has all).")] = 10,
@@ -175,6 +175,10 @@ def find(
     if model is None:
         raise InputError("heads find needs --model PATH|NAME (a checkpoint: a Hugging Face folder, a .gguf file or ollama:NAME)")
     check_format(output, HeadsFound)
+    from attn_cli.io.console import counted
+
     path = link_set(links)
-    found = find_heads(load(model), read_links(path), input_name(path), sort.value)
+    chosen, read = load(model), read_links(path)
+    sentences = len({link.sentence for link in read})
+    found = find_heads(chosen, read, input_name(path), sort.value, each=lambda pairs: counted(pairs, "sentences", sentences))
     write(found, output, "heads_found", top)

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples, say
-from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, load_vectors
+from attn_cli.cli.app import HELP_PANELS, AttnCommand, Format, FormatOpt, app, examples, say
+from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, complete_sense_sets, load_vectors
 from attn_cli.core.attention import Mask, Stage
 from attn_cli.errors import InputError
 from attn_cli.lesson.directions import MAX_NEIGHBORS
@@ -50,6 +50,16 @@ def line_text(line: str | bytes) -> str:
     return decode_utf8(line, "") if isinstance(line, bytes) else line
 
 
+HELP_PANELS["inspect"] = {name: panel for panel, names in {  # inspect --help, option by option
+    "Sentence and word vectors": ("mask", "position", "scale", "max_tokens", "vectors_path", "limit", "trust_pickle", "oov"),
+    "Heads": ("head", "seed"),
+    "Model (--model: a real checkpoint instead of the word vectors)": ("model", "layer", "words", "hide_special"),
+    "Views": ("stage", "transpose", "focus", "neighbors", "per_head", "picture", "sense", "sense_set"),
+    "Output format": ("output", "embeddings"),
+    "Output files (besides stdout)": ("svg", "html", "export_view", "width", "colors", "page", "force"),
+}.items() for name in names}
+
+
 @app.command("inspect", cls=AttnCommand, epilog=examples(
     'attn inspect "A fluffy blue creature roamed the verdant forest."',
     'attn inspect "the cat sat on the mat" --focus cat --stage masked',
@@ -84,7 +94,7 @@ def inspect(
     ] = None,
     sense_set: Annotated[
         str | None,
-        typer.Option("--sense-set", metavar="NAME|FILE", help="Measure the tokens this sense set has senses for (a shipped set such as lesson, or a TSV word<TAB>sense<TAB>probe words).", show_default=False),
+        typer.Option("--sense-set", metavar="NAME|FILE", autocompletion=complete_sense_sets, help="Measure the tokens this sense set has senses for (a shipped set such as lesson, or a TSV word<TAB>sense<TAB>probe words).", show_default=False),
     ] = None,
     embeddings: Annotated[bool, typer.Option("--embeddings", help="With --json, add the input embeddings E and the output E'.")] = False,
     max_tokens: Annotated[int, typer.Option("--max-tokens", metavar="N", min=1, help="Refuse sentences with more tokens than this.")] = MAX_TOKENS,
@@ -92,7 +102,7 @@ def inspect(
     html: Annotated[Path | None, typer.Option("--html", metavar="FILE", help="Also save the view as an HTML page (FILE ends in .html), dark like the SVG.", show_default=False)] = None,
     width: Annotated[int | None, typer.Option("--width", metavar="N", min=40, max=4096, help="Columns of the --svg/--html picture, whatever the terminal. Default: 100, or what --export-view's figure needs.", show_default=False)] = None,
     colors: Annotated[Colors, typer.Option("--colors", help="Colours of the --svg/--html picture: truecolor, or 256 or 16 as xterm shows them (never the terminal's own).")] = Colors.truecolor,
-    export_view: Annotated[ExportView | None, typer.Option("--export-view", help="Save one view alone in --svg/--html: a figure, titled, with its legend, as wide as it needs (heatmap: the heads in full, side by side).", show_default=False)] = None,
+    export_view: Annotated[ExportView | None, typer.Option("--export-view", metavar="VIEW", help="Save one view alone in --svg/--html, as a figure: titled, with its legend, as wide as it needs. VIEW: heatmap (the heads in full, side by side), overview (--model), shift, layers, residual, senses or picture.", show_default=False)] = None,
     force: ForceOpt = False,
     vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
@@ -292,9 +302,10 @@ def emit(lines, compute, view, *, single: bool, output: Format, exports, options
             if exports is not None:
                 exports.save(None, result, options)
         return
+    from attn_cli.io.console import counted
     from attn_cli.io.lines import Lines
 
-    source = Lines(lines)
+    source = Lines(counted(lines, "lines", quiet_on_terminal_stdout=True))
     failed = writers.write_lines(
         source.results(compute), output, on_error=lambda n, e: say(f"line {n}: {e}"),
         show=lambda items: show(items, view, single=False, exports=exports, options=options),

@@ -35,10 +35,45 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def files(incomplete: str, suffixes: tuple[str, ...]) -> list[str]:
+    """Paths that start as typed: folders (to go on into) and files ending in one of `suffixes`."""
+    from pathlib import Path
+
+    folder, _, start = incomplete.rpartition("/")
+    where = Path(folder or ".").expanduser()
+    try:
+        found = sorted(where.iterdir())[:1000]  # a huge folder: the first thousand names
+    except OSError:
+        return []
+    prefix = f"{folder}/" if folder else ""
+    return [prefix + p.name + ("/" if p.is_dir() else "") for p in found
+            if p.name.startswith(start) and not p.name.startswith(".") and (p.is_dir() or p.suffix in suffixes)]
+
+
+def complete_heads(incomplete: str) -> list[str]:
+    """--head: the built-in heads, the shipped ones, and .npz files (read only when the shell asks)."""
+    from attn_cli.heads.registry import shipped_heads
+
+    names = ["identity", "random", *(p.stem for p in shipped_heads())]
+    return [n for n in names if n.startswith(incomplete)] + files(incomplete, (".npz",))
+
+
+def complete_sense_sets(incomplete: str) -> list[str]:
+    from attn_cli.analysis.senses import shipped_sense_sets
+
+    return [n for n in shipped_sense_sets() if n.startswith(incomplete)] + files(incomplete, (".tsv",))
+
+
+def complete_link_sets(incomplete: str) -> list[str]:
+    from attn_cli.heads.links import shipped_link_sets
+
+    return [n for n in shipped_link_sets() if n.startswith(incomplete)] + files(incomplete, (".tsv",))
+
+
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
 HeadsOpt = Annotated[
     list[str] | None,
-    typer.Option("--head", metavar="NAME|FILE", help="identity, random (random:D_K for another d_k), a shipped head's name, or a .npz file; repeat for several heads. Default: the shipped learned heads.", show_default=False),
+    typer.Option("--head", metavar="NAME|FILE", autocompletion=complete_heads, help="identity, random (random:D_K for another d_k), a shipped head's name, or a .npz file; repeat for several heads. Default: the shipped learned heads.", show_default=False),
 ]
 ModelOpt = Annotated[
     str | None,

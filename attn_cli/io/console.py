@@ -70,3 +70,23 @@ def progress_bars(*, fields: str = "", speed: bool = False) -> Iterator[object |
                *([TextColumn(fields)] if fields else []), *([TransferSpeedColumn()] if speed else []), TimeElapsedColumn())
     with Progress(*columns, console=console(stderr=True), transient=True) as bars:
         yield bars
+
+
+def counted(items, what: str, total: int | None = None, *, quiet_on_terminal_stdout: bool = False):
+    """`items` as they are, with a transient Rich progress bar on stderr counting them ("12/140 sentences"),
+    drawn only when stderr is a terminal (a pipeline stays quiet), and not over a view printed to the
+    same terminal when `quiet_on_terminal_stdout`."""
+    if not sys.stderr.isatty() or (quiet_on_terminal_stdout and sys.stdout.isatty()):
+        yield from items
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from attn_cli.io.output import console
+
+    count = MofNCompleteColumn() if total is not None else TextColumn("{task.completed}")
+    with Progress(SpinnerColumn(), BarColumn(), count, TextColumn(what, markup=False), TimeElapsedColumn(),
+                  console=console(stderr=True), transient=True) as bars:
+        task = bars.add_task(what, total=total)
+        for item in items:
+            yield item
+            bars.advance(task)

@@ -126,7 +126,8 @@ def fitted(table: FitTable, console, options):
         for column, kind in zip(t.columns, kinds):
             m = t._measure_column(console, wide, column)
             pad = t._get_padding_width(column._index)
-            out.append((m.maximum, m.maximum if kind == "number" else min(m.maximum, pad + (BAR_FLOOR if kind == "bar" else LABEL_FLOOR))))
+            fixed = kind == "number" or (kind == "label" and column.no_wrap)  # Rich shrinks neither
+            out.append((m.maximum, m.maximum if fixed else min(m.maximum, pad + (BAR_FLOOR if kind == "bar" else LABEL_FLOOR))))
         return out
 
     kinds = table.kinds()
@@ -185,4 +186,5 @@ def wrapped_header(column, console, options) -> str:
     from rich.measure import Measurement
 
     numbers = max((Measurement.get(console, options, cell).maximum for cell in column._cells), default=1)
-    return "\n".join(textwrap.wrap(column.header, width=max(numbers, *map(len, column.header.split()))))
+    halves = (len(column.header) + 1) // 2 + 1  # two lines rather than three
+    return "\n".join(textwrap.wrap(column.header, width=max(numbers, halves, *map(len, column.header.split()))))

@@ -49,14 +49,17 @@ def heads_found(found: "HeadsFound", top: int):
     if found.dropped:
         title.append(f" ({found.dropped} links dropped: a key after its query under the causal mask, or a word linked to itself)", style="dim")
     table = FitTable(box=box.SIMPLE)
-    for name in ("head", "top on key", "exact top", "key weight", "beyond previous", ""):
-        table.add_column(name, justify="left" if name in ("head", "") else "right")
+    table.add_column("head", no_wrap=True)
+    for key in FOUND_MEASURES:
+        table.add_column(FOUND_LABELS[key], justify="right")
+    table.add_column(FOUND_LABELS[found.sort], kind="bar")  # the measure the heads are sorted by, as a bar
     fmt = lambda x: "–" if x != x else f"{x:.3f}"  # noqa: E731
+    shown = lambda x: 0.0 if x != x else x  # noqa: E731
     for row in found.heads[:top]:
-        table.add_row(row["name"], *(fmt(row[k]) for k in FOUND_MEASURES), Bar(0.0 if row[found.sort] != row[found.sort] else row[found.sort], 12))
+        table.add_row(row["name"], *(fmt(row[k]) for k in FOUND_MEASURES), Bar(shown(row[found.sort]), 12))
     table.add_section()
     for row in found.baselines:
-        table.add_row(Text(f"{row['name']} (baseline)", style="dim"), *(fmt(row[k]) for k in FOUND_MEASURES), "")
+        table.add_row(Text(f"{row['name']} (baseline)", style="dim"), *(fmt(row[k]) for k in FOUND_MEASURES), Bar(shown(row[found.sort]), 12, "dim"))
     parts = [title, table]
     previous = next(b for b in found.baselines if b["name"] == "previous")
     best = found.heads[0]
@@ -77,3 +80,4 @@ def heads_found(found: "HeadsFound", top: int):
 
 
 FOUND_MEASURES = ("top_on_key", "exact_top", "key_weight", "top_beyond_previous")
+FOUND_LABELS = {"top_on_key": "top on key", "exact_top": "exact top", "key_weight": "key weight", "top_beyond_previous": "beyond previous"}

@@ -50,7 +50,7 @@ def head_shift_table(result: results.InspectResult, h: int) -> Table:
     return table
 
 
-NEIGHBORS_HINT = "--neighbors 3: the keys nearest E and E′ (JSON has them); --per-head: each head's shift"
+NEIGHBORS_HINT = "--neighbors 3 adds the keys nearest E and E′; --per-head, each head's own shift"
 
 
 def shift(result: "results.InspectResult", options) -> list:
