@@ -103,6 +103,7 @@ def inspect(
     width: Annotated[int | None, typer.Option("--width", metavar="N", min=40, max=4096, help="Columns of the --svg/--html picture, whatever the terminal. Default: 100, or what --export-view's figure needs.", show_default=False)] = None,
     colors: Annotated[Colors, typer.Option("--colors", help="Colours of the --svg/--html picture: truecolor, or 256 or 16 as xterm shows them (never the terminal's own).")] = Colors.truecolor,
     export_view: Annotated[ExportView | None, typer.Option("--export-view", metavar="VIEW", help="Save one view alone in --svg/--html, as a figure: titled, with its legend, as wide as it needs. VIEW: heatmap (the heads in full, side by side), overview (--model), shift, layers, residual, senses or picture.", show_default=False)] = None,
+    page: Annotated[Path | None, typer.Option("--page", metavar="FILE", help="Also write an interactive page, one .html file that loads nothing: hover a token to see its attention, pick a layer and a head.", show_default=False)] = None,
     force: ForceOpt = False,
     vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
@@ -121,7 +122,7 @@ def inspect(
     """
     from attn_cli.io.files import check_text
 
-    exports = check_exports(svg, html, width, output, force, colors=colors.value, view=export_view and export_view.value, page=None, text=text)
+    exports = check_exports(svg, html, width, output, force, colors=colors.value, view=export_view and export_view.value, page=page, text=text)
     lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
     focus = check_text(focus, "--focus") if focus is not None else None
     sense = [check_text(spec, "--sense") for spec in sense] if sense else sense
@@ -145,7 +146,7 @@ def inspect(
 
         run = Settings(mask=mask or Mask.causal, position=position, oov=oov, max_tokens=max_tokens, stage=stage, embeddings=embeddings, scale=scale)
         chosen, settings = open_glove(run, head, seed, vectors_path, limit, trust_pickle, sense, sense_set, focus=focus, neighbors=neighbors,
-                                      output=output, stream=text == "-")
+                                      output=output, stream=text == "-", page=page is not None)
         overview = False
     from attn_cli.views.inspect import ViewOptions
 
@@ -218,7 +219,7 @@ def check_exports(svg, html, width, output, force, *, colors: str, view: str | N
     return Exports(svg, html, width, colors, view, page, sentence=text, force=force)
 
 
-def open_glove(run, head, seed, vectors_path, limit, trust_pickle, sense, sense_set, *, focus, neighbors, output, stream: bool):
+def open_glove(run, head, seed, vectors_path, limit, trust_pickle, sense, sense_set, *, focus, neighbors, output, stream: bool, page: bool = False):
     """The lesson's model: the word vectors and the heads, and what each sentence reports (checked before any sentence)."""
     from attn_cli.analysis.inspect import InspectSettings
     from attn_cli.heads.registry import resolve_heads
@@ -249,9 +250,9 @@ def open_glove(run, head, seed, vectors_path, limit, trust_pickle, sense, sense_
     check_max_tokens(run.max_tokens, stored_matrices(len(heads), run), what)
     if stream:
         vectors.key_to_index  # many sentences: build the key index once, not a scan per sentence
-    # Nearest keys: 3 by default in JSON, in the view when --neighbors asks for them; --neighbors 0 skips the search.
+    # Nearest keys: 3 by default in JSON and the page, in the view when --neighbors asks for them; --neighbors 0 skips the search.
     # The tidy CSV/TSV rows hold the attention only (one row per query and key), so there the search is not made.
-    k = 0 if output in (Format.csv, Format.tsv) or (output is Format.table and neighbors is None) else DEFAULT_NEIGHBORS if neighbors is None else neighbors
+    k = 0 if (output in (Format.csv, Format.tsv) or (output is Format.table and neighbors is None)) and not page else DEFAULT_NEIGHBORS if neighbors is None else neighbors
     settings = InspectSettings(focus=focus, neighbors=k, stage=run.stage.value if run.stage else None, embeddings=run.embeddings,
                                senses=(adhoc, table, table_name) if adhoc or table is not None else None,
                                matrices=(stored_matrices(len(heads), run), what))
