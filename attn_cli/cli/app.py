@@ -156,12 +156,6 @@ def root(
 
 
 FORMAT_FLAGS = {f"--{f.value}": f for f in Format if f is not Format.table}  # --json is short for --format json
-FORMAT_HELP = {  # each --format's line in --help, under "Output"
-    Format.json: "One JSON document: every number the view shows, and more",
-    Format.jsonl: "JSON Lines: one object a line (with -, one per input line, as each is done)",
-    Format.csv: "Tidy rows under a header, for pandas, R, DuckDB or a spreadsheet",
-    Format.tsv: "The same rows, separated by tabs",
-}
 OUTPUT = "Output format"  # the help panel of --format and its shorthands
 FormatOpt = Annotated[
     Format,
@@ -195,6 +189,8 @@ class AttnCommand(typer.core.TyperCommand):
         try:
             return super().parse_args(ctx, out)
         except NoSuchOption as e:
+            from attn_cli.cli.help import suggestion  # read only when an option is mistyped
+
             raise NoSuchOption(e.option_name, message=suggestion(e.option_name, self.option_names()), ctx=ctx) from None
 
     def option_names(self) -> list[str]:
@@ -202,40 +198,6 @@ class AttnCommand(typer.core.TyperCommand):
         return [name for p in self.params if p.param_type_name == "option" for name in p.opts + p.secondary_opts] + list(FORMAT_FLAGS)
 
     def format_options(self, ctx, formatter) -> None:
-        """Arguments, then the options under their panels (HELP_PANELS; the others first, as "Options"), the output
-        formats under "Output" with each shorthand on a line of its own, and -h/--help last."""
-        chosen = HELP_PANELS.get(self.name, {})
-        args, panels, helps = [], {"Options": [], **{panel: [] for panel in chosen.values()}}, []
-        for param in self.get_params(ctx):
-            record = param.get_help_record(ctx)
-            if record is None:
-                continue
-            if param.param_type_name == "argument":
-                args.append(record)
-                continue
-            if param.name == "help":
-                helps.append(record)
-                continue
-            panel = panels.setdefault(chosen.get(param.name) or getattr(param, "rich_help_panel", None) or "Options", [])
-            rank = list(chosen).index(param.name) if param.name in chosen else len(chosen)
-            panel.append((rank, record))
-            if param.name == "output":
-                panel += [(rank, (flag, f"{FORMAT_HELP[f]} (--format {f.value})")) for flag, f in FORMAT_FLAGS.items()]
-        if args:
-            with formatter.section("Arguments"):
-                formatter.write_dl(args)
-        shown = [name for name, records in panels.items() if records]
-        for name in shown:
-            with formatter.section(name):
-                records = [record for _, record in sorted(panels[name], key=lambda ranked: ranked[0])]  # stable: the rest as declared
-                formatter.write_dl(records + (helps if name == shown[-1] else []))
+        from attn_cli.cli.help import format_options  # read only when help is shown
 
-
-def suggestion(typed: str, names: list[str]) -> str:
-    """Click's "no such option" with the likeliest names meant, nearest first."""
-    import difflib
-
-    close = difflib.get_close_matches(typed, names, n=3, cutoff=0.6)
-    ratio = lambda name: difflib.SequenceMatcher(None, typed, name).ratio()  # noqa: E731
-    close = [name for name in close if ratio(name) >= ratio(close[0]) - 0.1]
-    return f"No such option: {typed}" + (f" (did you mean {', '.join(close[:-1]) + ' or ' if len(close) > 1 else ''}{close[-1]}?)" if close else "")
+        format_options(self, ctx, formatter, HELP_PANELS.get(self.name, {}), FORMAT_FLAGS)

@@ -27,13 +27,19 @@ class Colors(str, Enum):
     c16 = "16"
 
 
-def export_views() -> type:
+def check_export_view(value: str | None) -> str | None:
+    """--export-view's VIEW, one of views.inspect.EXPORTS (read when the option is given, not on every start)."""
     from attn_cli.views.inspect import EXPORTS
 
-    return Enum("ExportView", {name: name for name in EXPORTS}, type=str)
+    if value is not None and value not in EXPORTS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(EXPORTS)}")
+    return value
 
 
-ExportView = export_views()
+def complete_export_view(incomplete: str) -> list[str]:
+    from attn_cli.views.inspect import EXPORTS
+
+    return [name for name in EXPORTS if name.startswith(incomplete)]
 
 
 def stdin_lines():
@@ -102,7 +108,7 @@ def inspect(
     html: Annotated[Path | None, typer.Option("--html", metavar="FILE", help="Also save the view as an HTML page (FILE ends in .html), dark like the SVG.", show_default=False)] = None,
     width: Annotated[int | None, typer.Option("--width", metavar="N", min=40, max=4096, help="Columns of the --svg/--html picture, whatever the terminal. Default: 100, or what --export-view's figure needs.", show_default=False)] = None,
     colors: Annotated[Colors, typer.Option("--colors", help="Colours of the --svg/--html picture: truecolor, or 256 or 16 as xterm shows them (never the terminal's own).")] = Colors.truecolor,
-    export_view: Annotated[ExportView | None, typer.Option("--export-view", metavar="VIEW", help="Save one view alone in --svg/--html, as a figure: titled, with its legend, as wide as it needs. VIEW: heatmap (the heads in full, side by side), overview (--model), shift, layers, residual, senses or picture.", show_default=False)] = None,
+    export_view: Annotated[str | None, typer.Option("--export-view", metavar="VIEW", callback=check_export_view, autocompletion=complete_export_view, help="Save one view alone in --svg/--html, as a figure: titled, with its legend, as wide as it needs. VIEW: heatmap (the heads in full, side by side), overview (--model), shift, layers, residual, senses or picture.", show_default=False)] = None,
     page: Annotated[Path | None, typer.Option("--page", metavar="FILE", help="Also write an interactive page, one .html file that loads nothing: hover a token to see its attention, pick a layer and a head.", show_default=False)] = None,
     force: ForceOpt = False,
     vectors_path: VectorsOpt = None,
@@ -122,7 +128,7 @@ def inspect(
     """
     from attn_cli.io.files import check_text
 
-    exports = check_exports(svg, html, width, output, force, colors=colors.value, view=export_view and export_view.value, page=page, text=text)
+    exports = check_exports(svg, html, width, output, force, colors=colors.value, view=export_view, page=page, text=text)
     lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
     focus = check_text(focus, "--focus") if focus is not None else None
     sense = [check_text(spec, "--sense") for spec in sense] if sense else sense
@@ -165,7 +171,7 @@ def inspect(
             say(result.senses_note if text != "-" else f"line {line}: {result.senses_note}")
         return views.inspect_view(result, options)
 
-    if export_view is not None and export_view.value == "heatmap" and overview:
+    if export_view == "heatmap" and overview:
         raise InputError("--export-view heatmap saves the heads picked with --head LAYER.HEAD (or --layer L); the model view is --export-view overview")
     emit(lines, compute, view, single=text != "-", output=output, exports=exports, options=options)
 

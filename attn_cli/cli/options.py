@@ -35,39 +35,18 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def files(incomplete: str, suffixes: tuple[str, ...]) -> list[str]:
-    """Paths that start as typed: folders (to go on into) and files ending in one of `suffixes`."""
-    from pathlib import Path
+def completer(kind: str):
+    """The shell completion of `kind` (heads, sense_sets, link_sets): attn_cli.cli.completion, read only when the shell asks."""
 
-    folder, _, start = incomplete.rpartition("/")
-    where = Path(folder or ".").expanduser()
-    try:
-        found = sorted(where.iterdir())[:1000]  # a huge folder: the first thousand names
-    except OSError:
-        return []
-    prefix = f"{folder}/" if folder else ""
-    return [prefix + p.name + ("/" if p.is_dir() else "") for p in found
-            if p.name.startswith(start) and not p.name.startswith(".") and (p.is_dir() or p.suffix in suffixes)]
+    def complete(incomplete: str) -> list[str]:
+        from attn_cli.cli import completion
+
+        return getattr(completion, kind)(incomplete)
+
+    return complete
 
 
-def complete_heads(incomplete: str) -> list[str]:
-    """--head: the built-in heads, the shipped ones, and .npz files (read only when the shell asks)."""
-    from attn_cli.heads.registry import shipped_heads
-
-    names = ["identity", "random", *(p.stem for p in shipped_heads())]
-    return [n for n in names if n.startswith(incomplete)] + files(incomplete, (".npz",))
-
-
-def complete_sense_sets(incomplete: str) -> list[str]:
-    from attn_cli.analysis.senses import shipped_sense_sets
-
-    return [n for n in shipped_sense_sets() if n.startswith(incomplete)] + files(incomplete, (".tsv",))
-
-
-def complete_link_sets(incomplete: str) -> list[str]:
-    from attn_cli.heads.links import shipped_link_sets
-
-    return [n for n in shipped_link_sets() if n.startswith(incomplete)] + files(incomplete, (".tsv",))
+complete_heads, complete_sense_sets, complete_link_sets = completer("heads"), completer("sense_sets"), completer("link_sets")
 
 
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
