@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from attn_cli.cli import app
-from attn_cli.vectors.store import load
+from attn_cli.vectors.loading import load
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ import pytest
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attn_cli.vectors import formats
+from attn_cli.vectors import fast as fast_format
 from attn_cli.vectors.store import Vectors
 from tests import checkpoints
 from tests.oracle import attn, check
@@ -61,7 +61,7 @@ def word2vec_bin(path: Path) -> Path:
 
 
 def fast_folder(path: Path, keys=KEYS, matrix=MATRIX) -> Path:
-    formats.write_fast(Vectors(list(keys), matrix), path)
+    fast_format.write_fast(Vectors(list(keys), matrix), path)
     return path
 
 
@@ -378,7 +378,7 @@ def test_corrupt_file(case, tmp_path, monkeypatch):
     assert not (tmp_path / "PWNED").exists()  # no pickle ran
     if case.command == INFO and outcome.code == 0 and "cut at" in case.name:
         # What a cut file still gives is the first keys, with their exact vectors: nothing made up.
-        from attn_cli.vectors.store import load
+        from attn_cli.vectors.loading import load
 
         loaded = load(path)
         n = len(loaded)

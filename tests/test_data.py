@@ -30,6 +30,6 @@ def test_plural_direction_matches_the_lesson(glove, word, dot):
 
 
 def test_default_load_imports_neither_gensim_nor_scipy():
-    code = "import sys; from attn_cli.vectors.store import load; load(); print('gensim' in sys.modules, 'scipy' in sys.modules)"
+    code = "import sys; from attn_cli.vectors.loading import load; load(); print('gensim' in sys.modules, 'scipy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from attn_cli.heads import evaluation
+from attn_cli.heads import senses as sense_eval
 from attn_cli.heads import registry as heads
 from attn_cli.analysis import senses
-from attn_cli.heads import training
 from attn_cli.heads import links as link_files
 from attn_cli.core.attention import Head, Mask, causal_mask, run_head
 from attn_cli.core.blocks import input_embeddings
@@ -119,9 +119,9 @@ def word_scores(x, word_senses, glove):
 
 def test_sense_metrics_against_an_independent_computation(glove):
     table = senses.read_sense_set(senses.SENSES_DIR / "lesson.tsv")
-    cases = evaluation.parse_sense_cases(CASES.splitlines())
+    cases = sense_eval.parse_sense_cases(CASES.splitlines())
     identity = heads.identity_head(50)
-    got = evaluation.sense_metrics([identity], cases, table, glove, "none")
+    got = sense_eval.sense_metrics([identity], cases, table, glove, "none")
     assert got["cases"] == 5 and got["skipped"] == 0
     before, after, ratios, context_ratios, content_mix = [], [], [], [], []
     for case in cases:
@@ -159,8 +159,8 @@ def test_case_pulls_against_a_loop_over_the_heads_and_tokens(glove, mask):
 
     table = senses.read_sense_set(senses.SENSES_DIR / "lesson.tsv")
     shipped = [heads.resolve_head(n, 50) for n in ("adjective", "context")]
-    cases = [c for c in evaluation.parse_sense_cases(CASES.splitlines()) if mask == "none" or c.context_before]
-    rows = evaluation.sense_metrics(shipped, cases, table, glove, mask)["case_rows"]
+    cases = [c for c in sense_eval.parse_sense_cases(CASES.splitlines()) if mask == "none" or c.context_before]
+    rows = sense_eval.sense_metrics(shipped, cases, table, glove, mask)["case_rows"]
     for case, row in zip(cases, rows):
         result = inspect_text(case.sentence, glove, shipped, Settings(mask=Mask(mask)))
         i, e = result.tokens.index(case.word), result.e
@@ -173,33 +173,33 @@ def test_case_pulls_against_a_loop_over_the_heads_and_tokens(glove, mask):
             return scores[case.sense] - max(v for k, v in scores.items() if k != case.sense)
 
         moved = sorted(((margin(e[i] + share) - margin(e[i]), result.tokens[j]) for j, share in shares.items()), key=lambda m: -abs(m[0]))
-        assert [(p["token"], pytest.approx(p["pull"])) for p in row["pulls"]] == [(t, m) for m, t in moved[:evaluation.PULLS_SHOWN]]
+        assert [(p["token"], pytest.approx(p["pull"])) for p in row["pulls"]] == [(t, m) for m, t in moved[:sense_eval.PULLS_SHOWN]]
 
 
 def test_sense_metrics_under_the_causal_mask_skips_context_after(glove):
     table = senses.read_sense_set(senses.SENSES_DIR / "lesson.tsv")
-    cases = evaluation.parse_sense_cases(CASES.splitlines())
-    got = evaluation.sense_metrics([heads.identity_head(50)], cases, table, glove, "causal")
+    cases = sense_eval.parse_sense_cases(CASES.splitlines())
+    got = sense_eval.sense_metrics([heads.identity_head(50)], cases, table, glove, "causal")
     assert got["cases"] == 4 and got["skipped"] == 1
 
 
 def test_sense_metrics_takes_plain_cases_and_heads(glove):
     """What build scripts have: SenseCase items made in code (no line numbers) and bare Heads."""
     table = senses.read_sense_set(senses.SENSES_DIR / "lesson.tsv")
-    parsed = evaluation.parse_sense_cases(CASES.splitlines())
-    cases = [evaluation.SenseCase(c.sentence, c.word, c.sense, c.context_before) for c in parsed]
+    parsed = sense_eval.parse_sense_cases(CASES.splitlines())
+    cases = [sense_eval.SenseCase(c.sentence, c.word, c.sense, c.context_before) for c in parsed]
     head = Head("plain", np.eye(50), np.eye(50), 0.5 * np.eye(50))  # a bare Head, not a NamedHead
-    a = evaluation.sense_metrics([head], cases, table, glove, "none")
-    b = evaluation.sense_metrics([head], parsed, table, glove, "none")
+    a = sense_eval.sense_metrics([head], cases, table, glove, "none")
+    b = sense_eval.sense_metrics([head], parsed, table, glove, "none")
     lines = [row.pop("line") for row in b["case_rows"]]
     assert [row.pop("line") for row in a["case_rows"]] == [None] * len(cases) and lines == [c.line for c in parsed]
     assert a == b and a["heads"]["names"] == ["plain"]
 
 
 def test_sense_metrics_names_words_missing_from_the_set(glove):
-    cases = evaluation.parse_sense_cases(["the bat flew\tbat\tanimal\tbefore", "the river bank\tbank\tsky\tbefore"])
+    cases = sense_eval.parse_sense_cases(["the bat flew\tbat\tanimal\tbefore", "the river bank\tbank\tsky\tbefore"])
     with pytest.raises(InputError, match=r"'bat' \(line 1\); bank/sky \(line 2; the set has river / money\)"):
-        evaluation.sense_metrics([heads.identity_head(50)], cases, {"bank": {"river": ["river"], "money": ["money"]}}, glove)
+        sense_eval.sense_metrics([heads.identity_head(50)], cases, {"bank": {"river": ["river"], "money": ["money"]}}, glove)
 
 
 def test_function_words_and_content_tokens():
@@ -387,7 +387,7 @@ def test_heads_eval_reads_files_as_editors_write_them(run, tmp_path):
     ("the moles dug", "mole", None),  # not a token: reported when the case is scored
 ])
 def test_context_from_position(sentence, word, expected):
-    assert evaluation.context_from_position(sentence, word) is expected
+    assert sense_eval.context_from_position(sentence, word) is expected
 
 
 def test_heads_eval_sense_cases_without_a_context_column(run, tmp_path, cases_file):

@@ -25,12 +25,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attn_cli.vectors import formats
+from attn_cli.vectors import fast as fast_format
 from attn_cli.io.files import printable
-from attn_cli.vectors.store import Vectors, load
+from attn_cli.vectors.loading import load
+from attn_cli.vectors.store import Vectors
 from tests import checkpoints
 from tests.oracle import agrees, attn, check, softmax_reference
-from tests.test_hostile_models import change_tensors, copy_model, edit_config, float32_of, read_tensors, write_tensors
+from tests.test_hostile_models import change_tensors, copy_model, edit_config, float32_of, read_tensors
 
 EXAMPLES = int(os.environ.get("ATTN_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(
@@ -79,7 +80,7 @@ def scratch(tmp_path_factory) -> Path:
     keys = glove.index_to_key[:VOCABULARY] + ODD_KEYS
     rng = np.random.default_rng(0)
     matrix = np.vstack([np.asarray(glove.vectors[:VOCABULARY]), rng.normal(size=(len(ODD_KEYS), 50))]).astype(np.float32)
-    formats.write_fast(Vectors(keys, matrix), folder / "small")
+    fast_format.write_fast(Vectors(keys, matrix), folder / "small")
     (folder / "empty.txt").write_bytes(b"")
     (folder / "garbage.bin").write_bytes(bytes(range(256)) * 4)
     (folder / "lying.txt").write_text("3 2\n" + "".join(f"w{i} 1 2\n" for i in range(6)))

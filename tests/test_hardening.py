@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attn_cli.vectors import formats
+from attn_cli.vectors import fast as fast_format
 from attn_cli.heads import registry as heads
 from attn_cli.io import memory
 from attn_cli.cli.softmax import split_numbers
@@ -28,7 +28,8 @@ from attn_cli.lesson.softmax import softmax_result as compute_softmax
 from attn_cli.errors import DataError, InputError
 from attn_cli.io.atomic import check_writable, clean_stale, move_into_place, temporary_name, write_atomic
 from attn_cli.io.files import decode_utf8, printable
-from attn_cli.vectors.store import Vectors, load
+from attn_cli.vectors.loading import load
+from attn_cli.vectors.store import Vectors
 from tests.oracle import ATTN, agrees, attn, attn_process, check, softmax_reference
 
 needs_script = pytest.mark.skipif(ATTN is None, reason="the attn console script is not installed")
@@ -102,7 +103,7 @@ def test_keys_that_look_like_markup_or_escapes_print_literally(weird_vectors, tm
     shown = check(attn("inspect", "cat dog", "--head", "identity", "--vectors", weird_vectors, "--neighbors", "3")).text
     assert "[/x]" in shown  # a nearest key
     folder = tmp_path / "escapes"
-    formats.write_fast(Vectors(["cat", "\x1b[31mred", "dog"], np.eye(3, D, dtype=np.float32) + 0.1), folder)
+    fast_format.write_fast(Vectors(["cat", "\x1b[31mred", "dog"], np.eye(3, D, dtype=np.float32) + 0.1), folder)
     shown = check(attn("inspect", "cat dog", "--head", "identity", "--vectors", folder, "--neighbors", "2")).text
     assert "\\x1b[31mred" in shown and "\x1b" not in shown
 
@@ -145,7 +146,7 @@ def test_duplicate_keys_are_said_and_the_first_vector_kept(tmp_path):
 
 def test_an_attn_folder_with_a_repeated_key_uses_its_first_row(tmp_path):
     folder = tmp_path / "v"
-    formats.write_fast(Vectors(["a", "b", "c"], np.arange(6, dtype=np.float32).reshape(3, 2)), folder)
+    fast_format.write_fast(Vectors(["a", "b", "c"], np.arange(6, dtype=np.float32).reshape(3, 2)), folder)
     (folder / "keys.txt").write_text("a\nb\na\n")
     vectors = load(folder)
     assert vectors.get_vector("a").tolist() == [0, 1] and vectors.duplicate_keys() == ["a"]
@@ -305,7 +306,7 @@ def test_closed_stdout_and_stderr_and_stdin(tmp_path):
 
 def test_force_never_replaces_a_device_a_fifo_or_a_link(tmp_path):
     source = tmp_path / "src"
-    formats.write_fast(Vectors(["a", "b"], np.eye(2, dtype=np.float32)), source)
+    fast_format.write_fast(Vectors(["a", "b"], np.eye(2, dtype=np.float32)), source)
     with pytest.raises(InputError, match="is a device; --force replaces only a regular file"):
         check_writable("/dev/full", True)  # only looked at, never written
     fifo = tmp_path / "fifo"
@@ -320,7 +321,7 @@ def test_force_never_replaces_a_device_a_fifo_or_a_link(tmp_path):
 
 def test_force_replaces_only_a_folder_attn_wrote(tmp_path):
     source = tmp_path / "src"
-    formats.write_fast(Vectors(["a", "b"], np.eye(2, dtype=np.float32)), source)
+    fast_format.write_fast(Vectors(["a", "b"], np.eye(2, dtype=np.float32)), source)
     old = tmp_path / "old-style"
     old.mkdir()
     np.save(old / "vectors.npy", np.eye(2, dtype=np.float32))
@@ -388,7 +389,7 @@ def test_leftovers_of_a_killed_run_are_removed_by_the_next_write(tmp_path):
     (stale / "vectors.npy").write_bytes(b"half")
     alive = tmp_path / f".glove50.{os.getpid()}.89abcdef.tmp"  # a writer still at work: left alone
     alive.mkdir()
-    formats.write_fast(Vectors(["a"], np.ones((1, 2), np.float32)), dst)
+    fast_format.write_fast(Vectors(["a"], np.ones((1, 2), np.float32)), dst)
     assert not stale.exists() and alive.exists()
 
 
@@ -405,7 +406,7 @@ def test_sigkill_during_convert_leaves_nothing_the_next_run_keeps(tmp_path):
     import time
 
     source = tmp_path / "source"
-    formats.write_fast(Vectors([f"w{i}" for i in range(400_000)], np.ones((400_000, D), np.float32)), source)  # 80 MB to write
+    fast_format.write_fast(Vectors([f"w{i}" for i in range(400_000)], np.ones((400_000, D), np.float32)), source)  # 80 MB to write
     out = tmp_path / "out"
     out.mkdir()
     writer = subprocess.Popen([ATTN, "vectors", "convert", source, out / "glove"], stderr=subprocess.DEVNULL)

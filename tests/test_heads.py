@@ -16,7 +16,7 @@ from attn_cli.core.attention import Head, causal_mask, multi_head, run_head
 from attn_cli.core.blocks import input_embeddings
 from attn_cli.vectors.tokens import tokenize
 from conftest import parse_json
-from tests.figures import assert_figures_match, figure_differences
+from tests.figures import assert_figures_match
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "heads"
 LESSON = "A fluffy blue creature roamed the verdant forest."

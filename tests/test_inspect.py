@@ -626,3 +626,19 @@ def test_raw_scores_come_with_the_note_that_only_differences_count(run):
     for args in (("--stage", "scores"), ("--stage", "masked"), ("--focus", "mole")):
         assert note in run("inspect", "one mole of carbon", "--head", "identity", *args, env={"COLUMNS": "200"}).stdout
     assert note not in run("inspect", "one mole of carbon", "--head", "identity", env={"COLUMNS": "200"}).stdout
+
+
+@pytest.mark.parametrize("options", [[], ["--json"]])
+def test_the_glove_path_reads_nothing_of_the_checkpoints(options):
+    """The lesson's heads never import what --model needs: the block runner, the families, the readers of
+    safetensors, GGUF and tokenizers, the chat templates."""
+    code = (
+        "import sys\nfrom attn_cli.cli import app\n"
+        f"try:\n    app(['inspect', 'the cat sat', *{options!r}], prog_name='attn')\nexcept SystemExit:\n    pass\n"
+        "heavy = ('attn_cli.models.transformer', 'attn_cli.models.families', 'attn_cli.models.sources', 'attn_cli.models.weights', "
+        "'attn_cli.analysis.predict', 'safetensors', 'tokenizers', 'gguf', 'jinja2')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)), file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=os.environ | {"COLUMNS": "100"})
+    assert "the" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "[]"

@@ -202,7 +202,6 @@ def test_model_info_counts_every_tensor_it_uses():
 def test_heads_find_ranks_a_head_above_the_even_baseline(tmp_path):
     links = tmp_path / "links.tsv"
     links.write_text("the old dog barked at a small red cat\tcat\tred\nthe old dog barked at a small red cat\tdog\told\n")
-    from attn_cli.heads import training
 
     found = find.find_heads(minilm(), link_files.read_links(links), str(links))
     assert found.queries == 2 and len(found.heads) == 72
@@ -214,7 +213,6 @@ def test_heads_find_ranks_a_head_above_the_even_baseline(tmp_path):
 
 
 def test_heads_find_drops_keys_a_causal_model_cannot_see(tmp_path):
-    from attn_cli.heads import training
 
     links = tmp_path / "links.tsv"
     links.write_text("the cat is red and the dog is old\tcat\tred\nthe cat is red and the dog is old\tdog\tthe\n")
@@ -436,7 +434,6 @@ def test_the_glove_heads_and_a_checkpoint_share_one_pipeline(glove):
 
 def test_a_bert_folder_with_only_vocab_txt_tokenizes_as_transformers_did(tmp_path):
     """No tokenizer.json: WordPiece from vocab.txt, lower-cased as tokenizer_config.json says."""
-    import shutil
 
     folder = tmp_path / "bert"
     folder.mkdir()

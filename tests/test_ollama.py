@@ -17,6 +17,10 @@ MANIFEST = STORE / "manifests" / "registry.ollama.ai" / "library" / "tiny-llama"
 
 @pytest.fixture
 def store(tmp_path):
+    return fake_store(tmp_path)
+
+
+def fake_store(tmp_path):
     """The committed store, with its model blob: the committed GGUF copied under the digest the manifest names."""
     root = tmp_path / "models"
     shutil.copytree(STORE, root)

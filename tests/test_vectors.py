@@ -17,8 +17,11 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from attn_cli.vectors import formats
+from attn_cli.vectors import text as text_format
+from attn_cli.vectors import fast as fast_format
 from attn_cli.errors import DataError, InputError
-from attn_cli.vectors.store import Vectors, load
+from attn_cli.vectors.loading import load
+from attn_cli.vectors.store import Vectors
 
 KEYS = ["the", "cat", "sat", "on", "mat", "naïve"]
 MATRIX = (np.arange(len(KEYS) * 5, dtype=np.float32).reshape(len(KEYS), 5) - 7.0) / 3.0  # [6, 5]
@@ -50,7 +53,7 @@ def write_word2vec_bin(path):
 
 
 def write_fast(path):
-    formats.write_fast(Vectors(KEYS, MATRIX), path)
+    fast_format.write_fast(Vectors(KEYS, MATRIX), path)
     return path
 
 
@@ -194,7 +197,7 @@ def test_fasttext_bin_converts_its_keys(fasttext_bin, fasttext_model, tmp_path, 
 
 
 def test_float16_stays_float16(tmp_path, run):
-    formats.write_fast(Vectors(KEYS, MATRIX.astype(np.float16)), tmp_path / "half")
+    fast_format.write_fast(Vectors(KEYS, MATRIX.astype(np.float16)), tmp_path / "half")
     assert load(tmp_path / "half").vectors.dtype == np.float16
     report = parse_json(run("vectors", "convert", tmp_path / "half", tmp_path / "copy", "--json"))
     assert report["dtype"] == "float16"
@@ -203,7 +206,7 @@ def test_float16_stays_float16(tmp_path, run):
 
 def test_fast_format_keys_survive_odd_characters(tmp_path):
     keys = ["", " ", "tab\tkey", "ünïcødé", "'s", "last"]
-    formats.write_fast(Vectors(keys, MATRIX), tmp_path / "odd")
+    fast_format.write_fast(Vectors(keys, MATRIX), tmp_path / "odd")
     assert load(tmp_path / "odd").index_to_key == keys
 
 
@@ -344,7 +347,7 @@ def test_convert_refuses_to_overwrite(tmp_path, run):
 
 def test_convert_force_replaces_a_folder(tmp_path, run):
     src = write_word2vec_text(tmp_path / "words.txt")
-    formats.write_fast(Vectors(["old"], MATRIX[:1]), tmp_path / "out")
+    fast_format.write_fast(Vectors(["old"], MATRIX[:1]), tmp_path / "out")
     assert run("vectors", "convert", src, tmp_path / "out", "--force").exit_code == 0
     assert load(tmp_path / "out").index_to_key == KEYS
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "words.txt"]
@@ -375,17 +378,17 @@ def fail_after(calls, exc):
 def test_failed_conversion_leaves_nothing(tmp_path, run, monkeypatch, writer, step):
     src = writer(tmp_path / "words")
     calls = []
-    monkeypatch.setattr(formats, step, fail_after(calls, OSError(28, "No space left on device")))
+    monkeypatch.setattr(fast_format, step, fail_after(calls, OSError(28, "No space left on device")))
     assert_one_line_error(run("vectors", "convert", src, tmp_path / "out"), 1, "No space left on device")
     assert calls
     assert sorted(p.name for p in tmp_path.iterdir()) == ["words"]
 
 
 def test_interrupted_conversion_keeps_the_old_destination(tmp_path, monkeypatch):
-    formats.write_fast(Vectors(["old"], MATRIX[:1]), tmp_path / "out")
-    monkeypatch.setattr(formats, "_write_keys", fail_after([], KeyboardInterrupt()))
+    fast_format.write_fast(Vectors(["old"], MATRIX[:1]), tmp_path / "out")
+    monkeypatch.setattr(fast_format, "_write_keys", fail_after([], KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
-        formats.write_fast(Vectors(KEYS, MATRIX), tmp_path / "out", force=True)
+        fast_format.write_fast(Vectors(KEYS, MATRIX), tmp_path / "out", force=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     assert load(tmp_path / "out").index_to_key == ["old"]
 
@@ -396,13 +399,13 @@ def test_keys_with_line_breaks_are_refused(tmp_path, run):
     assert_one_line_error(run("vectors", "convert", path, tmp_path / "out", "--trust-pickle"), 1, "line break")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["odd.kv"]
     with pytest.raises(DataError, match="line break"):
-        formats.write_fast(Vectors(["a\rb"], MATRIX[:1]), tmp_path / "out")
+        fast_format.write_fast(Vectors(["a\rb"], MATRIX[:1]), tmp_path / "out")
 
 
 def test_write_fast_reports_rows(tmp_path, monkeypatch):
-    monkeypatch.setattr(formats, "ROWS_PER_CHUNK", 4)
+    monkeypatch.setattr(fast_format, "ROWS_PER_CHUNK", 4)
     seen = []
-    formats.write_fast(Vectors(KEYS, MATRIX), tmp_path / "out", on_rows=lambda done, total: seen.append((done, total)))
+    fast_format.write_fast(Vectors(KEYS, MATRIX), tmp_path / "out", on_rows=lambda done, total: seen.append((done, total)))
     assert seen == [(4, 6), (6, 6)]
 
 
@@ -490,7 +493,7 @@ def test_conversion_progress_tracks_bytes_then_rows(tmp_path):
         assert reading.total is None  # pulsing until gensim starts reading
         formats.load_foreign(path, on_bytes=progress.on_bytes)
         assert (reading.completed, reading.total) == (path.stat().st_size, path.stat().st_size)
-        formats.write_fast(Vectors(KEYS, MATRIX), tmp_path / "out", on_rows=progress.on_rows)
+        fast_format.write_fast(Vectors(KEYS, MATRIX), tmp_path / "out", on_rows=progress.on_rows)
         writing = bars.tasks[1]
         assert (writing.completed, writing.total) == (6, 6)
 
@@ -508,7 +511,7 @@ def test_fast_format_round_trips_any_keys(data, n_keys, d):
     keys = data.draw(st.lists(any_key, min_size=n_keys, max_size=n_keys, unique=True))  # a repeated key is written once
     matrix = data.draw(arrays(np.float32, (n_keys, d), elements=finite))
     with tempfile.TemporaryDirectory() as tmp:
-        formats.write_fast(Vectors(keys, matrix), f"{tmp}/out")
+        fast_format.write_fast(Vectors(keys, matrix), f"{tmp}/out")
         loaded = load(f"{tmp}/out")
         assert loaded.index_to_key == keys
         np.testing.assert_array_equal(loaded.vectors, matrix)
@@ -545,7 +548,7 @@ def test_detection_and_the_default_vectors_do_not_import_gensim(tmp_path):
 
     path = write_word2vec_bin(tmp_path / "words.bin")
     code = (
-        "import sys; from attn_cli.vectors import formats; from attn_cli.vectors.store import load; "
+        "import sys; from attn_cli.vectors import formats; from attn_cli.vectors.loading import load; "
         f"print(formats.detect_format({str(path)!r}), len(load())); "
         "print(sorted(m for m in ('gensim', 'scipy', 'rich') if m in sys.modules))"
     )
@@ -593,7 +596,7 @@ def text_reader(request, monkeypatch):
     if request.param == "pyarrow":
         pytest.importorskip("pyarrow.csv")
     else:
-        monkeypatch.setattr(formats.TextVectors, "arrow", lambda self: None)
+        monkeypatch.setattr(text_format.TextVectors, "arrow", lambda self: None)
     return request.param
 
 

@@ -11,6 +11,26 @@ from attn_cli.results.models import HeadsFound
 SORT_KEYS = {"top": "top_on_key", "exact": "exact_top", "weight": "key_weight", "beyond": "top_beyond_previous"}
 
 
+def linked_units(group: list, labels: list[str], model: Model, source: str) -> tuple[dict[int, list[int]], int]:
+    """The links of one sentence as units: {query unit: [key units]}, and how many links cannot be served
+    (a word linked to itself, or a key after its query under a causal mask)."""
+    pairs: dict[int, list[int]] = {}
+    dropped = 0
+    for link in group:
+        q = find_unit(labels, link.query)
+        if q is None:
+            raise InputError(f"{source} line {link.line}: query word {link.query!r} is not a word of the sentence as {model.name} splits it")
+        k = find_unit(labels, link.key, near=q)
+        if k is None:
+            raise InputError(f"{source} line {link.line}: key word {link.key!r} is not a word of the sentence as {model.name} splits it")
+        if k == q or (model.causal and k > q):
+            dropped += 1
+            continue
+        if k not in pairs.setdefault(q, []):
+            pairs[q].append(k)
+    return pairs, dropped
+
+
 def find_heads(model: Model, links: list, source: str = "<links>", sort: str = "top", each=iter) -> "HeadsFound":
     """Rank every (layer, head) on labelled links: how often a query's largest non-self weight lands on its labelled key.
 
@@ -36,19 +56,8 @@ def find_heads(model: Model, links: list, source: str = "<links>", sort: str = "
         w = aggregate(np.stack([layer.weights for layer in trace.layers]), members)  # [L, H, g, g]
         g, ignore = len(members), [u for u, s in enumerate(special) if s]
         patterns = {"head": w, "previous": previous_weights(g, ignore), "even": even_weights(g, np.tri(g, dtype=bool) if model.causal else None, ignore)}
-        pairs: dict[int, list[int]] = {}
-        for link in group:
-            q = find_unit(labels, link.query)
-            if q is None:
-                raise InputError(f"{source} line {link.line}: query word {link.query!r} is not a word of the sentence as {model.name} splits it")
-            k = find_unit(labels, link.key, near=q)
-            if k is None:
-                raise InputError(f"{source} line {link.line}: key word {link.key!r} is not a word of the sentence as {model.name} splits it")
-            if k == q or (model.causal and k > q):
-                dropped += 1
-                continue
-            if k not in pairs.setdefault(q, []):
-                pairs[q].append(k)
+        pairs, lost = linked_units(group, labels, model, source)
+        dropped += lost
         previous = patterns["previous"].argmax(axis=1)  # [g] each unit's previous word
         for q, keys in pairs.items():
             far = [k for k in keys if k != previous[q]]

@@ -46,6 +46,7 @@ def predict(model, text: str, settings: PredictSettings) -> PredictResult:
         raise InputError(f"{model.name} has no output head to predict with: an encoder without a masked-LM head (only its layers can be inspected)")
     tokens = model.tokenize(text, chat=settings.chat)
     i = position(model, tokens, settings.focus)
+    model.weights.prefetch_vocabulary()  # the output head's matrix, read while the layers run
     trace = model.forward(tokens)
     rows = trace.hidden[:, i] if settings.lens else trace.hidden[-1:, i]  # [L + 1, d] or [1, d]
     logits = model.lm_logits(rows).astype(np.float64)  # [m, V]

@@ -12,7 +12,7 @@ from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt,
 from attn_cli.core.attention import Mask, Stage
 from attn_cli.errors import InputError
 from attn_cli.lesson.directions import MAX_NEIGHBORS
-from attn_cli.models.glove import MAX_TOKENS
+from attn_cli.models.base import MAX_TOKENS
 from attn_cli.vectors.tokens import Oov
 
 
@@ -154,10 +154,8 @@ def inspect(
         chosen, settings = open_glove(run, head, seed, vectors_path, limit, trust_pickle, sense, sense_set, focus=focus, neighbors=neighbors,
                                       output=output, stream=text == "-", page=page is not None)
         overview = False
-    from attn_cli.views.inspect import ViewOptions
-
-    options = ViewOptions(stage=(stage or Stage.weights).value, transpose=transpose, per_head=per_head, picture=picture, overview=overview,
-                          neighbors=neighbors, lead=text != "-")
+    view_options = dict(stage=(stage or Stage.weights).value, transpose=transpose, per_head=per_head, picture=picture, overview=overview,
+                        neighbors=neighbors, lead=text != "-")
 
     def compute(line: str | bytes):
         from attn_cli.analysis.inspect import inspect
@@ -165,15 +163,15 @@ def inspect(
         return inspect(chosen, line_text(line), settings)
 
     def view(result, line: int) -> list:
-        from attn_cli import views
+        from attn_cli.views.inspect import ViewOptions, inspect_view
 
         if result.senses_note:
             say(result.senses_note if text != "-" else f"line {line}: {result.senses_note}")
-        return views.inspect_view(result, options)
+        return inspect_view(result, ViewOptions(**view_options))
 
     if export_view == "heatmap" and overview:
         raise InputError("--export-view heatmap saves the heads picked with --head LAYER.HEAD (or --layer L); the model view is --export-view overview")
-    emit(lines, compute, view, single=text != "-", output=output, exports=exports, options=options)
+    emit(lines, compute, view, single=text != "-", output=output, exports=exports, options=view_options)
 
 
 ABSENT = {  # a model without this capability refuses the options that need it, saying so in one line

@@ -62,7 +62,7 @@ SeedOpt = Annotated[int, typer.Option("--seed", metavar="N", min=0, help="Seed o
 
 
 def load_vectors(path: str | None, limit: int | None = None, trust: bool = False):
-    from attn_cli.vectors.store import load
+    from attn_cli.vectors.loading import load
 
     vectors = load(path, limit=limit, trust=trust)
     for note in vectors.notes:

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples, say
+from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples
 from attn_cli.errors import InputError
 
 MAX_TOP = 100

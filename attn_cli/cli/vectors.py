@@ -110,15 +110,15 @@ def convert(
     output: FormatOpt = Format.table,
 ) -> None:
     """Write vectors as an attn folder, which later loads in milliseconds (memory-mapped)."""
-    from attn_cli.vectors import formats
+    from attn_cli.vectors import fast as fast_format
     from attn_cli.io.files import display_path, printable, user_path
 
     check_format(output, VectorsConverted)
     source, destination = user_path(src, "PATH"), user_path(dst, "FOLDER")
-    formats.check_destination(destination, force)  # before a long read, not after it
+    fast_format.check_destination(destination, force)  # before a long read, not after it
     start = time.perf_counter()
     with progress(source) as bars:
-        done = formats.convert(
+        done = fast_format.convert(
             source, destination, limit=limit, trust=trust_pickle, force=force,
             on_bytes=bars.on_bytes if bars else None, on_rows=bars.on_rows if bars else None,
         )  # fmt: skip

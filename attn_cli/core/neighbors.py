@@ -3,7 +3,7 @@
 Search is a matrix product over the vectors scaled to norm 1, a block of rows at a time (`Vectors.blocks`,
 so no normalised copy of the vocabulary is kept), and a partial sort for the top k.
 
-"Keys" here is anything with len(), blocks() -> (start, [c, d] rows) and norms (the rows' norms, or None):
+"Vectors | MatrixKeys" here is anything with len(), blocks() -> (start, [c, d] rows) and norms (the rows' norms, or None):
 a word-vector store (attn_cli.vectors.store.Vectors), or a model's embedding matrix (MatrixKeys).
 """
 
@@ -74,7 +74,7 @@ def above_mth(scores: np.ndarray, m: int) -> np.ndarray:  # [n] no NaN, m < n ->
     return np.flatnonzero(scores >= floor)
 
 
-def indices_of(vectors: "Keys", words: Iterable[str]) -> list[int]:
+def indices_of(vectors, words: Iterable[str]) -> list[int]:
     """Row numbers of the words that are keys (fastText subword-only words have none)."""
     return [i for w in words if (i := vectors.row(w)) is not None]
 
@@ -83,7 +83,7 @@ MATMUL_QUERIES = 4  # from this many query rows key_scores multiplies by BLAS (3
 PIECE_MACS = 200_000  # multiply-adds per BLAS product in key_scores: below where BLAS spreads one over threads (OpenBLAS: 262,144)
 
 
-def key_scores(vectors: "Keys", queries: np.ndarray) -> np.ndarray:  # [t, d] -> [t, n_keys] float32
+def key_scores(vectors, queries: np.ndarray) -> np.ndarray:  # [t, d] -> [t, n_keys] float32
     """Every key's unit vector dotted with each query row (the cosine, for unit queries; a key
     without a direction scores NaN), computed a block of keys at a time, with the keys' norms
     read from the folder when it stores them (Vectors.norms), else computed here.
@@ -117,12 +117,12 @@ def key_scores(vectors: "Keys", queries: np.ndarray) -> np.ndarray:  # [t, d] ->
     return out
 
 
-def cosines(vectors: "Keys", v: np.ndarray) -> np.ndarray:  # [d] -> [n_keys]
+def cosines(vectors, v: np.ndarray) -> np.ndarray:  # [d] -> [n_keys]
     """Cosine of every key's vector with v."""
     return key_scores(vectors, unit_vector(np.asarray(v, dtype=np.float64))[None, :])[0]
 
 
-def nearest(vectors: "Keys", v: np.ndarray, k: int, exclude: Iterable[str] = ()) -> list[tuple[str, float]]:
+def nearest(vectors, v: np.ndarray, k: int, exclude: Iterable[str] = ()) -> list[tuple[str, float]]:
     """The k keys whose vectors have the highest cosine with v, best first."""
     scores = cosines(vectors, v)
     best = top_k(scores, k, indices_of(vectors, exclude))

@@ -150,15 +150,17 @@ class Exports:
         """The console that records the whole view for --svg/--html (None: no picture, or one view alone)."""
         return export_console(self.width, self.colors) if self.pictures and self.view is None else None
 
-    def save(self, recorded, result, options, *, single: bool = True) -> None:
-        """Write what was asked: the recorded view or the figure of one view, and the page."""
+    def save(self, recorded, result, options: dict, *, single: bool = True) -> None:
+        """Write what was asked: the recorded view or the figure of one view (`options`: the views.inspect.ViewOptions
+        the terminal view was drawn with), and the page."""
         title = f"attn inspect: {self.sentence}" if single else "attn inspect"
         if self.pictures:
             if self.view is not None:
                 from attn_cli.views.figure import figure
+                from attn_cli.views.inspect import ViewOptions
 
                 measure = export_console(4096, self.colors)
-                parts, width = figure(result, options, self.view, self.sentence, measure)
+                parts, width = figure(result, ViewOptions(**options), self.view, self.sentence, measure)
                 recorded = export_console(self.width or width, self.colors)
                 for part in parts:
                     recorded.print(part)

@@ -17,6 +17,8 @@ import numpy as np
 
 from attn_cli.records import Record, ValueRecord
 
+MAX_TOKENS = 512  # the most tokens inspect takes by default (--max-tokens)
+
 
 class Tokens(ValueRecord):
     """A sentence as the model's tokenizer cut it. A plain class, not a dataclass: it is defined on every

@@ -10,7 +10,7 @@ import numpy as np
 
 from attn_cli.core.attention import Mask, Stage, multi_head
 from attn_cli.errors import InputError
-from attn_cli.models.base import LayerTrace, Tokens, Trace
+from attn_cli.models.base import MAX_TOKENS, LayerTrace, Tokens, Trace  # noqa: F401 (MAX_TOKENS: the default of Settings)
 from attn_cli.records import Record
 from attn_cli.vectors.tokens import Oov
 
@@ -19,7 +19,6 @@ if TYPE_CHECKING:  # heads and vectors are read only when a command needs them: 
     from attn_cli.vectors.store import Vectors
 
 
-MAX_TOKENS = 512  # inspect's default --max-tokens
 
 
 class Settings(Record):

@@ -15,9 +15,11 @@ from attn_cli.models.weights import Weights
 
 def open_source(spec: str):
     """The Source `--model` names (see attn_cli.models.sources)."""
-    from attn_cli.models.sources import folder, ollama
+    from attn_cli.models.sources import folder
 
-    if ollama.is_ollama(spec):
+    if spec.startswith("ollama:"):
+        from attn_cli.models.sources import ollama
+
         return ollama.load(spec)
     from attn_cli.io.files import user_path
 
@@ -43,4 +45,9 @@ def load(spec: str) -> Transformer:
     weights = Weights(spec_, tensors, family.TENSORS, family.OPTIONAL, weights_at, where, family.LAYER)
     if not spec_.tied_embeddings and "unembed" in family.TENSORS and not weights.has("unembed"):
         raise DataError(f"{weights_at}: the config says the output is not tied to the embeddings, but there is no lm_head.weight")
-    return Transformer(source.name, Path(source.path), spec_, weights, source.tokenizer(), source.config, source.chat_template)
+    tokenizer = source.tokenizer()
+    special = {"bos": source.bos_token, "eos": source.eos_token}
+    for key, token_id in (("bos", source.bos_token_id), ("eos", source.eos_token_id)):
+        if special[key] is None and isinstance(token_id, int):
+            special[key] = tokenizer.id_to_token(token_id)
+    return Transformer(source.name, Path(source.path), spec_, weights, tokenizer, source.config, source.chat_template, special)

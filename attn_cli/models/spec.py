@@ -5,38 +5,57 @@ runner (attn_cli.models.transformer) picks the shared components the Spec names.
 asks which family a model is.
 """
 
-from dataclasses import dataclass, field
+from attn_cli.records import Record
 
 
-@dataclass(frozen=True)
-class Spec:
-    family: str  # the family's name, as config.json's model_type says it ("bert", "gpt2", "llama", ...)
-    n_layers: int
-    n_heads: int  # query heads per layer
-    n_kv_heads: int  # key/value heads per layer: n_heads / n_kv_heads query heads share one (grouped-query attention)
-    d_model: int
-    d_head: int  # size of one head's queries, keys and values
-    d_ff: int  # the MLP's width
-    vocab_size: int
-    max_positions: int  # the longest input it takes (its learned positions, or its context length)
-    norm: str = "layer"  # "layer" (LayerNorm) | "rms" (RMSNorm)
-    norm_bias: bool = True  # the norms have a bias (LayerNorm's beta)
-    eps: float = 1e-5
-    pre_norm: bool = True  # x + Attn(Norm(x)) (GPT-2, Llama); False: Norm(x + Attn(x)) (BERT, post-LN)
-    embed_norm: bool = False  # a norm right after the embeddings (BERT)
-    final_norm: bool = True  # a norm after the last block (GPT-2's ln_f, Llama's norm)
-    position: str = "learned"  # "learned" (a table of position vectors) | "rotary" (queries and keys turned by position)
-    rope_theta: float = 10000.0
-    rope_scaling: dict | None = None  # config.json's rope_scaling (None: plain rotary)
-    rope_factors: tuple | None = None  # divisors of the rotary frequencies (GGUF rope_freqs)
-    mlp: str = "dense"  # "dense": act(x W_in) W_out | "gated": (act(x W_gate) * x W_in) W_out
-    activation: str = "gelu"
-    causal: bool = True  # a query sees only itself and earlier tokens (a decoder)
-    token_types: bool = False  # a table of segment vectors added to the embeddings (BERT)
-    tied_embeddings: bool = True  # the output projection is the input embeddings (transposed)
-    description: str = ""  # one line: what kind of model this is, for `model info`
-    update_caption: str = ""  # how to read its per-layer updates, under the residual table
-    extra: dict = field(default_factory=dict)  # anything else a family records (for `model info`)
+class Spec(Record):
+    """A plain class, not a dataclass: --model defines it on every start, and a dataclass compiles its methods then."""
+
+    __slots__ = (
+        "family", "n_layers", "n_heads", "n_kv_heads", "d_model", "d_head", "d_ff", "vocab_size", "max_positions",
+        "norm", "norm_bias", "eps", "pre_norm", "embed_norm", "final_norm", "position", "rope_theta", "rope_scaling",
+        "rope_factors", "mlp", "activation", "causal", "token_types", "tied_embeddings", "description",
+        "update_caption", "extra",
+    )
+
+    def __init__(
+        self, family: str, n_layers: int, n_heads: int, n_kv_heads: int, d_model: int, d_head: int, d_ff: int, vocab_size: int, max_positions: int, *,
+        norm: str = "layer", norm_bias: bool = True, eps: float = 1e-5, pre_norm: bool = True,
+        embed_norm: bool = False, final_norm: bool = True, position: str = "learned", rope_theta: float = 10000.0,
+        rope_scaling: dict | None = None, rope_factors: tuple | None = None, mlp: str = "dense",
+        activation: str = "gelu", causal: bool = True, token_types: bool = False, tied_embeddings: bool = True,
+        description: str = "", update_caption: str = "", extra: dict | None = None,
+    ):
+        self.family = family  # the family's name, as config.json's model_type says it ("bert", "gpt2", "llama", ...)
+        self.n_layers = n_layers
+        self.n_heads = n_heads  # query heads per layer
+        self.n_kv_heads = n_kv_heads  # key/value heads per layer: n_heads / n_kv_heads query heads share one (grouped-query attention)
+        self.d_model = d_model
+        self.d_head = d_head  # size of one head's queries, keys and values
+        self.d_ff = d_ff  # the MLP's width
+        self.vocab_size = vocab_size
+        self.max_positions = max_positions  # the longest input it takes (its learned positions, or its context length)
+        self.norm = norm  # "layer" (LayerNorm) | "rms" (RMSNorm)
+        self.norm_bias = norm_bias  # the norms have a bias (LayerNorm's beta)
+        self.eps = eps
+        self.pre_norm = pre_norm  # x + Attn(Norm(x)) (GPT-2, Llama); False: Norm(x + Attn(x)) (BERT, post-LN)
+        self.embed_norm = embed_norm  # a norm right after the embeddings (BERT)
+        self.final_norm = final_norm  # a norm after the last block (GPT-2's ln_f, Llama's norm)
+        self.position = position  # "learned" (a table of position vectors) | "rotary" (queries and keys turned by position)
+        self.rope_theta = rope_theta
+        self.rope_scaling = rope_scaling  # config.json's rope_scaling (None: plain rotary)
+        self.rope_factors = rope_factors  # divisors of the rotary frequencies (GGUF rope_freqs)
+        self.mlp = mlp  # "dense": act(x W_in) W_out | "gated": (act(x W_gate) * x W_in) W_out
+        self.activation = activation
+        self.causal = causal  # a query sees only itself and earlier tokens (a decoder)
+        self.token_types = token_types  # a table of segment vectors added to the embeddings (BERT)
+        self.tied_embeddings = tied_embeddings  # the output projection is the input embeddings (transposed)
+        self.description = description  # one line: what kind of model this is, for `model info`
+        self.update_caption = update_caption  # how to read its per-layer updates, under the residual table
+        self.extra = {} if extra is None else extra  # anything else a family records (for `model info`)
+
+    def replace(self, **changes) -> "Spec":
+        return Spec(**{name: changes.get(name, getattr(self, name)) for name in self.__slots__})
 
     @property
     def group(self) -> int:

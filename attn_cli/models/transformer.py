@@ -40,10 +40,11 @@ class Transformer:
     capabilities = frozenset({"layers", "pieces"})
 
     def __init__(self, name: str, path: Path, spec: Spec, weights: Weights, tokenizer, config: dict | None = None,
-                 chat_template: str | None = None):
+                 chat_template: str | None = None, special: dict | None = None):
         self.name, self.folder, self.spec, self.weights, self.tokenizer = name, path, spec, weights, tokenizer
         self.config = config or {}
         self.chat_template = chat_template
+        self.special = special or {}  # "bos", "eos": the texts of its special tokens, for the chat template
         self.kind = spec.family
         self.causal = spec.causal
         self.n_layers, self.n_heads, self.d_model = spec.n_layers, spec.n_heads, spec.d_model
@@ -98,10 +99,8 @@ class Transformer:
 
         if not self.chat_template:
             raise InputError(f"{self.name} has no chat template; drop --chat")
-        special = {t.content: t for t in self.tokenizer.get_added_tokens_decoder().values()}
-        bos = next((t for t in special if "begin" in t or t in ("<s>", "<|startoftext|>")), "")
-        eos = next((t for t in special if "end" in t or t in ("</s>",)), "")
-        return render(self.chat_template, [{"role": "user", "content": text}], bos_token=bos, eos_token=eos)
+        return render(self.chat_template, [{"role": "user", "content": text}], bos_token=self.special.get("bos") or "",
+                      eos_token=self.special.get("eos") or "")
 
     def embeddings(self, ids: list[int]) -> np.ndarray:  # -> [n, d] E, the input of the first layer
         n, spec = len(ids), self.spec
@@ -165,7 +164,11 @@ class Transformer:
 
     def forward(self, tokens: Tokens, keep_scores: bool = False) -> Trace:
         """Every layer over the tokens. `keep_scores`: also keep each head's Q K^T before scaling (--stage scores)."""
+        from attn_cli.io.blas import threads_for
+
         spec = self.spec
+        threads_for(len(tokens.ids))
+        self.weights.passes += 1
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked layer by layer: one message, not NumPy's warnings
             x = self.held(self.embeddings(tokens.ids), None, "embeddings", norms=True)  # [n, d]
             n = len(x)

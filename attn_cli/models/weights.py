@@ -22,6 +22,9 @@ from attn_cli.models.spec import Spec
 PREFIXES = ("bert.", "transformer.", "model.")  # task models (BertForMaskedLM, GPT2LMHeadModel, LlamaForCausalLM) nest the base model
 EMBEDDING = "embed.tokens"
 EAGER_DTYPES = ("F32", "F16", "BF16", "F64", "F8_E4M3", "F8_E5M2")  # read at load; anything else (quantized) is dequantized layer by layer
+WORKERS = 2  # threads dequantizing ahead of the forward pass: the machines attn is made for have 2 cores
+AHEAD = 2  # layers read ahead (a layer of a 135M-parameter model is ~15 MB as float32)
+CACHE_SHARE = 0.25  # of the memory available: what dequantized layers may keep, from a model's second forward pass on
 
 
 def strip_prefix(name: str) -> str:
@@ -76,6 +79,11 @@ class Weights:
                 if key != EMBEDDING:
                     self._arrays[key] = self.read(key)
         self._vocabulary = None
+        self.passes = 0  # forward passes begun (the runner counts them)
+        self._cache_budget: int | None = None
+        self._workers = None  # threads that dequantize ahead of the forward pass (quantized files only)
+        self._ahead: dict = {}  # layer -> its tensors being read
+        self._vocabulary_ahead = None
 
     def _find(self, canonical: str, stored, l: int | None):
         """[(source tensor, layout)] for one canonical tensor, shapes checked; None when it is optional and absent."""
@@ -140,12 +148,47 @@ class Weights:
         return self._arrays[key]
 
     def layer(self, l: int) -> dict[str, np.ndarray]:
-        """Layer l's tensors by canonical name (without the "layers.l." prefix)."""
+        """Layer l's tensors by canonical name (without the "layers.l." prefix). A quantized file's are dequantized
+        now, the next layer's on a second thread meanwhile (NumPy leaves the interpreter lock while it works)."""
         prefix = f"layers.{l}."
         keys = [k for k in self.plan if k.startswith(prefix)]
-        if self.eager:
+        if self.eager or all(k in self._arrays for k in keys):
             return {k[len(prefix):]: self._arrays[k] for k in keys}
-        return {k[len(prefix):]: self.read(k) for k in keys}  # dequantized now, dropped when the layer is done
+        ahead = self._ahead.pop(l, None)
+        for next_layer in range(l + 1, min(l + 1 + AHEAD, self.spec.n_layers)):
+            if next_layer not in self._ahead:
+                self._ahead[next_layer] = self._pool().submit(self._read_layer, next_layer)
+        layer = ahead.result() if ahead is not None else self._read_layer(l)
+        if self.passes > 1 and self._keeps(sum(a.nbytes for a in layer.values())):  # a second sentence: keep what fits, for the next ones
+            self._arrays.update({prefix + k: a for k, a in layer.items()})
+        return layer  # else dropped when the layer is done: one sentence never holds a quantized model as float32
+
+    def _read_layer(self, l: int) -> dict[str, np.ndarray]:
+        prefix = f"layers.{l}."
+        return {k[len(prefix):]: self.read(k) for k in self.plan if k.startswith(prefix)}
+
+    def _pool(self):
+        if self._workers is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._workers = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="dequantize")
+        return self._workers
+
+    def prefetch_vocabulary(self) -> None:
+        """Start reading the whole embedding matrix (for the output head) on the second thread, if it is not in memory."""
+        if self._vocabulary is None and self._vocabulary_ahead is None and not self.eager:
+            self._vocabulary_ahead = self._pool().submit(self.read, EMBEDDING if not self.has("unembed") else "unembed")
+
+    def _keeps(self, nbytes: int) -> bool:
+        if self._cache_budget is None:
+            from attn_cli.io.memory import available_memory
+
+            available = available_memory()
+            self._cache_budget = int((available or 0) * CACHE_SHARE)
+        if nbytes > self._cache_budget:
+            return False
+        self._cache_budget -= nbytes
+        return True
 
     def rows(self, ids: list[int]) -> np.ndarray:  # -> [len(ids), d] float32
         """Some rows of the vocabulary's embeddings, read from the file alone."""
@@ -160,11 +203,16 @@ class Weights:
     def vocabulary(self) -> np.ndarray:  # -> [V, d] float32
         """The whole embedding matrix (for the nearest tokens of a vector), read once."""
         if self._vocabulary is None:
-            self._vocabulary = self.read(EMBEDDING)
+            ahead = self._vocabulary_ahead if not self.has("unembed") else None
+            self._vocabulary = ahead.result() if ahead is not None else self.read(EMBEDDING)
         return self._vocabulary
 
     def unembedding(self) -> np.ndarray:  # -> [V, d] float32: logits = x @ W_U^T
-        return self.get("unembed") if self.has("unembed") else self.vocabulary()
+        if not self.has("unembed"):
+            return self.vocabulary()
+        if "unembed" not in self._arrays and self._vocabulary_ahead is not None:
+            self._arrays["unembed"] = self._vocabulary_ahead.result()
+        return self.get("unembed")
 
     def parameter_counts(self) -> dict[str, int]:
         """Elements per group, counted from the tensors in the file (not from the config's claims)."""

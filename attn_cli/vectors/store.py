@@ -371,22 +371,3 @@ def load_fast(folder: Path, limit: int | None = None) -> Vectors:
 
     return Vectors(None, matrix, source=str(folder), format=FAST_FORMAT, key_lines=key_lines,
                    matrix_file=matrix_file, n_keys=len(matrix), stored_norms=stored_norms)
-
-
-def load(path: str | os.PathLike | None = None, *, limit: int | None = None, trust: bool = False) -> Vectors:
-    """Load vectors in any supported format (see `attn_cli.formats.detect_format`).
-
-    `limit` keeps only the first N keys; `trust` allows gensim's pickled .kv/.model files.
-    """
-    if limit is not None and limit < 1:
-        raise InputError(f"--limit must be at least 1, not {limit}")
-    where = resolve_path(path)
-    folder = fast_folder(where)
-    if folder is not None:
-        return load_fast(folder, limit)
-    if not where.exists():
-        hint = "" if path else f" (set {ENV_VAR} or pass --vectors)"
-        raise DataError(f"{where}: no such file or folder{hint}")
-    from attn_cli.vectors import formats
-
-    return formats.load_foreign(where, limit=limit, trust=trust)

@@ -37,6 +37,7 @@ sys.path.insert(0, str(HERE))
 
 import sentences as grammar  # noqa: E402
 from attn_cli.heads import evaluation
+from attn_cli.heads import senses as sense_eval
 from attn_cli.heads import training  # noqa: E402
 from attn_cli.heads import links as link_files
 from attn_cli.core.attention import Head, Mask, allowed_keys
@@ -164,10 +165,10 @@ def long_links(links_file: Path) -> list[link_files.Link]:
 
 
 def sense_figures(heads, cases_file, words_file, vectors) -> dict:
-    """evaluation.sense_metrics under both masks, without the case-by-case rows (`attn heads eval --cases` shows them)."""
-    cases = evaluation.parse_sense_cases(cases_file.read_text(encoding="utf-8").splitlines(), str(cases_file))
+    """sense_eval.sense_metrics under both masks, without the case-by-case rows (`attn heads eval --cases` shows them)."""
+    cases = sense_eval.parse_sense_cases(cases_file.read_text(encoding="utf-8").splitlines(), str(cases_file))
     sense_set = read_sense_set(words_file)
-    figures = {mask: evaluation.sense_metrics(heads, cases, sense_set, vectors, mask) for mask in MASKS}
+    figures = {mask: sense_eval.sense_metrics(heads, cases, sense_set, vectors, mask) for mask in MASKS}
     for f in figures.values():
         del f["case_rows"]
     return figures
@@ -177,7 +178,7 @@ def sense_cases(cases_file, words_file, vectors) -> tuple[list, dict]:
     """A sense set's cases, and each word's sense names with their probe centroids: {word: ([names], [s, d])}."""
     from attn_cli.analysis.senses import probe_matrix, sense_centroids
 
-    cases = evaluation.parse_sense_cases(cases_file.read_text(encoding="utf-8").splitlines(), str(cases_file))
+    cases = sense_eval.parse_sense_cases(cases_file.read_text(encoding="utf-8").splitlines(), str(cases_file))
     sense_set = read_sense_set(words_file)
     return cases, {w: (list(table), sense_centroids([probe_matrix(p, vectors) for p in table.values()])) for w, table in sense_set.items()}
 
@@ -207,7 +208,7 @@ def even_through_value_map(adjective, context, cases_file, words_file, vectors) 
             names, c = senses[case.word]
             centroids.append(c)
             intended.append(names.index(case.sense))
-        out[mask] = evaluation._share_correct(np.array(rows), centroids, intended)  # the rule `attn heads eval` counts by
+        out[mask] = sense_eval._share_correct(np.array(rows), centroids, intended)  # the rule `attn heads eval` counts by
     return out
 
 
@@ -460,7 +461,7 @@ def alone_cosine(heads, cases_file, vectors) -> float:
     from attn_cli.vectors.words import is_content
 
     cosines = []
-    for case in evaluation.parse_sense_cases(cases_file.read_text(encoding="utf-8").splitlines(), str(cases_file)):
+    for case in sense_eval.parse_sense_cases(cases_file.read_text(encoding="utf-8").splitlines(), str(cases_file)):
         result = inspect_text(case.sentence, vectors, heads, Settings(mask=Mask.causal))
         i = result.tokens.index(case.word)
         if not any(is_content(t) for t in result.tokens[:i]):
@@ -985,7 +986,7 @@ def check(built) -> bool:
 
 def main():
     from attn_cli.heads.registry import save_head
-    from attn_cli.vectors.store import load
+    from attn_cli.vectors.loading import load
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="rebuild in memory and compare with the shipped files")

@@ -86,7 +86,7 @@ def lexicon_words(rows, rank: dict[str, int]) -> list[tuple[str, str, str, int]]
 
 
 def build(wheel: Path) -> None:
-    from attn_cli.vectors.store import load
+    from attn_cli.vectors.loading import load
 
     keys = load().index_to_key
     rank = {k: i for i, k in enumerate(keys)}

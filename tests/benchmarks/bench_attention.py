@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO))
 
 from attn_cli.core.blocks import POSITION_SCALE, positional_encoding  # noqa: E402
 from attn_cli.heads.registry import random_head  # noqa: E402
-from attn_cli.vectors.store import load  # noqa: E402
+from attn_cli.vectors.loading import load  # noqa: E402
 from tests.benchmarks.peer import Worker, show  # noqa: E402
 
 ATTN = str(Path(sys.executable).parent / "attn")
@@ -147,7 +147,7 @@ import sys
 from attn_cli.heads.registry import default_heads
 from attn_cli.analysis.inspect import inspect_text
 from attn_cli.models.glove import Settings
-from attn_cli.vectors.store import load
+from attn_cli.vectors.loading import load
 vectors = load()
 text = open(sys.argv[1], encoding="utf-8").read()
 result = inspect_text(text, vectors, default_heads(vectors.vector_size)[0], Settings(max_tokens=int(sys.argv[2])))

@@ -25,7 +25,8 @@ import numpy as np
 from attn_cli.heads import registry as heads_module
 from attn_cli.core.blocks import POSITION_SCALE
 from attn_cli.vectors.tokens import QUOTES, TOKEN
-from attn_cli.vectors.store import DEFAULT_VECTORS, load
+from attn_cli.vectors.loading import load
+from attn_cli.vectors.store import DEFAULT_VECTORS
 
 LESSON = "A fluffy blue creature roamed the verdant forest."
 ATTN = [str(Path(sys.executable).parent / "attn")]

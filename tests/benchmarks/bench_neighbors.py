@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 from attn_cli.lesson import directions as nb
-from attn_cli.vectors.store import load
+from attn_cli.vectors.loading import load
 
 QUERY = dict(positive=["cats", "dog"], negative=["cat"])
 

@@ -1,11 +1,13 @@
-"""Cold start of `python -m attn_cli softmax 1 2 3` against `python -c "import numpy"`, in one run.
+"""Cold start of attn against `python -c "import numpy"`, in one run: `softmax 1 2 3`, the terminal view of
+`inspect` on the lesson's sentence, and `inspect --model` on the tiny GPT-2 (--json).
 
 Run by hand (not a test):  python tests/benchmarks/bench_revisions.py [--runs 30] [--before REV]
 
-With --before REV (a commit, branch or tag), that revision's attn_cli is unpacked (git archive) into a
-temporary folder and timed too, so a change to the start-up path (shell completion, say) is compared
-with what came before it on the same machine in the same minute. The commands take turns, run by
-run, so a machine that slows down mid-run slows them all alike. All figures are medians.
+With --before REV (a commit, branch or tag), that revision's attn_cli and data/ are unpacked (git archive)
+into a temporary folder and timed too, so a change to the start-up path is compared with what came
+before it on the same machine in the same minute, command by command (the ratio this tree / REV). The
+commands take turns, run by run, so a machine that slows down mid-run slows them all alike. All
+figures are medians.
 """
 
 import argparse
@@ -19,12 +21,18 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMAND = ["-m", "attn_cli", "softmax", "1", "2", "3"]
+LESSON = "A fluffy blue creature roamed the verdant forest."
+TINY = ROOT / "tests" / "fixtures" / "models" / "tiny-gpt2"
+COMMANDS = {
+    "attn softmax 1 2 3": ["-m", "attn_cli", "softmax", "1", "2", "3"],
+    "attn inspect LESSON (terminal view)": ["-m", "attn_cli", "inspect", LESSON],
+    "attn inspect LESSON --model tiny-gpt2 --json": ["-m", "attn_cli", "inspect", LESSON, "--model", str(TINY), "--json"],
+}
 
 
 def unpack(rev: str, into: Path) -> Path:
     """attn_cli as it was at `rev`, in a folder of its own."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev, "attn_cli"], check=True, capture_output=True).stdout
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev, "attn_cli", "data"], check=True, capture_output=True).stdout
     with tempfile.TemporaryFile() as f:
         f.write(archive)
         f.seek(0)
@@ -45,13 +53,15 @@ def main() -> None:
     parser.add_argument("--before", metavar="REV", help="also time attn_cli as it was at this git revision")
     args = parser.parse_args()
 
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "COLUMNS")}
-    commands = {'python -c "import numpy" (floor)': ([sys.executable, "-c", "import numpy"], env),
-                "attn softmax 1 2 3 (this tree)": ([sys.executable, *COMMAND], env | {"PYTHONPATH": str(ROOT)})}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)} | {"COLUMNS": "100"}
+    trees = {"this tree": ROOT}
     with tempfile.TemporaryDirectory() as tmp:
         if args.before:
-            old = unpack(args.before, Path(tmp) / "old")  # not tmp itself, which is the commands' current folder
-            commands[f"attn softmax 1 2 3 ({args.before})"] = ([sys.executable, *COMMAND], env | {"PYTHONPATH": str(old)})
+            trees[args.before] = unpack(args.before, Path(tmp) / "old")  # not tmp itself, which is the commands' current folder
+        commands = {'python -c "import numpy" (floor)': ([sys.executable, "-c", "import numpy"], env)}
+        for label, argv in COMMANDS.items():
+            for tree, path in trees.items():
+                commands[f"{label} ({tree})"] = ([sys.executable, *argv], env | {"PYTHONPATH": str(path)})
         for argv, run_env in commands.values():  # warm the page cache
             timed(argv, run_env, tmp)
         times = {name: [] for name in commands}
@@ -63,7 +73,10 @@ def main() -> None:
     print(f"cold start, median of {args.runs} new processes each (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')})")
     for name, seconds in medians.items():
         spread = statistics.quantiles(times[name], n=4)
-        print(f"  {name:<44} {seconds * 1000:7.1f} ms  (quartiles {spread[0] * 1000:.1f}-{spread[2] * 1000:.1f})  {seconds / floor:5.2f} x floor")
+        print(f"  {name:<58} {seconds * 1000:7.1f} ms  (quartiles {spread[0] * 1000:.1f}-{spread[2] * 1000:.1f})  {seconds / floor:5.2f} x floor")
+    if args.before:
+        for label in COMMANDS:
+            print(f"  {label:<58} this tree / {args.before}: {medians[f'{label} (this tree)'] / medians[f'{label} ({args.before})']:.3f}")
 
 
 if __name__ == "__main__":

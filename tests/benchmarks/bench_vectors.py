@@ -55,15 +55,15 @@ def main() -> None:
 
     from gensim.models import KeyedVectors
 
-    from attn_cli.vectors.store import load
+    from attn_cli.vectors.loading import load
 
     glove = load()
     matrix = np.asarray(glove.vectors)
     print(f"\n(b) loading the default vectors ({len(glove):,} keys x {glove.vector_size}), in-process, gensim already imported")
     attn_load = median_seconds(load, args.runs)
     attn_lookup = median_seconds(lambda: load().get_vector("verdant"), args.runs)
-    row("attn_cli.vectors.store.load()", attn_load)
-    row("attn_cli.vectors.store.load() + first lookup", attn_lookup)
+    row("attn_cli.vectors.loading.load()", attn_load)
+    row("attn_cli.vectors.loading.load() + first lookup", attn_lookup)
 
     with tempfile.TemporaryDirectory() as tmp:
         kv = KeyedVectors(glove.vector_size)

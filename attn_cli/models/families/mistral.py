@@ -1,8 +1,6 @@
 """Mistral: a Llama-family decoder (its tensors and blocks are Llama's); a sliding window of attention, which
 sentences shorter than the window never reach."""
 
-from dataclasses import replace
-
 from attn_cli.errors import DataError
 from attn_cli.models.families import llama
 from attn_cli.models.spec import Spec
@@ -18,5 +16,5 @@ def spec(config: dict, where: str = "config.json") -> Spec:
     if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < 1):
         raise DataError(f"{where}: sliding_window {window!r} is not a positive integer")
     if window is not None and window < spec_.max_positions:  # beyond the window a query would see fewer keys than attn shows it
-        return replace(spec_, max_positions=window)
+        return spec_.replace(max_positions=window)
     return spec_

@@ -14,23 +14,36 @@ Readers: `gguf` (a .gguf file, as llama.cpp writes it) and `ollama` (a model in 
 which is a GGUF blob). Nothing here touches the network.
 """
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from attn_cli.records import Record
 
-@dataclass(frozen=True)
-class Source:
-    path: Path  # the file the weights are read from
-    name: str  # the model's own name (GGUF general.name, else the file's stem)
-    config: dict  # Hugging Face config.json keys (model_type, hidden_size, num_key_value_heads, ...)
-    tensors: dict  # Hugging Face name -> lazy tensor (.name, .shape, .dtype, .array(), .rows(ids))
-    chat_template: str | None = None  # Jinja, as in tokenizer_config.json
-    bos_token_id: int | None = None
-    eos_token_id: int | None = None
-    add_bos_token: bool = False  # the tokenizer puts BOS before a sentence
-    add_eos_token: bool = False
-    tokenizer_factory: object = field(default=None, repr=False, compare=False)  # () -> tokenizers.Tokenizer
+
+class Source(Record):
+    """What a reader found (a plain class: --model defines it on every start)."""
+
+    __slots__ = ("path", "name", "config", "tensors", "chat_template", "bos_token_id", "eos_token_id", "add_bos_token", "add_eos_token",
+                 "tokenizer_factory", "bos_token", "eos_token")
+
+    def __init__(self, path: Path, name: str, config: dict, tensors: dict, chat_template: str | None = None, bos_token_id: int | None = None,
+                 eos_token_id: int | None = None, add_bos_token: bool = False, add_eos_token: bool = False, tokenizer_factory=None,
+                 bos_token: str | None = None, eos_token: str | None = None):
+        self.path = path  # the file (or folder) the weights are read from
+        self.name = name  # what to call the model (see each reader)
+        self.config = config  # Hugging Face config.json keys (model_type, hidden_size, num_key_value_heads, ...)
+        self.tensors = tensors  # Hugging Face name -> lazy tensor (.name, .shape, .dtype, .array(), .rows(ids))
+        self.chat_template = chat_template  # Jinja, as in tokenizer_config.json
+        self.bos_token_id = bos_token_id
+        self.eos_token_id = eos_token_id
+        self.add_bos_token = add_bos_token  # the tokenizer puts BOS before a sentence
+        self.add_eos_token = add_eos_token
+        self.tokenizer_factory = tokenizer_factory  # () -> tokenizers.Tokenizer
+        self.bos_token = bos_token  # its text, for a chat template ({{ bos_token }}); None: found from bos_token_id
+        self.eos_token = eos_token
 
     def tokenizer(self):
         """The model's own tokenizer (a `tokenizers.Tokenizer`), built on each call: keep the one you get."""
         return self.tokenizer_factory()
+
+    def renamed(self, name: str) -> "Source":
+        return Source(**{slot: getattr(self, slot) for slot in self.__slots__} | {"name": name})

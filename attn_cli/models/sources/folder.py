@@ -307,11 +307,19 @@ def load(folder: Path):
         raise DataError(f"{folder / 'config.json'}: _name_or_path must be a string, not {shown(claimed)}")
     settings = tokenizer_settings(folder)
     template = settings.get("chat_template")
+    special = {k: special_text(settings.get(f"{k}_token")) for k in ("bos", "eos")}
     return Source(
         path=folder, name=folder_name(folder, config), config=config,
         tensors=read_tensors(folder), chat_template=template if isinstance(template, str) else None,
-        tokenizer_factory=lambda: read_tokenizer(folder, settings),
+        tokenizer_factory=lambda: read_tokenizer(folder, settings), bos_token=special["bos"], eos_token=special["eos"],
     )
+
+
+def special_text(value) -> str | None:
+    """A special token as tokenizer_config.json gives it: a string, or {"content": string}."""
+    if isinstance(value, dict):
+        value = value.get("content")
+    return value if isinstance(value, str) else None
 
 
 def read_tokenizer(folder: Path, settings: dict):

@@ -109,11 +109,13 @@ def _decode(blocks: np.ndarray, dtype: str, name: str) -> np.ndarray:  # [rows, 
         raise DataError(f"tensor {name}: type {dtype} needs a newer gguf package than the one installed (pip install -U gguf)")
     _, block, block_bytes = GGML_TYPES[READABLE_IDS[dtype]]
     values = blocks.shape[1] // block_bytes * block
-    out = np.empty((len(blocks), values), dtype=np.float32)
     step = max(1, DEQUANTIZE_VALUES // max(1, values))  # rows at a time: gguf.quants' temporaries stay a few MB
     try:
         kind.init_grid()  # the lookup grids of the IQ types, made once (what gguf.quants.dequantize does first)
         with np.errstate(all="ignore"):  # a damaged scale gives NaN, which _finite reports in one line
+            if len(blocks) <= step:  # one call: its result is the array (no copy into another)
+                return kind.dequantize_rows(np.ascontiguousarray(blocks)).astype(np.float32, copy=False)
+            out = np.empty((len(blocks), values), dtype=np.float32)
             for r in range(0, len(blocks), step):
                 out[r : r + step] = kind.dequantize_rows(np.ascontiguousarray(blocks[r : r + step]))
     except NotImplementedError:

@@ -116,8 +116,6 @@ def available(root: Path) -> list[str]:
 
 def load(spec: str, root: Path | None = None):
     """The Ollama model as a Source (a GGUF file), named as the user named it ("smollm2:135m")."""
-    from dataclasses import replace
-
     from attn_cli.models.sources import gguf
 
-    return replace(gguf.load(resolve(spec, root)), name=spec[len(PREFIX):])
+    return gguf.load(resolve(spec, root)).renamed(spec[len(PREFIX):])

@@ -17,7 +17,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent.parent))
 
 from attn_cli.vectors.tokens import tokenize  # noqa: E402
-from attn_cli.vectors.store import load  # noqa: E402
+from attn_cli.vectors.loading import load  # noqa: E402
 
 ADJ_HEADER = ["sentence", "query", "key"]
 WORDS_HEADER = ["word", "sense", "probes"]

@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from attn_cli.vectors.tokens import tokenize
-from attn_cli.vectors.store import load
+from attn_cli.vectors.loading import load
 
 HERE = Path(__file__).resolve().parent
 REQUIRED_WORDS = "mole bank bass crane seal spring plant club bat mouse palm pitch organ star".split()

@@ -1,0 +1,144 @@
+"""`attn predict`: a model's own output as a softmax over its vocabulary, the logit lens, chat templates, masked LMs,
+and the places a model is found (a folder, a GGUF file, Ollama's store)."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from attn_cli.analysis.predict import PredictSettings, predict
+from attn_cli.models import loading
+from attn_cli.models.chat import render
+from conftest import parse_json
+from tests import checkpoints
+
+LLAMA = checkpoints.FIXTURES / "tiny-llama"
+BERT_MLM = checkpoints.FIXTURES / "tiny-bert-mlm"
+
+
+def softmax(x: np.ndarray) -> np.ndarray:  # written out again: the test's own reference
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+def test_predictions_are_the_softmax_of_the_last_positions_logits():
+    model = loading.load(str(LLAMA))
+    result = predict(model, "the grey cat sat", PredictSettings(top=5))
+    trace = model.run("the grey cat sat")
+    logits = model.lm_logits(trace.hidden[-1, -1:])[0].astype(np.float64)
+    p = softmax(logits)
+    best = np.argsort(-p, kind="stable")[:5]
+    assert [x.id for x in result.predictions] == best.tolist() and result.position == len(trace.tokens.ids) - 1
+    np.testing.assert_allclose([x.probability for x in result.predictions], p[best], rtol=1e-9)
+    np.testing.assert_allclose([x.logit for x in result.predictions], logits[best], rtol=1e-6)
+    hot = predict(model, "the grey cat sat", PredictSettings(top=5, temperature=2.0))
+    np.testing.assert_allclose([x.probability for x in hot.predictions], softmax(logits / 2.0)[best], rtol=1e-9)
+    cold = predict(model, "the grey cat sat", PredictSettings(top=2, temperature=0.0))
+    assert [x.probability for x in cold.predictions] == [1.0, 0.0]
+
+
+def test_the_logit_lens_reads_every_layer_through_the_final_norm_and_the_output():
+    model = loading.load(str(LLAMA))
+    result = predict(model, "the grey cat sat", PredictSettings(top=3, lens=True))
+    trace = model.run("the grey cat sat")
+    assert [row["layer"] for row in result.lens] == list(range(model.n_layers + 1))
+    winner = result.predictions[0].id
+    w = model.weights
+    for l, row in enumerate(result.lens):
+        x = trace.hidden[l, -1].astype(np.float64)
+        normed = x / np.sqrt(np.mean(x * x) + model.spec.eps) * w.get("final_norm.w")  # RMSNorm, then the tied embeddings
+        p = softmax(normed @ w.vocabulary().astype(np.float64).T)
+        assert row["top"][0].id == int(np.argmax(p))
+        assert row["final_probability"] == pytest.approx(p[winner], rel=1e-4)
+        assert row["final_rank"] == int(np.sum(p > p[winner])) + 1
+    last = result.lens[-1]
+    assert last["final_rank"] == 1 and last["top"][0].id == winner and last["final_probability"] == pytest.approx(result.predictions[0].probability)
+
+
+def test_a_masked_lm_predicts_its_mask_as_transformers_did():
+    model = loading.load(str(BERT_MLM))
+    data = np.load(checkpoints.FIXTURES / "oracle-tiny-bert-mlm.npz", allow_pickle=False)
+    for s in range(int(data["n_sentences"])):
+        text = str(data[f"s{s}_text"])
+        trace = model.run(text)
+        assert trace.tokens.ids == data[f"s{s}_ids"].tolist()
+        np.testing.assert_allclose(np.stack([l.weights for l in trace.layers]), data[f"s{s}_attentions"], atol=1e-5)
+        logits = model.lm_logits(trace.hidden[-1])
+        np.testing.assert_allclose(logits, data[f"s{s}_logits"], atol=1e-4)
+        result = predict(model, text, PredictSettings(top=1))
+        assert result.predicts == "mask" and result.tokens[result.position] == "[MASK]"
+        assert result.predictions[0].id == int(np.argmax(data[f"s{s}_logits"][result.position]))
+
+
+def test_an_encoder_without_a_head_says_it_cannot_predict(run):
+    out = run("predict", "the cat [MASK]", "--model", checkpoints.minilm_folder())
+    assert out.exit_code == 2 and "no output head" in out.stderr and out.stdout == ""
+    out = run("predict", "the cat sat", "--model", BERT_MLM)
+    assert out.exit_code == 2 and "put [MASK] where it should predict" in out.stderr
+
+
+def test_the_chat_template_is_rendered_as_transformers_rendered_it():
+    data = np.load(checkpoints.FIXTURES / "oracle-tiny-llama.npz", allow_pickle=False)
+    chat = [s for s in range(int(data["n_sentences"])) if bool(data[f"s{s}_chat"])]
+    assert chat
+    template = json.loads((LLAMA / "tokenizer_config.json").read_text())["chat_template"]
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Where did the grey cat sit?"}]  # as the fixtures' script
+    assert render(template, messages, bos_token="<|begin_of_text|>") == str(data[f"s{chat[0]}_text"])
+    model = loading.load(str(LLAMA))
+    prompt = model.chat_prompt("hello")
+    assert prompt == "<|begin_of_text|><|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n"
+    assert model.tokenize("hello", chat=True).ids == model.tokenizer.encode(prompt, add_special_tokens=False).ids
+
+
+def test_a_hostile_template_is_one_line(tmp_path, run):
+    folder = tmp_path / "llama"
+    shutil.copytree(LLAMA, folder)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    for template, says in [("{{ ''.__class__.__mro__[1].__subclasses__() }}", "cannot be rendered"), ("{% for x in %}", "cannot be rendered"),
+                           ("{{ raise_exception('no system messages') }}", "refuses this prompt")]:
+        (folder / "tokenizer_config.json").write_text(json.dumps(config | {"chat_template": template}))
+        out = run("predict", "hi", "--model", folder, "--chat")
+        assert out.exit_code in (1, 2) and says in out.stderr and out.stderr.count("\n") == 1, out.stderr
+    out = run("predict", "hi", "--model", checkpoints.tiny_gpt2_folder(), "--chat")
+    assert out.exit_code == 2 and "has no chat template" in out.stderr
+
+
+@pytest.mark.parametrize("fmt", ["--json", "--jsonl", "--csv"])
+def test_predict_speaks_every_format(run, fmt):
+    out = run("predict", "the grey cat", "--model", LLAMA, "--top", "4", "--lens", fmt)
+    assert out.exit_code == 0, out.stderr
+    if fmt == "--csv":
+        rows = out.stdout.splitlines()
+        assert rows[0] == "layer,rank,id,token,piece,probability,logit"
+        assert len(rows) == 1 + 4 + 3 * (2 + 1)  # the model's 4, then 3 a layer for E and both layers
+        return
+    doc = json.loads(out.stdout)
+    assert doc["predicts"] == "next" and len(doc["predictions"]) == 4 and len(doc["lens"]) == 3
+    assert set(doc["predictions"][0]) == {"id", "token", "piece", "probability", "logit"}
+    assert doc["predictions"][0]["probability"] >= doc["predictions"][1]["probability"]
+
+
+def test_predict_reads_stdin_a_line_at_a_time(run):
+    out = run("predict", "-", "--model", LLAMA, "--top", "1", "--jsonl", input="the grey cat\n\nthe owl\n")
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert out.exit_code == 0 and [line["line"] for line in lines] == [1, 3]
+
+
+def test_an_ollama_model_is_its_gguf_blob(tmp_path, monkeypatch, run):
+    from tests.test_ollama import fake_store
+
+    store = fake_store(tmp_path)
+    monkeypatch.setenv("OLLAMA_MODELS", str(store))
+    via_ollama = parse_json(run("predict", "the grey cat", "--model", "ollama:tiny-llama:q8_0", "--top", "3", "--json"))
+    direct = parse_json(run("predict", "the grey cat", "--model", checkpoints.gguf_fixture("tiny-llama", "Q8_0"), "--top", "3", "--json"))
+    assert via_ollama["model"]["name"] == "tiny-llama:q8_0"
+    assert via_ollama["predictions"] == direct["predictions"]
+    out = run("predict", "the grey cat", "--model", "ollama:nothing-here")
+    assert out.exit_code == 2 and "no such model" in out.stderr and "tiny-llama:q8_0" in out.stderr
+
+
+def test_smollm2_predicts_paris():
+    result = predict(loading.load(str(checkpoints.smollm2_gguf())), "The capital of France is", PredictSettings(top=3, lens=True))
+    assert result.predictions[0].token == "Paris" and result.predictions[0].piece == "ĠParis"
+    assert result.lens[-1]["final_rank"] == 1 and result.lens[0]["final_rank"] > 100  # the embedding alone does not know it
