@@ -76,7 +76,7 @@ def head_stats(model, sentences: Iterable, *, error: str = "mul", exclude_bos: b
             partial.add_sentence(weights, tokens.ids, tokens.special)
         if progress is not None:
             progress(done)
-    partial.blank = len(source.blank)
+    partial.blank = source.blank
     return partial
 
 

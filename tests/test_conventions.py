@@ -127,3 +127,9 @@ def test_the_command_line_collects_garbage_less_often():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=piped_env(), timeout=60)
     assert result.stdout == f"attn {__version__}\n"
     assert result.stderr.split() == [str(gc.get_threshold()[0]), "False", str(START_GC_THRESHOLD), "True"]
+
+
+def test_force_color_colours_a_pipe_for_a_pager():
+    """docs/conventions.md: `FORCE_COLOR=1 attn ... | less -R` keeps the colours."""
+    result = attn("inspect", "the cat sat", "--head", "adjective", FORCE_COLOR="1")
+    assert result.returncode == 0 and "\x1b[" in result.stdout and "\x1b" not in attn("inspect", "the cat sat").stdout

@@ -37,7 +37,7 @@ def test_the_export_width_is_its_own(tmp_path):
     path = tmp_path / "wide.svg"
     narrow = inspect("--svg", path, "--width", "140", columns=60)
     assert narrow.exit_code == 0
-    assert "creature" not in narrow.stdout.split("query ↓ key →")[1].splitlines()[0]  # cut in the 60-column terminal
+    assert "q ↓ k →" in narrow.stdout and "query ↓ key →" not in narrow.stdout  # numbered columns in the 60-column terminal
     picture = path.read_text()
     assert "creature" in picture and "creat…" not in picture
     default = tmp_path / "default.svg"
@@ -63,3 +63,108 @@ def test_the_path_is_checked_before_any_work(tmp_path):
 def test_width_without_an_export_is_a_usage_error():
     result = inspect("--width", "120")
     assert result.exit_code == 2 and "--width" in result.stderr
+
+
+# --- figures for slides ---------------------------------------------------------------------------
+
+import os
+import subprocess
+import sys
+
+from attn_cli.views import colours
+from tests import checkpoints
+
+
+def fills(svg: str) -> set[str]:
+    """The colours of the picture's cells (its background rectangles), the window's own left out."""
+    return set(re.findall(r'<rect fill="(#[0-9a-f]{6})" x=[^>]*shape-rendering="crispEdges"', svg)) - {"#292929"}
+
+
+def size(svg: str) -> tuple[float, float]:
+    width, height = re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg).groups()
+    return float(width), float(height)
+
+
+def attn_in_a_terminal(args: list[str], env: dict) -> int:
+    """attn with stdout on a pseudo-terminal (as in tmux), its output read and dropped."""
+    main, child = os.openpty()
+    done = subprocess.Popen([sys.executable, "-m", "attn_cli", *args], stdout=child, stderr=child, env=env)
+    os.close(child)
+    while True:
+        try:
+            if not os.read(main, 65536):
+                break
+        except OSError:  # the child closed its end
+            break
+    os.close(main)
+    return done.wait(timeout=60)
+
+
+def test_export_colours_do_not_depend_on_the_terminal(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("COLORTERM", "NO_COLOR", "FORCE_COLOR")}
+    tmux, piped = tmp_path / "tmux.svg", tmp_path / "piped.svg"
+    args = ["inspect", LESSON, "--neighbors", "0", "--head", "adjective"]
+    assert attn_in_a_terminal([*args, "--svg", str(tmux)], env | {"TERM": "tmux-256color", "COLUMNS": "80"}) == 0
+    assert subprocess.run([sys.executable, "-m", "attn_cli", *args, "--svg", str(piped)], env=env | {"TERM": "dumb"}, capture_output=True).returncode == 0
+    assert fills(tmux.read_text()) == fills(piped.read_text()) and len(fills(piped.read_text())) > 20  # truecolor: many shades
+
+
+@pytest.mark.parametrize("colors,palette", [("256", {colours.xterm256(i) for i in range(16, 256)}), ("16", set(colours.ANSI16.values()))])
+def test_colors_256_and_16_draw_with_those_palettes_only(tmp_path, colors, palette):
+    path = tmp_path / "lesson.svg"
+    assert inspect("--head", "adjective", "--svg", path, "--colors", colors).exit_code == 0
+    shown = {tuple(int(f[i:i + 2], 16) for i in (1, 3, 5)) for f in fills(path.read_text())}
+    assert shown and shown <= palette and len(shown) >= 4
+
+
+def test_export_view_heatmap_is_a_landscape_figure_of_the_heatmaps_alone(tmp_path):
+    path = tmp_path / "figure.svg"
+    result = inspect("--svg", path, "--export-view", "heatmap", columns=60)
+    assert result.exit_code == 0, result.stderr
+    picture = path.read_text()
+    width, height = size(picture)
+    assert width > 2 * height  # two heads side by side: a slide, not a page
+    text = " ".join(re.findall(r">([^<>]+)</text>", picture)).replace("&#160;", " ")
+    assert "“A fluffy blue creature roamed the verdant forest.”" in text and "head adjective" in text and "head context" in text
+    assert "creature" in text and "creat…" not in text  # whole labels: the figure is as wide as they need
+    assert "colour:" in text and "lighter = more weight" in text  # its legend
+    assert "embedding shift" not in text and "ΔE = ΔE_ctx" not in text  # the one view alone
+
+
+def test_export_view_refuses_what_it_cannot_show(tmp_path):
+    assert "--export-view is for the --svg and --html pictures" in inspect("--export-view", "heatmap").stderr
+    result = inspect("--svg", tmp_path / "a.svg", "--export-view", "overview")
+    assert result.exit_code == 2 and "no overview to export" in result.stderr and not (tmp_path / "a.svg").exists()
+    result = runner.invoke(app, ["inspect", LESSON, "--model", str(checkpoints.tiny_gpt2_folder()), "--svg", str(tmp_path / "b.svg"),
+                                 "--export-view", "heatmap"])
+    assert result.exit_code == 2 and "--head LAYER.HEAD" in result.stderr
+
+
+def test_the_model_view_figure_has_square_cells_and_no_half_blocks(tmp_path):
+    svg, html = tmp_path / "model.svg", tmp_path / "model.html"
+    result = runner.invoke(app, ["inspect", "the cat sat on the mat", "--model", str(checkpoints.tiny_gpt2_folder()), "--svg", str(svg),
+                                 "--html", str(html), "--export-view", "overview"])
+    assert result.exit_code == 0, result.stderr
+    picture = svg.read_text()
+    width, height = size(picture)
+    assert width > height and "▀" not in picture and len(fills(picture)) > 10
+    cells = re.findall(r'<rect fill="#[0-9a-f]{6}" x="[\d.]+" y="[\d.]+" width="([\d.]+)" height="([\d.]+)"', picture)
+    w, h = (float(v) for v in cells[len(cells) // 2])  # a cell of two characters: as wide as it is tall, within 10%
+    assert abs(w / 2 - h) / h < 0.1 or abs(w - h) / h < 0.1
+
+
+def test_html_cells_fill_their_line_so_no_seams_show(tmp_path):
+    path = tmp_path / "model.html"
+    assert runner.invoke(app, ["inspect", "the cat sat", "--model", str(checkpoints.tiny_gpt2_folder()), "--html", str(path)]).exit_code == 0
+    page = path.read_text()
+    coloured = re.findall(r'<span ([^>]*background-color[^>]*)>([^<]*)</span>', page)
+    assert coloured and all(attrs.startswith('class="cell"') and "\n" not in text for attrs, text in coloured)
+    assert "pre span.cell" in page and "display: inline-block" in page and "line-height: 19px" in page and "height: 19px" in page
+
+
+def test_a_closed_pipe_still_gets_its_export_written(tmp_path):
+    path = tmp_path / "lesson.svg"
+    done = subprocess.run(f'"{sys.executable}" -m attn_cli inspect "{LESSON}" --svg "{path}" | head -1', shell=True, capture_output=True, text=True,
+                          env=os.environ | {"COLUMNS": "80"})
+    assert done.stdout.count("\n") == 1 and done.stderr == ""
+    assert path.read_text().startswith("<svg") and "ΔE_ctx" in path.read_text() and "verdant" in path.read_text()  # the whole view

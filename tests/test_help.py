@@ -126,3 +126,53 @@ def test_a_head_file_of_pickles_is_refused_without_numpys_advice(tmp_path):
         result = runner.invoke(app, ["inspect", "a cat", "--head", str(tmp_path / name)])
         assert result.exit_code in (1, 2) and str(tmp_path / name) in result.stderr
         assert "allow_pickle" not in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+# --- help that guides ---------------------------------------------------------------------------
+
+
+def complete(words: str, cwd=None) -> list[str]:
+    """What bash completion offers after `words` (a trailing space: a new word)."""
+    env = os.environ | {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1", "_ATTN_COMPLETE": "complete_bash",
+                        "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1))}
+    done = subprocess.run([sys.executable, "-m", "attn_cli"], capture_output=True, text=True, env=env, cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_completion_offers_the_shipped_heads_sense_sets_and_link_sets(tmp_path):
+    (tmp_path / "mine.npz").write_bytes(b"")
+    (tmp_path / "links.tsv").write_text("")
+    (tmp_path / "notes.txt").write_text("")
+    heads = complete("attn inspect x --head ", cwd=tmp_path)
+    assert {"identity", "random", "adjective", "context", "mine.npz"} <= set(heads) and "notes.txt" not in heads
+    assert complete("attn inspect x --head ad", cwd=tmp_path) == ["adjective"]
+    assert {"lesson", "links.tsv"} <= set(complete("attn inspect x --sense-set ", cwd=tmp_path))
+    assert {"adjective", "determiner", "previous", "links.tsv"} <= set(complete("attn heads find ", cwd=tmp_path))
+    assert complete("attn heads eval f --head cont", cwd=tmp_path) == ["context"]
+
+
+@pytest.mark.parametrize("typo,meant", [("--jsn", "--json"), ("--tvs", "--tsv"), ("--hed", "--head"), ("--neighbours", "--neighbors"),
+                                        ("--export-veiw", "--export-view"), ("--sens-set", "--sense-set")])
+def test_typo_suggestions_cover_every_option_and_the_format_shorthands(typo, meant):
+    result = runner.invoke(app, ["inspect", "a cat", typo])
+    assert result.exit_code == 2 and f"attn: no such option: {typo} (did you mean {meant}" in result.stderr
+
+
+def test_output_formats_have_a_heading_and_a_line_each_in_every_command():
+    for path, command in LEAVES:
+        if not any(p.name == "output" for p in command.params):
+            continue
+        text = help_text(*path)
+        formats = text.split("Output format:\n", 1)[1]
+        for flag in ("--format FORMAT", "--json ", "--jsonl ", "--csv ", "--tsv "):
+            assert re.search(rf"^  {re.escape(flag)}", formats, re.M), (path, flag)
+
+
+def test_inspect_help_is_grouped_into_panels():
+    text = help_text("inspect")
+    headings = [line[:-1] for line in text.splitlines() if line.endswith(":") and not line.startswith(" ")]
+    assert headings == ["Arguments", "Sentence and word vectors", "Heads", "Model (--model: a real checkpoint instead of the word vectors)",
+                        "Views", "Output format", "Output files (besides stdout)"]
+    model = text.split("Model (--model")[1].split("Views:")[0]
+    assert "--layer" in model and "--words" in model and "--head " not in model and "--vectors" not in model

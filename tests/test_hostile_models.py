@@ -513,3 +513,14 @@ def test_an_unreadable_file_says_permission_denied_not_missing(shared_folder, un
                           env={**os.environ, "HOME": str(shared_folder), "COLUMNS": "100"})
     out = one_line(Outcome(command, b"", done.returncode, done.stdout, done.stderr.decode("utf-8", "replace")), 1, unreadable, "ermission denied")
     assert "No such file" not in out.stderr
+
+
+def test_a_folder_above_a_model_names_the_folder_that_has_one(run, tmp_path):
+    model = tmp_path / "models" / "tiny"
+    shutil.copytree(checkpoints.tiny_gpt2_folder(), model)
+    result = run("inspect", "the cat", "--model", tmp_path)
+    assert result.exit_code == 1 and result.stderr == f"attn: {tmp_path}: no config.json here, but a folder below has one: --model {model}\n"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run("inspect", "the cat", "--model", empty)
+    assert result.exit_code == 1 and "no config.json; a model folder holds config.json" in result.stderr and "--model" not in result.stderr

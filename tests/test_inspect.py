@@ -309,7 +309,9 @@ def test_heatmap_degrades_to_a_compact_grid_when_too_wide():
     shown = text_of(render.Heatmap(np.where(causal_mask(n), weights, np.nan), labels, labels), width=60)
     assert "query ↓ key → (token indices); one cell per weight" in shown
     assert all(len(line) <= 60 for line in shown.splitlines())
-    assert " 0 █" + "·" * 29 in shown.splitlines() and "29:word29" in shown
+    assert " 0 word0  █" + "·" * 29 in shown.splitlines() and "29 word29 " in shown and "29:word29" not in shown
+    narrow = text_of(render.Heatmap(np.where(causal_mask(n), weights, np.nan), labels, labels), width=36)
+    assert " 0 █" + "·" * 29 in narrow.splitlines() and "29:word29" in narrow  # no room for row labels: the index -> token list
 
 
 def test_heatmap_lists_top_entries_as_index_token_when_not_even_the_compact_grid_fits():
@@ -369,8 +371,10 @@ def test_human_view_shows_tokens_heatmap_and_shift_table(run):
     assert "tokens 0:one 1:mole 2:of 3:carbon 4:dioxide" in out
     assert "head identity" in out and "query ↓ key →" in out
     assert "·" in out  # the masked cells
-    assert "‖ΔE‖" in out and "nearest to E′" in out
+    assert "‖ΔE‖" in out and "nearest to E′" not in out and "--neighbors 3 adds the keys nearest E and E′" in out
     assert "\x1b[" not in out  # not a terminal: no colour codes
+    asked = run("inspect", "one mole of carbon dioxide", "--head", "identity", "--neighbors", "3", env=WIDE).stdout
+    assert "nearest to E′" in asked and "--neighbors 3 adds" not in asked
 
 
 def test_human_view_transpose_focus_and_stages(run):
@@ -395,6 +399,8 @@ def test_wide_input_gets_the_compact_grid(run):
     text = " ".join(["the quick brown fox jumps over the lazy dog"] * 4)
     result = run("inspect", text, "--head", "identity", "--neighbors", "0", env={"COLUMNS": "80"})
     assert result.exit_code == 0
+    assert "weights in tenths" in result.stdout  # 36 tokens: a digit a weight still fits 80 columns
+    result = run("inspect", text + " again and again", "--head", "identity", "--neighbors", "0", env={"COLUMNS": "80"})
     assert "(token indices); one cell per weight" in result.stdout
 
 

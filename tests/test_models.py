@@ -1,5 +1,6 @@
 """Real checkpoints in NumPy: parity with transformers' recorded outputs, the math against plain loops, the CLI."""
 
+import re
 import json
 import math
 import os
@@ -428,7 +429,7 @@ def test_the_glove_heads_and_a_checkpoint_share_one_pipeline(glove):
                 view_console(file=open(os.devnull, "w"), width=100).print(part)
     glove_views = [v.name for v in chosen(results["glove"][0], ViewOptions())]
     model_views = [v.name for v in chosen(results["minilm"][0], ViewOptions(overview=True))]
-    assert glove_views == ["heading", "heads", "shift"] and model_views == ["heading", "overview", "layers"]
+    assert glove_views == ["heading", "shift", "heatmap"] and model_views == ["heading", "layers", "overview"]
 
 
 def test_a_bert_folder_with_only_vocab_txt_tokenizes_as_transformers_did(tmp_path):
@@ -449,7 +450,8 @@ def test_the_model_view_exports_to_svg_and_html(run, tmp_path):
     result = run("inspect", "the cat sat", "--model", checkpoints.tiny_gpt2_folder(), "--svg", svg, "--html", html, env={"COLUMNS": "100"})
     assert result.exit_code == 0, result.stderr
     assert svg.read_text().startswith("<svg") and "model view" in html.read_text()
-    assert "▀" in svg.read_text()  # the thumbnails keep their colours in an export, even when stdout is not a terminal
+    picture = svg.read_text()  # the thumbnails keep their colours in an export, even when stdout is not a terminal, without half blocks
+    assert "▀" not in picture and len(set(re.findall(r"<rect fill=\"(#[0-9a-f]{6})\"", picture))) > 10
 
 
 def test_picture_of_e_to_e_prime_and_of_a_token_through_the_layers(run):
@@ -472,3 +474,45 @@ def test_projection_keeps_what_the_plane_can_show():
     d = lambda p: np.linalg.norm(p[:, None] - p[None], axis=-1)  # noqa: E731
     np.testing.assert_allclose(d(plane.points), d(flat), atol=1e-9)  # distances kept exactly in their own plane
     assert project(rng.normal(size=(30, 10))).kept < 0.6
+
+
+def pty_run(args: list[str], stdout_tty: bool) -> tuple[str, int]:
+    """attn with stderr (and, if asked, stdout) on a pseudo-terminal: what the terminal got, and the exit code."""
+    main, child = os.openpty()
+    out = child if stdout_tty else subprocess.DEVNULL
+    done = subprocess.Popen([sys.executable, "-m", "attn_cli", *args], stdout=out, stderr=child,
+                            env=os.environ | {"COLUMNS": "80", "TERM": "xterm-256color"})
+    os.close(child)
+    got = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        got += chunk
+    os.close(main)
+    return got.decode("utf-8", "replace"), done.wait(timeout=120)
+
+
+def test_heads_find_shows_progress_on_a_terminal_and_nothing_in_a_pipeline(run, tmp_path):
+    links = tmp_path / "links.tsv"
+    links.write_text("".join(f"the big red dog number {i} barked\tdog\tred\n" for i in range(40)))
+    shown, code = pty_run(["heads", "find", str(links), "--model", str(checkpoints.tiny_gpt2_folder()), "--json"], stdout_tty=False)
+    assert code == 0 and "sentences" in shown and "/40" in shown  # the bar counts them: 40 sentences
+    piped = run("heads", "find", str(links), "--model", checkpoints.tiny_gpt2_folder(), "--json")
+    assert piped.exit_code == 0 and piped.stderr == ""
+
+
+def test_many_lines_show_progress_only_when_stdout_is_not_the_terminal(tmp_path):
+    text = tmp_path / "lines.txt"
+    text.write_text("the cat sat\n" * 30)
+    args = ["-c", f"import sys; sys.stdin = open({str(text)!r}); sys.argv = ['attn', 'inspect', '-', '--jsonl', '--neighbors', '0']; "
+            "from attn_cli.cli import main; main()"]
+    main, child = os.openpty()
+    done = subprocess.run([sys.executable, *args], stdout=subprocess.DEVNULL, stderr=child, env=os.environ | {"COLUMNS": "80"}, timeout=120)
+    os.close(child)
+    shown = os.read(main, 1 << 20).decode("utf-8", "replace")
+    os.close(main)
+    assert done.returncode == 0 and "lines" in shown

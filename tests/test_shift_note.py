@@ -18,6 +18,8 @@ LESSON = "A fluffy blue creature roamed the verdant forest."
 
 def test_the_default_view_says_when_the_update_outweighs_e(run):
     out = run("inspect", LESSON, env={"COLUMNS": "400"}).stdout
+    assert "ΔE outweighs E here" in out and "nearest to E′ of many tokens" not in out  # the default view searches no keys
+    out = run("inspect", LESSON, "--neighbors", "3", env={"COLUMNS": "400"}).stdout
     line = next(line for line in out.splitlines() if line.startswith("ΔE outweighs E here"))
     ratio, top, token = re.search(r"‖ΔE‖ is ([\d.]+)× ‖E‖ on average \(up to ([\d.]+)×, (\w+)\)", line).groups()
     doc = run("inspect", LESSON, "--json").stdout

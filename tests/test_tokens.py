@@ -36,6 +36,8 @@ LESSON_SENTENCES = [
         ("back in the '90s", "back in the '90s"),
         ("\u201cHello,\u201d she said, \u2018it\u2019s mine\u2019", "\" hello , \" she said , ' it 's mine '"),
         ("  MIXED   Case\tand\nlines ", "mixed case and lines"),
+        ("meet at 9:30am, or 7pm, or 10:15 a.m.", "meet at 9:30 am , or 7 pm , or 10:15 a.m."),
+        ("a 5amp fuse, 3d glasses", "a 5amp fuse , 3d glasses"),
         ("", ""),
     ],
 )
@@ -108,3 +110,24 @@ def test_unknown_words_exit_2_through_the_cli(run):
     assert result.stdout == ""
     assert "'creatrue' (did you mean 'creature'?)" in result.stderr and "'qzxqzx'" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_time_and_its_am_are_known_and_get_no_far_fetched_spelling(glove, run):
+    assert run("inspect", "meet at 9:30am", "--json").exit_code == 0  # 9:30 and am are GloVe keys
+    assert glove.close_spelling("30am") == "30km"  # what 9:30am split as 9 : 30am used to be offered
+
+
+@pytest.mark.parametrize("word", ["😀", "→", "♥♥", "x" * 41])
+def test_a_word_with_no_letters_gets_no_suggestion(glove, word):
+    assert glove.close_spelling(word) is None
+
+
+def test_the_emoji_error_names_the_word_and_suggests_nothing(run):
+    result = run("inspect", "😀")
+    assert result.exit_code == 2 and result.stderr == "attn: unknown word: '😀'; use --oov skip|zero to go on without them\n"
+
+
+def test_a_suggestion_shares_a_letter_with_the_word(glove):
+    for word in ("q", "zx", "ĳ"):
+        found = glove.close_spelling(word)
+        assert found is None or set(found) & set(word), (word, found)

@@ -1,8 +1,11 @@
 """Views for a newcomer: long sentences as a compact grid, captions that say what is on screen."""
 
 import io
+import json
+import re
 
 import numpy as np
+import pytest
 from rich.cells import cell_len
 from rich.console import Console
 from typer.testing import CliRunner
@@ -29,19 +32,55 @@ def view(*args: str, width: int = 80) -> str:
     return result.stdout
 
 
-def test_forty_words_get_a_compact_heatmap_within_80_columns():
-    text = view(FORTY, "--head", "adjective", "--neighbors", "0")
-    assert "query ↓ key → (token indices); one cell per weight" in text
-    assert "do not fit" not in text and max(cell_len(line) for line in text.splitlines()) <= 80
-    assert "40:night" in text.split("token indices")[1]  # the index -> token list under the grid
+TWENTY = "the old man who lived by the sea told us a long story about the storm that came one night"  # 20 tokens
 
 
-def test_wide_terminals_never_cut_labels_to_two_letters():
-    for width in (120, 170):
-        text = view(FORTY, "--head", "adjective", "--neighbors", "0", width=width)
-        grid_rows = [line for line in text.splitlines() if line.startswith(("the ", "old "))]
-        assert not any("…" in line for line in grid_rows)
-        assert "token indices" in text
+def grid_rows(text: str, tokens: list[str]) -> dict[int, list[str]]:
+    """The numbered grid's rows: index -> the cells after "index token"."""
+    rows = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) > 2 and parts[0].isdigit() and int(parts[0]) < len(tokens) and parts[1] == tokens[int(parts[0])]:
+            rows[int(parts[0])] = parts[2:]
+    return rows
+
+
+def test_twenty_tokens_keep_their_weights_and_labels_in_80_columns(glove):
+    text = view(TWENTY, "--head", "adjective", "--json")
+    weights = json.loads(text)["heads"][0]["weights"]
+    shown = view(TWENTY, "--head", "adjective")
+    assert max(cell_len(line) for line in shown.splitlines()) <= 80 and "token indices" not in shown
+    rows = grid_rows(shown, TWENTY.split())
+    assert sorted(rows) == list(range(20))
+    for i, cells in rows.items():  # every visible weight, in hundredths; the masked ones a dot
+        assert cells == [render.short_weight_text(w) for w in weights[i][: i + 1]] + ["·"] * (19 - i)
+    assert "weights in hundredths (56 = .56, 1. = 1.0)" in shown
+
+
+def test_forty_tokens_keep_numbers_in_120_columns_and_row_labels_in_80():
+    tokens = FORTY.split()
+    wide = view(FORTY, "--head", "adjective", width=120)
+    assert max(cell_len(line) for line in wide.splitlines()) <= 120 and "token indices" not in wide
+    assert sorted(grid_rows(wide, tokens)) == list(range(len(tokens))) and "weights in tenths" in wide
+    narrow = view(FORTY, "--head", "adjective")
+    assert "query ↓ key → (token indices); one cell per weight" in narrow
+    assert "do not fit" not in narrow and max(cell_len(line) for line in narrow.splitlines()) <= 80
+    labelled = [line for line in narrow.splitlines() if line.startswith(("40 night ", " 0 the "))]
+    assert len(labelled) == 2 and narrow.count("40:night") == 1  # the rows say which token each index is: no list under the grid
+
+
+def test_tenths_and_hundredths_round_as_the_full_cells_do():
+    for w in (0.0, 0.004, 0.049, 0.05, 0.149, 0.55, 0.949, 0.95, 0.994, 0.995, 1.0):
+        assert render.short_weight_text(w) == ("1." if render.weight_text(w) == "1.0" else render.weight_text(w)[1:])
+        tenth = round(w, 1)
+        assert render.short_weight_text(w, 1) == ("█" if w >= 0.95 else " " if w < 0.05 else str(tenth)[2])
+
+
+def test_a_pooled_grid_does_not_list_the_tokens_again():
+    paragraph = " ".join([FORTY] * 3)  # 123 tokens: pooled at 80 columns
+    text = view(paragraph, "--head", "adjective")
+    assert "a cell per 2 × 2 block" in text
+    assert text.count(" 0:the") == 1  # the tokens line above the heatmaps, once
 
 
 def test_the_lesson_sentence_keeps_the_full_grid_at_80_columns():
@@ -90,3 +129,43 @@ def test_analogy_header_lines_fit_80_columns():
     result = runner.invoke(app, ["analogy", "cats", "cat", "dog"], env={"COLUMNS": "80"})
     lines = result.stdout.splitlines()
     assert lines[1] == "cat is to cats as dog is to ?" and lines[2].startswith("3CosAdd: +cats +dog -cat")
+
+
+NARROW_COMMANDS = [
+    ["softmax", "2", "1", "0.1", "--log"], ["similarity", "cat", "dog", "good"], ["analogy", "cats", "cat", "dog"],
+    ["inspect", LESSON, "--neighbors", "3"], ["inspect", "the cat sat", "--focus", "cat"], ["heads", "list"],
+    ["inspect", "One mole of carbon dioxide.", "--sense-set", "lesson", "--mask", "none"], ["vectors", "info"],
+]
+
+
+@pytest.mark.parametrize("args", NARROW_COMMANDS, ids=lambda a: " ".join(a[:2]))
+def test_at_40_columns_no_number_is_cut(args):
+    """A cut number ends or starts at "…" ("5.…", "…31"); tables give up bars and labels first, or list their rows."""
+    result = runner.invoke(app, args, env={"COLUMNS": "40", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert max(cell_len(line) for line in lines) <= 40
+    assert not re.search(r"[\d.]…|…\d", result.stdout), result.stdout
+
+
+def test_a_table_that_cannot_fit_says_so_and_lists_its_rows():
+    result = runner.invoke(app, ["similarity", "cat", "dog", "good"], env={"COLUMNS": "40", "NO_COLOR": "1"})
+    text = " ".join(result.stdout.split())
+    assert "this table needs" in text and "each row as a list" in text
+    assert "cat dog aligned dot: 19.7391 cosine: 0.9218" in text  # every number of the row, whole
+    wide = runner.invoke(app, ["similarity", "cat", "dog", "good"], env={"COLUMNS": "100", "NO_COLOR": "1"}).stdout
+    assert "this table needs" not in wide and "19.7391" in wide
+
+
+def test_narrow_bars_scale_alike_so_they_still_compare():
+    from rich.console import Console as RichConsole
+
+    table = render.FitTable()
+    table.add_column("p", justify="right")
+    table.add_column("")
+    for p in (0.66, 0.24, 0.1):
+        table.add_row(f"{p:.2f}", render.Bar(p))
+    out = io.StringIO()
+    RichConsole(file=out, width=16, color_system=None).print(table)
+    bars = [len(re.sub(r"[^█▏▎▍▌▋▊▉]", "", line)) for line in out.getvalue().splitlines() if re.match(r"\W*0\.\d\d", line)]
+    assert len(bars) == 3 and bars[0] > bars[1] >= bars[2] > 0 and bars[0] < 16 and max(cell_len(line) for line in out.getvalue().splitlines()) <= 16

@@ -31,12 +31,13 @@ def linked_units(group: list, labels: list[str], model: Model, source: str) -> t
     return pairs, dropped
 
 
-def find_heads(model: Model, links: list, source: str = "<links>", sort: str = "top") -> "HeadsFound":
+def find_heads(model: Model, links: list, source: str = "<links>", sort: str = "top", each=iter) -> "HeadsFound":
     """Rank every (layer, head) on labelled links: how often a query's largest non-self weight lands on its labelled key.
 
     Word pieces are merged into words (as --words); special tokens are left out of the ranking
     (BERT's heads park weight on [CLS] and [SEP] when they have nothing to do). Baselines on the
     same words: all weight on the previous word, and even attention over the visible words.
+    `each` wraps the (sentence, links) pairs as they are run (the CLI's progress bar).
     """
 
     by_sentence: dict[str, list] = {}
@@ -49,7 +50,7 @@ def find_heads(model: Model, links: list, source: str = "<links>", sort: str = "
     weight = {k: [] for k in names}
     beyond = {k: [] for k in names}  # top on a key when the previous word is out of the running
     dropped = 0
-    for sentence, group in by_sentence.items():
+    for sentence, group in each(list(by_sentence.items())):
         trace = model.run(sentence)
         members, labels, special = groups(trace.tokens, words=True)
         w = aggregate(np.stack([layer.weights for layer in trace.layers]), members)  # [L, H, g, g]

@@ -48,23 +48,23 @@ def wilson(k: float, n: int, z: float = Z95) -> tuple[float, float]:
 
 def read_cases(path: str | Path, sense_set: dict | None, set_name: str = "the sense set") -> list[MeterCase]:
     """The cases of a file in either form (see the module's docstring); bad lines raise InputError naming them."""
-    from attn_cli.heads import evaluation
+    from attn_cli.heads import evaluation, senses
     from attn_cli.io.files import input_name, read_input, tsv_rows
 
     lines, source = read_input(path, "a TSV file of sense cases").splitlines(), input_name(path)
     if sense_set is not None:
         _, fields, _ = evaluation.file_format(lines, source, senses_expected=True)
-        cases = evaluation.parse_sense_cases(lines, source, fields)
-        evaluation.check_cases(cases, sense_set, set_name)
-        return [MeterCase(c.sentence, c.word, sense_set[c.word], list(sense_set[c.word])[evaluation.sense_index(c.sense, list(sense_set[c.word]))],
+        cases = senses.parse_sense_cases(lines, source, fields)
+        senses.check_cases(cases, sense_set, set_name)
+        return [MeterCase(c.sentence, c.word, sense_set[c.word], list(sense_set[c.word])[senses.sense_index(c.sense, list(sense_set[c.word]))],
                           c.context_before, c.line) for c in cases]
     cases = []
     for number, (sentence, word, intended, other) in tsv_rows(lines, PROBE_HEADER, "sentence, word, intended probe words, other probe words", source):
-        if other.lower() in evaluation.CONTEXTS:
+        if other.lower() in senses.CONTEXTS:
             raise InputError(f"{source} line {number}: a sense case (its last column is {other!r}): give the senses with --sense-set")
         probes = [[p for p in column.lower().replace(",", " ").split()] for column in (intended, other)]
         cases.append(MeterCase(sentence, word.lower(), {"intended": probes[0], "other": probes[1]}, "intended",
-                               evaluation.context_from_position(sentence, word.lower()), number))
+                               senses.context_from_position(sentence, word.lower()), number))
     if not cases:
         raise InputError(f"{source}: no sense cases")
     return cases

@@ -5,7 +5,7 @@ import sys
 from typing import Annotated
 
 import typer
-from typer._click.exceptions import NoArgsIsHelpError, UsageError
+from typer._click.exceptions import NoArgsIsHelpError, NoSuchOption, UsageError
 
 from attn_cli import __version__
 from attn_cli.io import writers
@@ -173,11 +173,14 @@ def root(
 
 
 FORMAT_FLAGS = {f"--{f.value}": f for f in Format if f is not Format.table}  # --json is short for --format json
+OUTPUT = "Output format"  # the help panel of --format and its shorthands
 FormatOpt = Annotated[
     Format,
-    typer.Option("--format", metavar="FORMAT", help=f"table (the view), {', '.join(f.value for f in Format if f is not Format.table)}; "
-                 f"{', '.join(FORMAT_FLAGS)} are short for it."),
+    typer.Option("--format", metavar="FORMAT", rich_help_panel=OUTPUT,
+                 help=f"table (the view, for a person), {', '.join(f.value for f in Format if f is not Format.table)}; or one of the options below."),
 ]
+HELP_PANELS: dict[str, dict[str, str]] = {}  # command name -> {parameter name: panel}, in the order the panels are shown
+
 class AttnCommand(typer.core.TyperCommand):
     """A command whose output format is one option: `--json` (and `--jsonl`, `--csv`, `--tsv`) is
     read as `--format json` before Click parses."""
@@ -200,7 +203,21 @@ class AttnCommand(typer.core.TyperCommand):
                     picked.append("--format")
         if len(set(picked)) > 1:
             raise UsageError(f"{' and '.join(dict.fromkeys(picked))} exclude each other: pick one output format", ctx)
-        return super().parse_args(ctx, out)
+        try:
+            return super().parse_args(ctx, out)
+        except NoSuchOption as e:
+            from attn_cli.cli.help import suggestion  # read only when an option is mistyped
+
+            raise NoSuchOption(e.option_name, message=suggestion(e.option_name, self.option_names()), ctx=ctx) from None
+
+    def option_names(self) -> list[str]:
+        """Every name an option answers to, the format shorthands (--json, ...) included."""
+        return [name for p in self.params if p.param_type_name == "option" for name in p.opts + p.secondary_opts] + list(FORMAT_FLAGS)
+
+    def format_options(self, ctx, formatter) -> None:
+        from attn_cli.cli.help import format_options  # read only when help is shown
+
+        format_options(self, ctx, formatter, HELP_PANELS.get(self.name, {}), FORMAT_FLAGS)
 
 
 def _remember_spreadsheet(ctx, param, value: bool) -> None:

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import AttnCommand, Format, FormatOpt, RowsCommand, app, examples, say
-from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, check_new_file, load_vectors
+from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, check_new_file, complete_link_sets, complete_sense_sets, load_vectors
 from attn_cli.core.attention import Mask
 from attn_cli.vectors.tokens import Oov
 from attn_cli.io.writers import check_format, write
@@ -109,7 +109,7 @@ def evaluate(
     mask: Annotated[Mask, typer.Option("--mask", help="causal: a token sees only itself and earlier tokens; none: every token.")] = Mask.causal,
     sense_set: Annotated[
         str | None,
-        typer.Option("--sense-set", metavar="NAME|FILE", help="Senses and probe words for sense cases: a shipped set (lesson) or a TSV word<TAB>sense<TAB>probe words.", show_default=False),
+        typer.Option("--sense-set", metavar="NAME|FILE", autocompletion=complete_sense_sets, help="Senses and probe words for sense cases: a shipped set (lesson) or a TSV word<TAB>sense<TAB>probe words.", show_default=False),
     ] = None,
     cases: Annotated[
         bool,
@@ -158,7 +158,7 @@ class FindSort(str, Enum):
 def find(
     links: Annotated[
         str,
-        typer.Argument(metavar="LINKS", help="A links file (sentence<TAB>query word<TAB>key word; - reads stdin), or a shipped set: adjective, determiner, previous.", show_default=False),
+        typer.Argument(metavar="LINKS", autocompletion=complete_link_sets, help="A links file (sentence<TAB>query word<TAB>key word; - reads stdin), or a shipped set: adjective, determiner, previous.", show_default=False),
     ],
     model: ModelOpt = None,
     top: Annotated[int, typer.Option("--top", metavar="N", min=1, help="Heads to list in the terminal (JSON has all).")] = 10,
@@ -179,6 +179,8 @@ def find(
     if model is None:
         raise InputError("heads find needs --model PATH|NAME (a checkpoint: a Hugging Face folder, a .gguf file or ollama:NAME)")
     check_format(output, HeadsFound)
+    from attn_cli.io.console import counted
+
     path = link_set(links)
     checkpoint, source = load(model), input_name(path)
     labelled = read_links(path)
@@ -187,7 +189,8 @@ def find(
             check_line_length(link.sentence, checkpoint.spec.max_positions, checkpoint.name)
         except InputError as e:
             raise InputError(f"{source} line {link.line}: {e}") from None
-    found = find_heads(checkpoint, labelled, source, sort.value)
+    sentences = len({link.sentence for link in labelled})
+    found = find_heads(checkpoint, labelled, source, sort.value, each=lambda pairs: counted(pairs, "sentences", sentences))
     write(found, output, "heads_found", top)
 
 

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples, say
-from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, load_vectors
+from attn_cli.cli.app import HELP_PANELS, Format, FormatOpt, RowsCommand, app, examples, say
+from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, complete_sense_sets, load_vectors
 from attn_cli.core.attention import Mask, Stage
 from attn_cli.errors import InputError
 from attn_cli.lesson.directions import MAX_NEIGHBORS
@@ -16,7 +16,30 @@ from attn_cli.models.base import MAX_TOKENS
 from attn_cli.vectors.tokens import Oov
 
 
-DEFAULT_NEIGHBORS = 3  # in the terminal view and in JSON alike
+DEFAULT_NEIGHBORS = 3  # in JSON, and in the view with --neighbors
+
+
+class Colors(str, Enum):
+    """The colours of an export, whatever the terminal's."""
+
+    truecolor = "truecolor"
+    c256 = "256"
+    c16 = "16"
+
+
+def check_export_view(value: str | None) -> str | None:
+    """--export-view's VIEW, one of views.inspect.EXPORTS (read when the option is given, not on every start)."""
+    from attn_cli.views.inspect import EXPORTS
+
+    if value is not None and value not in EXPORTS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(EXPORTS)}")
+    return value
+
+
+def complete_export_view(incomplete: str) -> list[str]:
+    from attn_cli.views.inspect import EXPORTS
+
+    return [name for name in EXPORTS if name.startswith(incomplete)]
 
 
 class Weigh(str, Enum):
@@ -36,6 +59,16 @@ def line_text(line: str | bytes) -> str:
     from attn_cli.io.files import decode_utf8
 
     return decode_utf8(line, "") if isinstance(line, bytes) else line
+
+
+HELP_PANELS["inspect"] = {name: panel for panel, names in {  # inspect --help, option by option
+    "Sentence and word vectors": ("mask", "position", "scale", "max_tokens", "vectors_path", "limit", "trust_pickle", "oov"),
+    "Heads": ("head", "seed"),
+    "Model (--model: a real checkpoint instead of the word vectors)": ("model", "layer", "words", "hide_special", "rollout"),
+    "Views": ("stage", "weigh", "transpose", "focus", "neighbors", "per_head", "picture", "sense", "sense_set"),
+    "Output format": ("output", "spreadsheet", "embeddings"),
+    "Output files (besides stdout)": ("svg", "html", "export_view", "width", "colors", "page", "force"),
+}.items() for name in names}
 
 
 @app.command("inspect", cls=RowsCommand, epilog=examples(
@@ -63,7 +96,7 @@ def inspect(
     focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="A token (its first occurrence) or a 0-based index (-1 = last): show that query's softmax distribution.", show_default=False)] = None,
     neighbors: Annotated[
         int | None,
-        typer.Option("--neighbors", metavar="K", min=0, max=MAX_NEIGHBORS, help="Nearest keys to E and E' (0 to skip the search over every key). Default 3, in the view and in JSON (neighbors).", show_default=False),
+        typer.Option("--neighbors", metavar="K", min=0, max=MAX_NEIGHBORS, help="Nearest keys to E and E' (0 to skip the search over every key), in the shift table and in JSON (neighbors). Default: 3 in JSON; the view shows them when asked.", show_default=False),
     ] = None,
     per_head: Annotated[bool, typer.Option("--per-head", help="Also show each head's own shift: |Delta E|, its context and self parts, and their cosines.")] = False,
     picture: Annotated[bool, typer.Option("--picture", help="Also draw E -> E' as arrows in a 2-D projection (with --model: the --focus token through the layers).")] = False,
@@ -74,13 +107,16 @@ def inspect(
     ] = None,
     sense_set: Annotated[
         str | None,
-        typer.Option("--sense-set", metavar="NAME|FILE", help="Measure the tokens this sense set has senses for (with --model: the --focus word, else the first word it has); a shipped set such as lesson, or a TSV word<TAB>sense<TAB>probe words.", show_default=False),
+        typer.Option("--sense-set", metavar="NAME|FILE", autocompletion=complete_sense_sets, help="Measure the tokens this sense set has senses for (with --model: the --focus word, else the first word it has); a shipped set such as lesson, or a TSV word<TAB>sense<TAB>probe words.", show_default=False),
     ] = None,
     embeddings: Annotated[bool, typer.Option("--embeddings", help="With --json, add the input embeddings E and the output E'.")] = False,
     max_tokens: Annotated[int, typer.Option("--max-tokens", metavar="N", min=1, help="Refuse sentences with more tokens than this.")] = MAX_TOKENS,
     svg: Annotated[Path | None, typer.Option("--svg", metavar="FILE", help="Also save the view as an SVG picture (FILE ends in .svg; no network needed to show it).", show_default=False)] = None,
     html: Annotated[Path | None, typer.Option("--html", metavar="FILE", help="Also save the view as an HTML page (FILE ends in .html), dark like the SVG.", show_default=False)] = None,
-    width: Annotated[int | None, typer.Option("--width", metavar="N", min=40, max=4096, help="Columns of the --svg/--html picture, whatever the terminal. Default: 100.", show_default=False)] = None,
+    width: Annotated[int | None, typer.Option("--width", metavar="N", min=40, max=4096, help="Columns of the --svg/--html picture, whatever the terminal. Default: 100, or what --export-view's figure needs.", show_default=False)] = None,
+    colors: Annotated[Colors, typer.Option("--colors", help="Colours of the --svg/--html picture: truecolor, or 256 or 16 as xterm shows them (never the terminal's own).")] = Colors.truecolor,
+    export_view: Annotated[str | None, typer.Option("--export-view", metavar="VIEW", callback=check_export_view, autocompletion=complete_export_view, help="Save one view alone in --svg/--html, as a figure: titled, with its legend, as wide as it needs. VIEW: heatmap (the heads in full, side by side), overview (--model), shift, layers, residual, senses or picture.", show_default=False)] = None,
+    page: Annotated[Path | None, typer.Option("--page", metavar="FILE", help="Also write an interactive page, one .html file that loads nothing: hover a token to see its attention, pick a layer and a head.", show_default=False)] = None,
     force: ForceOpt = False,
     vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
@@ -100,7 +136,7 @@ def inspect(
     """
     from attn_cli.io.files import check_text
 
-    check_exports(svg, html, width, output, force)
+    exports = check_exports(svg, html, width, output, force, colors=colors.value, view=export_view, page=page, text=text)
     lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
     focus = check_text(focus, "--focus") if focus is not None else None
     sense = [check_text(spec, "--sense") for spec in sense] if sense else sense
@@ -126,11 +162,11 @@ def inspect(
 
         run = Settings(mask=mask or Mask.causal, position=position, oov=oov, max_tokens=max_tokens, stage=stage, embeddings=embeddings, scale=scale)
         chosen, settings = open_glove(run, head, seed, vectors_path, limit, trust_pickle, sense, sense_set, focus=focus, neighbors=neighbors,
-                                      output=output, stream=text == "-")
+                                      output=output, stream=text == "-", page=page is not None)
         settings.weigh = weigh.value
         overview = False
     view_options = dict(stage=(stage or Stage.weights).value, transpose=transpose, per_head=per_head, picture=picture, overview=overview,
-                        weigh=weigh.value)  # the views are read only when a view is drawn
+                        weigh=weigh.value, neighbors=neighbors, lead=text != "-")  # the views are read only when a view is drawn
 
     def compute(line: str | bytes):
         from attn_cli.analysis.inspect import inspect
@@ -144,7 +180,9 @@ def inspect(
             say(result.senses_note if text != "-" else f"line {line}: {result.senses_note}")
         return inspect_view(result, ViewOptions(**view_options))
 
-    emit(lines, compute, view, single=text != "-", output=output, exports=(svg, html, width, text), force=force)
+    if export_view == "heatmap" and overview:
+        raise InputError("--export-view heatmap saves the heads picked with --head LAYER.HEAD (or --layer L); the model view is --export-view overview")
+    emit(lines, compute, view, single=text != "-", output=output, exports=exports, options=view_options)
 
 
 ABSENT = {  # a model without this capability refuses the options that need it, saying so in one line
@@ -172,22 +210,33 @@ def check_options(capabilities: frozenset, given: dict) -> None:
         raise InputError(f"{', '.join(names)} {'applies' if len(names) == 1 else 'apply'} {where}")
 
 
-def check_exports(svg, html, width, output, force) -> None:
-    exports = [p for p in (svg, html) if p is not None]
-    if exports and output is not Format.table:
+def check_exports(svg, html, width, output, force, *, colors: str, view: str | None, page, text: str):
+    """The exports asked for, checked before any work (a file's suffix, its folder, --force): io.export.Exports,
+    or None when none is (io.export is then never read)."""
+    pictures = [p for p in (svg, html) if p is not None]
+    if pictures and output is not Format.table:
         raise InputError(f"--svg and --html save the terminal view; they do not combine with --{output.value}")
-    if svg is not None and html is not None and os.path.abspath(svg) == os.path.abspath(html):
-        raise InputError("--svg and --html name the same file")
-    if exports:
-        from attn_cli.io.export import check_export
-
-        check_export(svg, "svg", force)  # before any work, so nothing is computed in vain
-        check_export(html, "html", force)
-    if width is not None and not exports:
+    chosen = [os.path.abspath(p) for p in (svg, html, page) if p is not None]
+    if len(set(chosen)) < len(chosen):
+        raise InputError("--svg, --html and --page name the same file")
+    if width is not None and not pictures:
         raise InputError("--width sets the width of --svg and --html pictures; give one of them")
+    for option, given in (("--export-view", view), ("--colors", None if colors == "truecolor" else colors)):
+        if given is not None and not pictures:
+            raise InputError(f"{option} is for the --svg and --html pictures; give one of them")
+    if text == "-" and (view is not None or page is not None):
+        raise InputError(f"{'--export-view' if view is not None else '--page'} shows one sentence; give it as TEXT, not -")
+    if not pictures and page is None:
+        return None
+    from attn_cli.io.export import Exports, check_export
+
+    check_export(svg, "svg", force)  # before any work, so nothing is computed in vain
+    check_export(html, "html", force)
+    check_export(page, "page", force)
+    return Exports(svg, html, width, colors, view, page, sentence=text, force=force)
 
 
-def open_glove(run, head, seed, vectors_path, limit, trust_pickle, sense, sense_set, *, focus, neighbors, output, stream: bool):
+def open_glove(run, head, seed, vectors_path, limit, trust_pickle, sense, sense_set, *, focus, neighbors, output, stream: bool, page: bool = False):
     """The lesson's model: the word vectors and the heads, and what each sentence reports (checked before any sentence)."""
     from attn_cli.analysis.inspect import InspectSettings
     from attn_cli.heads.registry import resolve_heads
@@ -218,9 +267,9 @@ def open_glove(run, head, seed, vectors_path, limit, trust_pickle, sense, sense_
     check_max_tokens(run.max_tokens, stored_matrices(len(heads), run), what)
     if stream:
         vectors.key_to_index  # many sentences: build the key index once, not a scan per sentence
-    # Nearest keys: the same 3 by default in the view and in JSON; --neighbors 0 skips the search. The tidy
-    # CSV/TSV rows hold the attention only (one row per query and key), so there the search is not made.
-    k = 0 if output in (Format.csv, Format.tsv) else DEFAULT_NEIGHBORS if neighbors is None else neighbors
+    # Nearest keys: 3 by default in JSON and the page, in the view when --neighbors asks for them; --neighbors 0 skips the search.
+    # The tidy CSV/TSV rows hold the attention only (one row per query and key), so there the search is not made.
+    k = 0 if (output in (Format.csv, Format.tsv) or (output is Format.table and neighbors is None)) and not page else DEFAULT_NEIGHBORS if neighbors is None else neighbors
     settings = InspectSettings(focus=focus, neighbors=k, stage=run.stage.value if run.stage else None, embeddings=run.embeddings,
                                senses=(adhoc, table, table_name) if adhoc or table is not None else None,
                                matrices=(stored_matrices(len(heads), run), what))
@@ -266,8 +315,8 @@ def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neig
     return model, settings
 
 
-def emit(lines, compute, view, *, single: bool, output: Format, exports, force: bool) -> None:
-    """Each input line's result in the chosen format (the terminal view also saved as SVG/HTML).
+def emit(lines, compute, view, *, single: bool, output: Format, exports, options) -> None:
+    """Each input line's result in the chosen format (the terminal view also saved as SVG/HTML, the page written).
 
     With several lines, a failed line is reported and the others go on; at the end, exit 1 if a line
     met damaged data, else 2 if any failed.
@@ -279,18 +328,24 @@ def emit(lines, compute, view, *, single: bool, output: Format, exports, force: 
         _, text = next(lines)
         result = compute(text)
         if output is Format.table:
-            show([result], view, single=True, exports=exports, force=force)
-        elif output is Format.json:  # indented and streamed: inspect's [n, n] matrices are written block by block
-            writers.write_json(writers.document(result))
-        else:
-            writers.write(result, output)
+            show([result], view, single=True, exports=exports, options=options)
+            return
+        try:
+            if output is Format.json:  # indented and streamed: inspect's [n, n] matrices are written block by block
+                writers.write_json(writers.document(result))
+            else:
+                writers.write(result, output)
+        finally:
+            if exports is not None:
+                exports.save(None, result, options)
         return
+    from attn_cli.io.console import counted
     from attn_cli.io.lines import Lines
 
-    source = Lines(lines)
+    source = Lines(counted(lines, "lines", quiet_on_terminal_stdout=True))
     failed = writers.write_lines(
         source.results(compute), output, on_error=lambda n, e: say(f"line {n}: {e}"),
-        show=lambda items: show(items, view, single=False, exports=exports, force=force),
+        show=lambda items: show(items, view, single=False, exports=exports, options=options),
     )
     if note := source.blank_note():
         say(note)
@@ -299,22 +354,18 @@ def emit(lines, compute, view, *, single: bool, output: Format, exports, force: 
         raise typer.Exit(source.exit_code())
 
 
-def show(items, view, *, single: bool, exports, force: bool) -> int:
+def show(items, view, *, single: bool, exports, options) -> int:
     """The terminal view of each sentence (a Line, or the one result); recorded and saved as SVG/HTML
     when asked (each written whole under a temporary name and then renamed, so a failed write leaves
-    the old file as it was). Returns how many lines failed."""
+    the old file as it was). A reader that goes away (`| head`) or a stdout that fails stops the view,
+    not the files: they are written, then the failure ends attn as it does any command. Returns how many lines failed."""
     from rich.rule import Rule
 
     from attn_cli.io.console import view_console
 
-    svg, html, width, sentence = exports
     out = view_console()
-    picture = None
-    if svg is not None or html is not None:
-        from attn_cli.io import export
-
-        picture = export.export_console(width, out.color_system)
-    failed = 0
+    recorded = None if exports is None else exports.recorder()
+    failed, closed, last = 0, None, None
     for item in items:
         number, result = (1, item) if single else (item.number, item.result)
         try:
@@ -327,13 +378,21 @@ def show(items, view, *, single: bool, exports, force: bool) -> int:
             failed += 1
             say(f"line {number}: {e}")
             continue
+        last = result
         if not single:
             parts = [Rule(f"line {number}", style="bold"), *parts]
         for part in parts:
-            out.print(part)
-            if picture is not None:
-                picture.print(part)
-    if picture is not None:
-        title = f"attn inspect: {sentence}" if single else "attn inspect"
-        export.save(picture, svg, html, title=title, force=force)
+            if closed is None:
+                try:
+                    out.print(part)
+                except OSError as e:  # stdout failed (a closed pipe or stdout, a full disk): the files are still written
+                    if e.filename is not None:
+                        raise
+                    closed = e
+            if recorded is not None:
+                recorded.print(part)
+    if exports is not None and (last is not None or recorded is not None):
+        exports.save(recorded, last, options, single=single)
+    if closed is not None:
+        raise closed
     return failed

@@ -35,10 +35,24 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def completer(kind: str):
+    """The shell completion of `kind` (heads, sense_sets, link_sets): attn_cli.cli.completion, read only when the shell asks."""
+
+    def complete(incomplete: str) -> list[str]:
+        from attn_cli.cli import completion
+
+        return getattr(completion, kind)(incomplete)
+
+    return complete
+
+
+complete_heads, complete_sense_sets, complete_link_sets = completer("heads"), completer("sense_sets"), completer("link_sets")
+
+
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
 HeadsOpt = Annotated[
     list[str] | None,
-    typer.Option("--head", metavar="NAME|FILE", help="identity, random (random:D_K for another d_k), a shipped head's name, or a .npz file; repeat for several heads. Default: the shipped learned heads.", show_default=False),
+    typer.Option("--head", metavar="NAME|FILE", autocompletion=complete_heads, help="identity, random (random:D_K for another d_k), a shipped head's name, or a .npz file; repeat for several heads. Default: the shipped learned heads.", show_default=False),
 ]
 ModelOpt = Annotated[
     str | None,

@@ -49,4 +49,4 @@ def predict(
 
         return predict_view(result)
 
-    emit(lines, lambda line: run(chosen, line_text(line), settings), view, single=text != "-", output=output, exports=(None, None, None, text), force=False)
+    emit(lines, lambda line: run(chosen, line_text(line), settings), view, single=text != "-", output=output, exports=None, options=None)

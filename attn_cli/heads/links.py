@@ -188,6 +188,15 @@ def check_lengths(items, source: str) -> None:
 
 
 
+def shipped_link_sets() -> dict:
+    """name -> file of the link sets shipped: data/links/NAME.tsv, and adjective (the held-out noun -> adjective set)."""
+    from attn_cli.vectors.store import DATA_DIR
+
+    links = DATA_DIR / "links"
+    shipped = {p.stem: p for p in sorted(links.glob("*.tsv"))} if links.is_dir() else {}
+    return {"adjective": DATA_DIR / "heads" / "eval" / "adjectives_natural.tsv", **shipped}
+
+
 def link_set(name: str):
     """A shipped link set by name (data/links/NAME.tsv; adjective: the held-out noun -> adjective set), else a path."""
     from pathlib import Path

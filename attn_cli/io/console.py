@@ -32,7 +32,17 @@ def view_console(*, record: bool = False, file=None, width: int | None = None, c
     out = Console(record=record, highlight=False, markup=False, emoji=False, width=width or view_width(), file=file,
                   color_system=color_system, force_terminal=True if file is not None and color_system else None)
     out.push_render_hook(Literal())
+    out.on_broken_pipe = lambda: closed_pipe(out)
     return out
+
+
+def closed_pipe(out) -> None:
+    """The reader went away: stop writing to it and say so as an OSError (Rich would exit at once), so that
+    files being written (an --svg export) are finished before attn stops quietly (attn_cli.cli.main)."""
+    import errno
+
+    out.quiet = True
+    raise BrokenPipeError(errno.EPIPE, "the reader of standard output went away")
 
 
 def escape_controls(text: str) -> str:
@@ -60,3 +70,23 @@ def progress_bars(*, fields: str = "", speed: bool = False) -> Iterator[object |
                *([TextColumn(fields)] if fields else []), *([TransferSpeedColumn()] if speed else []), TimeElapsedColumn())
     with Progress(*columns, console=console(stderr=True), transient=True) as bars:
         yield bars
+
+
+def counted(items, what: str, total: int | None = None, *, quiet_on_terminal_stdout: bool = False):
+    """`items` as they are, with a transient Rich progress bar on stderr counting them ("12/140 sentences"),
+    drawn only when stderr is a terminal (a pipeline stays quiet), and not over a view printed to the
+    same terminal when `quiet_on_terminal_stdout`."""
+    if not sys.stderr.isatty() or (quiet_on_terminal_stdout and sys.stdout.isatty()):
+        yield from items
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from attn_cli.io.output import console
+
+    count = MofNCompleteColumn() if total is not None else TextColumn("{task.completed}")
+    with Progress(SpinnerColumn(), BarColumn(), count, TextColumn(what, markup=False), TimeElapsedColumn(),
+                  console=console(stderr=True), transient=True) as bars:
+        task = bars.add_task(what, total=total)
+        for item in items:
+            yield item
+            bars.advance(task)

@@ -2,7 +2,10 @@
 
 Rich's exports are the base. Its SVG loads Fira Code from a CDN; here the font rules are taken out
 and the text falls back to the system's monospace fonts, so the file is whole offline. Its HTML is a
-white page; here it gets a <title> and the SVG's dark theme.
+white page; here it gets a <title> and the SVG's dark theme, and its coloured cells fill their
+whole line (inline blocks one line tall), so that cells of neighbouring lines meet without a seam.
+Colours are the same whatever the terminal: truecolor, unless --colors asks for 256 or 16, drawn as
+xterm shows them.
 """
 
 import html
@@ -12,7 +15,8 @@ from pathlib import Path
 EXPORT_WIDTH = 100  # columns of an export when --width is not given, whatever the terminal
 MONOSPACE = "'DejaVu Sans Mono', Menlo, Consolas, 'Liberation Mono', monospace"
 FONT_ASPECT = 0.6  # advance width / size of those fonts (DejaVu Sans Mono and Menlo: 0.602)
-SUFFIXES = {"svg": (".svg",), "html": (".html", ".htm")}
+SUFFIXES = {"svg": (".svg",), "html": (".html", ".htm"), "page": (".html", ".htm")}
+KINDS = {"svg": "an SVG file's", "html": "an HTML file's", "page": "the page's"}
 
 
 def svg_format() -> str:
@@ -41,8 +45,13 @@ body {{{{
 pre {{{{
     font-family: {font};
     font-size: 15px;
-    line-height: 1.25;
+    line-height: 19px;
     margin: 0;
+}}}}
+pre span.cell {{{{
+    display: inline-block;
+    vertical-align: top;
+    height: 19px;
 }}}}
 </style>
 </head>
@@ -69,34 +78,94 @@ def check_export(path: Path | None, kind: str, force: bool) -> Path | None:
 
     if path.suffix.lower() not in SUFFIXES[kind]:
         wanted = " or ".join(SUFFIXES[kind])
-        raise InputError(f"--{kind} {path}: an {kind.upper()} file's name ends in {wanted}, not {path.suffix or 'nothing'}")
+        raise InputError(f"--{kind} {path}: {KINDS[kind]} name ends in {wanted}, not {path.suffix or 'nothing'}")
     if not path.parent.is_dir():
         raise InputError(f"--{kind} {path}: there is no folder {path.parent}")
     return check_writable(path, force)
 
 
-def export_console(width: int | None, color_system: str | None):
-    """A console that records what is shown, for the exports only: its own width, and the terminal's
-    colour system (256 colours look as they do there), or truecolor when the terminal has none."""
+COLOR_SYSTEMS = {"truecolor": "truecolor", "256": "256", "16": "standard"}  # --colors -> Rich's colour system
+
+
+def export_console(width: int | None, colors: str = "truecolor"):
+    """A console that records what is shown, for the exports only: its own width, and truecolor (or the
+    256 or 16 colours --colors names), whatever the terminal it runs in."""
     import io
 
     from attn_cli.io.console import view_console
 
-    return view_console(record=True, file=io.StringIO(), width=width or EXPORT_WIDTH, color_system=color_system or "truecolor")
+    return view_console(record=True, file=io.StringIO(), width=width or EXPORT_WIDTH, color_system=COLOR_SYSTEMS[colors])
+
+
+def theme(console):
+    """Rich's dark export theme; on 16 colours, with xterm's palette, the one the colour ramps were chosen on."""
+    from rich.terminal_theme import SVG_EXPORT_THEME, TerminalTheme
+
+    if console.color_system != "standard":
+        return SVG_EXPORT_THEME
+    from attn_cli.views.colours import ANSI16
+
+    order = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
+    normal = [ANSI16[name] for name in order]
+    bright = [ANSI16["bright_" + name] for name in order]
+    return TerminalTheme(SVG_EXPORT_THEME.background_color, SVG_EXPORT_THEME.foreground_color, normal, bright)
+
+
+CELL = re.compile(r'<span style="([^"]*background-color[^"]*)">([^<\n]*)</span>')
+
+
+def seamless(page: str) -> str:
+    """Coloured cells of Rich's HTML as inline blocks one line tall (see HTML_FORMAT): no seams between lines."""
+    return CELL.sub(r'<span class="cell" style="\1">\2</span>', page)
 
 
 def save(console, svg: Path | None, html_path: Path | None, *, title: str, force: bool) -> None:
     """Write the recorded view as SVG and/or HTML (each whole, then renamed into place)."""
-    from rich.terminal_theme import SVG_EXPORT_THEME
-
     from attn_cli.io.atomic import write_atomic
 
     most = console.width - 10  # the SVG's title bar is as wide as the picture; a longer title would run over its buttons
     title = title if len(title) <= most else title[:most - 1] + "…"
     if svg is not None:
-        picture = console.export_svg(title=title, theme=SVG_EXPORT_THEME, code_format=svg_format(),
+        picture = console.export_svg(title=title, theme=theme(console), code_format=svg_format(),
                                      font_aspect_ratio=FONT_ASPECT, clear=html_path is None).encode("utf-8")
         write_atomic(svg, lambda f: f.write(picture), force=force)
     if html_path is not None:
-        page = console.export_html(theme=SVG_EXPORT_THEME, code_format=html_format(title), inline_styles=True).encode("utf-8")
+        page = seamless(console.export_html(theme=theme(console), code_format=html_format(title), inline_styles=True)).encode("utf-8")
         write_atomic(html_path, lambda f: f.write(page), force=force)
+
+
+class Exports:
+    """What inspect saves besides stdout: the view as SVG/HTML (whole, or one view alone as a figure) and the page."""
+
+    def __init__(self, svg: Path | None = None, html: Path | None = None, width: int | None = None, colors: str = "truecolor",
+                 view: str | None = None, page: Path | None = None, sentence: str = "", force: bool = False):
+        self.svg, self.html, self.width, self.colors, self.view = svg, html, width, colors, view
+        self.page, self.sentence, self.force = page, sentence, force
+
+    @property
+    def pictures(self) -> bool:
+        return self.svg is not None or self.html is not None
+
+    def recorder(self):
+        """The console that records the whole view for --svg/--html (None: no picture, or one view alone)."""
+        return export_console(self.width, self.colors) if self.pictures and self.view is None else None
+
+    def save(self, recorded, result, options: dict, *, single: bool = True) -> None:
+        """Write what was asked: the recorded view or the figure of one view (`options`: the views.inspect.ViewOptions
+        the terminal view was drawn with), and the page."""
+        title = f"attn inspect: {self.sentence}" if single else "attn inspect"
+        if self.pictures:
+            if self.view is not None:
+                from attn_cli.views.figure import figure
+                from attn_cli.views.inspect import ViewOptions
+
+                measure = export_console(4096, self.colors)
+                parts, width = figure(result, ViewOptions(**options), self.view, self.sentence, measure)
+                recorded = export_console(self.width or width, self.colors)
+                for part in parts:
+                    recorded.print(part)
+            save(recorded, self.svg, self.html, title=title, force=self.force)
+        if self.page is not None:
+            from attn_cli.io.page import write_page
+
+            write_page(result, self.page, title=title, sentence=self.sentence, force=self.force)

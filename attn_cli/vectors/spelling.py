@@ -31,9 +31,18 @@ def edits(word: str) -> Iterator[tuple[int, str]]:
 
 
 def close_spelling(word: str, key_to_index: Mapping[str, int], index_to_key: Sequence[str]) -> str | None:
-    """The known key most likely meant by `word`, or None when nothing is one or two edits away."""
-    if not word or len(word) > MAX_LENGTH:
+    """The known key most likely meant by `word`, or None when nothing is one or two edits away.
+
+    A word without a letter or digit ("😀", "→") was not a typo of one, and a key that shares no
+    character with the word (a one-letter word replaced whole) is no spelling of it: neither gets one.
+    """
+    if not word or len(word) > MAX_LENGTH or not any(c.isalnum() for c in word):
         return None
+    found = _closest(word, key_to_index, index_to_key)
+    return found if found is not None and set(found) & set(word) else None
+
+
+def _closest(word: str, key_to_index: Mapping[str, int], index_to_key: Sequence[str]) -> str | None:
     best = None  # (kind, index)
     for kind, edit in edits(word):
         i = key_to_index.get(edit)

@@ -11,10 +11,11 @@ MODULES = ("base", "heatmap", "captions", "inspect", "softmax", "lesson", "vecto
 WHERE = {
     "softmax_view": "softmax", "analogy_view": "lesson", "similarity_view": "lesson",
     "vectors_info": "vectors",
-    "inspect_view": "inspect", "ViewOptions": "inspect", "Heatmap": "heatmap", "abbreviate": "heatmap",
+    "inspect_view": "inspect", "ViewOptions": "inspect", "Heatmap": "heatmap", "abbreviate": "heatmap", "weight_text": "heatmap", "short_weight_text": "heatmap",
     "heads_list": "heads", "head_trained": "heads", "heads_eval": "heads",
     "senses_eval": "meter",
-    "model_info": "models", "heads_found": "models", "key_label": "base", "heads_detected": "detect", "head_stats": "stats",
+    "model_info": "models", "heads_found": "models", "key_label": "base", "FitTable": "base", "Bar": "base",
+    "heads_detected": "detect", "head_stats": "stats",
 }  # fmt: skip
 
 

@@ -1,5 +1,6 @@
-"""What every view draws with: bars, cut tables, key labels and the colour of a weight."""
+"""What every view draws with: bars, tables that fit, key labels and the colour of a weight."""
 
+from rich.table import Table
 from rich.text import Text
 
 
@@ -21,6 +22,43 @@ def signed_bar(value: float, scale: float, width: int = 12) -> Text:
     text.append("│", style="dim")
     text.append(right.ljust(width), style="green")
     return text
+
+
+class Bar:
+    """bar() as a table cell: a FitTable short of room scales every bar of the column alike (scaled())."""
+
+    def __init__(self, fraction: float, width: int = 24, style: str = "cyan"):
+        self.fraction, self.width, self.style = fraction, width, style
+
+    def __rich_measure__(self, console, options):
+        from rich.measure import Measurement
+
+        drawn = bar(self.fraction, self.width).cell_len
+        return Measurement(min(BAR_FLOOR, drawn), drawn)
+
+    def __rich_console__(self, console, options):
+        yield bar(self.fraction, self.width, self.style)
+
+    def scaled(self, factor: float) -> "Bar":
+        return Bar(self.fraction, max(1, int(self.width * factor)), self.style)
+
+
+class SignedBar:
+    """signed_bar() as a table cell, scaled as Bar is: `width` cells each side of the axis."""
+
+    def __init__(self, value: float, scale: float, width: int = 12):
+        self.value, self.scale, self.width = value, scale, width
+
+    def __rich_measure__(self, console, options):
+        from rich.measure import Measurement
+
+        return Measurement(min(BAR_FLOOR, 2 * self.width + 1), 2 * self.width + 1)
+
+    def __rich_console__(self, console, options):
+        yield signed_bar(self.value, self.scale, self.width)
+
+    def scaled(self, factor: float) -> "SignedBar":
+        return SignedBar(self.value, self.scale, max(1, int(self.width * factor)))
 
 
 MAX_ROWS = 200  # a table in the terminal shows at most this many rows; --json has them all
@@ -45,3 +83,41 @@ def key_label(key: str) -> str:
 
 
 SHADES = " ░▒▓█"  # weight 0 .. 1 where there is no colour
+
+
+BAR_FLOOR = 3  # a bar cut to fewer cells than this says nothing
+LABEL_FLOOR = 5  # nor does a label cut to fewer than this ("crea…")
+
+
+class FitTable(Table):
+    """A Rich table that, in a console too narrow for it, gives up room in this order: bars (scaled
+    alike), then labels (cut with "…", or wrapped at spaces), then the headers of numbers (wrapped at
+    spaces); never a number. A table that still does not fit says so and lists its rows instead.
+
+    A column holds bars when its cells are Bar or SignedBar, numbers when it is right-justified,
+    labels otherwise; `add_column(..., kind="number" | "label" | "bar")` says so where that guess is wrong.
+    """
+
+    BAR_FLOOR, LABEL_FLOOR = BAR_FLOOR, LABEL_FLOOR
+
+    def add_column(self, header="", *, kind: str | None = None, **column):
+        super().add_column(header, **column)
+        self.hints = [*getattr(self, "hints", []), kind]
+
+    def kinds(self) -> list[str]:
+        def kind(column, hint) -> str:
+            if hint is not None:
+                return hint
+            if any(isinstance(c, (Bar, SignedBar)) for c in column._cells) and all(isinstance(c, (Bar, SignedBar)) or c == "" for c in column._cells):
+                return "bar"
+            return "number" if column.justify == "right" else "label"
+
+        return [kind(column, hint) for column, hint in zip(self.columns, getattr(self, "hints", [None] * len(self.columns)))]
+
+    def __rich_console__(self, console, options):
+        if self.__rich_measure__(console, options).maximum <= options.max_width:  # it fits: drawn as Rich draws it
+            yield from Table.__rich_console__(self, console, options)
+            return
+        from attn_cli.views.fit import fitted  # read only for a console too narrow
+
+        yield from fitted(self, console, options)

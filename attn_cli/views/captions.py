@@ -86,17 +86,29 @@ def model_heading(result: "results.InspectResult") -> list:
     return parts
 
 
+LEAD = ("Attention: each token's row in the heatmaps below weighs the tokens it may see (softmax: the weights "
+        "sum to 1), and the weighted sum of their values moves the token, E′ = E + ΔE.")
+
+
 def lesson_heading(result: "results.InspectResult", options) -> list:
-    """The lesson's heads: the tokens, what E is, what the matrices show at this stage."""
-    parts: list = [token_list(result)]
+    """The lesson's heads: what the screen is about, the tokens, what E is."""
+    parts: list = [Text(LEAD, style="bold")] if options.lead else []
+    parts.append(token_list(result))
     if result.unknown:
         parts.append(Text(f"without a vector: {', '.join(dict.fromkeys(result.unknown))}", style="yellow"))
     position = "word vector + sinusoidal position" if result.position else "word vector only (--no-position)"
     parts.append(Text(f"E = {position}", style="dim"))
-    parts.append(Text(stage_caption(options.stage, masked=result.mask == "causal", transposed=options.transpose, scaled=result.scale), style="dim"))
     if not result.scale:
         parts.append(Text("--no-scale: the scores go into softmax without the division by √d_k", style="yellow"))
-    if options.stage in ("scores", "masked") or result.focus is not None:
+    return parts
+
+
+def heatmap_captions(result: "results.InspectResult", options) -> list:
+    """What the heatmaps show at this stage (a checkpoint's weights need no caption: each heading says so)."""
+    if result.model is not None and options.stage == "weights":
+        return []
+    parts = [Text(stage_caption(options.stage, masked=result.mask == "causal", transposed=options.transpose, scaled=result.scale is not False), style="dim")]
+    if options.stage in ("scores", "masked") or (result.focus is not None and result.model is None):
         parts.append(Text(RELATIVE_NOTE, style="dim"))
     return parts
 

@@ -6,6 +6,11 @@ blue below and orange above, so a large score stands out on a dark background ei
 A terminal of 256 or 16 colours gets a ramp of its own palette chosen so that lightness
 (CIE L*) never goes down as the value goes up; Rich's nearest-colour rounding alone does not
 promise that.
+
+The number in a cell is black or white, whichever contrasts more with that cell's colour as the
+console shows it (WCAG 2 contrast ratio). Pure black and pure white are written as RGB, or as the
+256-colour cube's 16 and 231, never as the palette's "black" and "white", which terminal themes
+(and Rich's export themes) remap to greys: the better of the two is at least 4.58:1 on any colour.
 """
 
 from functools import lru_cache
@@ -29,13 +34,7 @@ RAMP16_POSITIVE = ("black", "red", "yellow", "bright_yellow")
 
 def lightness(rgb) -> float:
     """CIE L* (0 black .. 100 white) of an sRGB colour given as 0-255 components."""
-
-    def linear(c: float) -> float:
-        c /= 255
-        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-
-    r, g, b = (linear(c) for c in rgb)
-    y = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    y = luminance(rgb)
     return 116 * y ** (1 / 3) - 16 if y > 216 / 24389 else 24389 / 27 * y
 
 
@@ -102,6 +101,34 @@ def rgb_of(colour, system: str | None) -> tuple[int, int, int]:
     return ANSI16[colour.name] if colour.name in ANSI16 else (128, 128, 128)
 
 
-def text_on(colour, system: str | None) -> str:
-    """Black text on a light cell, white on a dark one."""
-    return "black" if lightness(rgb_of(colour, system)) > 55 else "white"
+def luminance(rgb) -> float:
+    """WCAG 2 relative luminance (0 black .. 1 white) of an sRGB colour given as 0-255 components."""
+
+    def linear(c: float) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(c) for c in rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a, b) -> float:
+    """WCAG 2 contrast ratio of two sRGB colours: 1 (the same) .. 21 (black on white)."""
+    light, dark = sorted((luminance(a), luminance(b)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+BLACK, WHITE = (0, 0, 0), (255, 255, 255)
+TEXT_COLOURS = {  # black and white on each colour system, as colours no theme remaps
+    "truecolor": ("#000000", "#ffffff"), "windows": ("black", "bright_white"), "256": ("color(16)", "color(231)"),
+    "standard": ("black", "bright_white"),
+}
+
+
+def text_on(colour, system: str | None):
+    """The text colour, black or white, that contrasts more with `colour` as the console shows it."""
+    from rich.color import Color
+
+    background = rgb_of(colour, system)
+    black, white = TEXT_COLOURS.get(system or "truecolor", TEXT_COLOURS["truecolor"])
+    return Color.parse(black if contrast(background, BLACK) >= contrast(background, WHITE) else white)

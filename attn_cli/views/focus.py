@@ -5,23 +5,23 @@ from rich.table import Table
 from rich.text import Text
 
 from attn_cli import results
-from attn_cli.views.base import bar
+from attn_cli.views.base import Bar, FitTable
 
 def focus_table(head: results.HeadView, tokens: list[str], i: int, scale: bool = True) -> Table:
     """Query i's row: the scaled scores and the softmax distribution they become."""
-    table = Table(box=box.SIMPLE, title=f"what {tokens[i]!r} (#{i}) attends to, head {head.name}", title_justify="left")
+    table = FitTable(box=box.SIMPLE, title=f"what {tokens[i]!r} (#{i}) attends to, head {head.name}", title_justify="left")
     table.add_column("key")
     distance = " − distance" if head.distance is not None else ""
     table.add_column(("score/√d_k" if scale else "score (not /√d_k)") + distance, justify="right")
     table.add_column("weight", justify="right")
-    table.add_column("softmax")
+    table.add_column("softmax", kind="bar")
     for j, token in enumerate(tokens):
         if head.allowed is not None and not head.allowed[i, j]:
             table.add_row(Text(f"{j}:{token}", style="dim"), Text("−∞ masked", style="dim"), Text("0", style="dim"), "")
             continue
         w = float(head.weights[i, j])
-        table.add_row(f"{j}:{token}", f"{head.masked[i, j]:.3f}", f"{w:.3f}", bar(w))
+        table.add_row(f"{j}:{token}", f"{head.masked[i, j]:.3f}", f"{w:.3f}", Bar(w))
     if head.sink is not None:
         w = float(head.sink_weights[i])
-        table.add_row(f"{results.SINK_TOKEN} nothing", f"{head.sink:.3f}", f"{w:.3f}", bar(w))
+        table.add_row(f"{results.SINK_TOKEN} nothing", f"{head.sink:.3f}", f"{w:.3f}", Bar(w))
     return table

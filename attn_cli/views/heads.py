@@ -5,7 +5,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attn_cli import results
-from attn_cli.views.base import bar
+from attn_cli.views.base import FitTable, bar
 
 
 def _figure(value) -> str:
@@ -13,7 +13,7 @@ def _figure(value) -> str:
 
 
 def heads_list(result: results.HeadsList) -> Table:
-    table = Table(box=box.SIMPLE, title=f"attention heads (d = {result.dimension}; default: {' + '.join(result.default)})")
+    table = FitTable(box=box.SIMPLE, title=f"attention heads (d = {result.dimension}; default: {' + '.join(result.default)})")
     table.add_column("head", style="bold")
     table.add_column("d_k", justify="right")
     table.add_column("learned")
@@ -27,7 +27,7 @@ def heads_list(result: results.HeadsList) -> Table:
 
 
 def head_trained(result: results.HeadTrained) -> Table:
-    table = Table(box=box.SIMPLE, show_header=False, title=f"trained {result.path}")
+    table = FitTable(box=box.SIMPLE, show_header=False, title=f"trained {result.path}")
     table.add_column(style="bold")
     table.add_column()
     table.add_row("links", f"{result.links:,} ({result.train_sentences} sentences trained on, {result.heldout_sentences} held out)")
@@ -89,7 +89,7 @@ class EvalTable:
 
     def table(self, with_what: bool) -> Table:
         result = self.result
-        table = Table(box=box.SIMPLE, title=f"heads eval: {result.file}", title_justify="left", collapse_padding=True)
+        table = FitTable(box=box.SIMPLE, title=f"heads eval: {result.file}", title_justify="left", collapse_padding=True)
         table.add_column("", style="bold", no_wrap=True)
         for _, label in EVAL_COLUMNS[result.format]:
             table.add_column(label, justify="right", no_wrap=True)
@@ -116,7 +116,7 @@ class EvalTable:
 def eval_cases(cases: list) -> Table:
     """`heads eval --cases`: each sense case, its nearest sense before and after the heads, resolved or not."""
     missed = sum(not c["resolved"] for c in cases)
-    table = Table(box=box.SIMPLE, title=f"cases: {len(cases) - missed} resolved, {missed} not", title_justify="left",
+    table = FitTable(box=box.SIMPLE, title=f"cases: {len(cases) - missed} resolved, {missed} not", title_justify="left",
                   caption="margin: the intended sense's score less the best other's (mean cosine with the probe words); "
                           "resolved when E′'s margin is above 0. pulls: the words whose share of ΔE, added to E alone, "
                           "moves the margin most (+ toward the intended sense)", caption_justify="left", collapse_padding=True)

@@ -1,6 +1,15 @@
-"""The heatmap: a matrix as a grid of coloured, numbered cells, degrading to a compact grid, then to a list of each row's top entries."""
+"""The heatmap: a matrix as a grid of coloured, numbered cells that keeps its numbers as long as it can.
+
+Wider than the console, the grid gives up room in this order: column labels shorten to five
+characters; then the columns are numbered (the rows say which token each number is) and every
+cell keeps its number; then weights take two characters ("56" for .56), then one (tenths: "6",
+blank below .05, "█" from .95). Past that, a compact grid of one character a weight, its rows
+still labelled where there is room, pooled over blocks of tokens when even that is too wide;
+and last a list of each row's largest entries.
+"""
 
 from attn_cli import results
+from attn_cli.records import Record
 from attn_cli.views.base import SHADES
 
 LEGEND_STEPS = 10
@@ -8,7 +17,8 @@ MASKED = "·"
 LABEL_WIDTH = 8  # column labels longer than this are abbreviated
 ROW_LABEL_WIDTH = 13
 TOP_KEYS = 3  # keys per row listed when not even the compact grid fits
-MIN_LABEL = 5  # a column label cut shorter than this ("wh…") says nothing: draw the compact grid instead
+MIN_LABEL = 5  # a column label cut shorter than this ("wh…") says nothing: number the columns instead
+MIN_ROW_WORD = 4  # a numbered row keeps at least this much of its token ("3 crea…")
 COMPACT_MIN_CELLS = 8  # the compact grid needs room for at least this many cells a row
 
 
@@ -33,6 +43,14 @@ def weight_text(w: float) -> str:
     return "1.0" if w >= 0.995 else f"{w:.2f}"[1:]
 
 
+def short_weight_text(w: float, digits: int = 2) -> str:
+    """A weight in hundredths, two characters ('42' for .42, '05' for .05, '1.' when it rounds to 1), or in
+    tenths, one ('4' for .42; blank below .05, '█' from .95)."""
+    if digits == 2:
+        return "1." if w >= 0.995 else f"{w:.2f}"[2:]
+    return "█" if w >= 0.95 else " " if w < 0.05 else f"{w:.1f}"[2]
+
+
 def score_text(x: float) -> str:
     return f"{x:.1f}" if abs(x) < 9.95 else f"{x:.0f}"
 
@@ -46,15 +64,28 @@ def colour_system(console) -> str | None:
     return "truecolor" if console.record else None
 
 
+class Layout(Record):
+    """How a grid is drawn: each column's width (its cell and the gap after it), the cells' text, the labels."""
+
+    __slots__ = ("column", "digits", "numbered", "row_label")
+
+    def __init__(self, column: int, digits: int, numbered: bool, row_label: int):
+        self.column = column  # terminal cells a column takes, the space after its cell included
+        self.digits = digits  # 3: a cell's own text (".42", "-1.3"); weights in 2 (hundredths) or 1 (tenths) characters
+        self.numbered = numbered  # columns headed by their index, rows by "index token"
+        self.row_label = row_label  # width of the row labels
+
+
 class Heatmap:
     """A matrix as a grid of coloured cells with labelled rows and columns; NaN cells are masked.
 
     `kind` is "weights" (values in [0, 1], one sequential scale), "norms" (values from 0 up, the
-    same scale up to the largest) or "scores" (any sign, a diverging scale around 0). When the grid is wider than the console it lists each row's
-    largest entries instead, and says so.
+    same scale up to the largest) or "scores" (any sign, a diverging scale around 0). `legend`: end with the line saying what a colour means (a run of
+    heatmaps on one scale needs it once).
     """
 
-    def __init__(self, matrix, row_labels: list[str], col_labels: list[str], *, kind: str = "weights", corner: str = "query ↓ key →"):
+    def __init__(self, matrix, row_labels: list[str], col_labels: list[str], *, kind: str = "weights", corner: str = "query ↓ key →",
+                 legend: bool = True):
         import numpy as np
 
         self.matrix = np.asarray(matrix, dtype=np.float64)  # [rows, cols], NaN = masked
@@ -62,19 +93,22 @@ class Heatmap:
         self.col_labels = col_labels
         self.kind = kind
         self.corner = corner
+        self.show_legend = legend
         finite = self.matrix[np.isfinite(self.matrix)]
         self.span = float(np.max(np.abs(finite))) if finite.size else 1.0  # diverging scale's end
         self.cells = [[self.cell_text(x) for x in row] for row in self.matrix.tolist()]
         self.cell_width = max([len(c) for row in self.cells for c in row] + [3])
         self.label_width = min(max(cells(row_labels), cells([corner])), ROW_LABEL_WIDTH)
 
-    def cell_text(self, x: float) -> str:
+    def cell_text(self, x: float, digits: int = 3) -> str:
         if x != x:  # NaN: masked
             return MASKED
-        return weight_text(x) if self.kind == "weights" else f"{x:.2f}" if self.kind == "norms" and x < 9.995 else score_text(x)
+        if self.kind == "weights":
+            return weight_text(x) if digits == 3 else short_weight_text(x, digits)
+        return f"{x:.2f}" if self.kind == "norms" and x < 9.995 else score_text(x)
 
     def column_width(self, max_width: int) -> int | None:
-        """The widest column (up to LABEL_WIDTH + 1) that fits, or None when even the narrowest does not."""
+        """The widest labelled column (up to LABEL_WIDTH + 1) that fits, or None when even the narrowest does not."""
         widest = max(self.cell_width, min(cells(self.col_labels), LABEL_WIDTH)) + 1
         narrowest = max(self.cell_width, min(cells(self.col_labels), MIN_LABEL))  # + 1 space, - 1 excluded by range
         for width in range(widest, narrowest, -1):
@@ -82,11 +116,29 @@ class Heatmap:
                 return width
         return None
 
+    def layout(self, max_width: int, system: str | None) -> Layout | None:
+        """The first grid that fits (see the module's docstring), or None: the compact grid's turn."""
+        width = self.column_width(max_width)
+        if width is not None:
+            return Layout(width, 3, False, self.label_width)
+        index = self.index_width()
+        natural = index + 1 + min(cells(self.row_labels), ROW_LABEL_WIDTH)
+        tries = [(self.cell_width + 1, 3), (3, 2), (2, 1)] if self.kind == "weights" else [(self.cell_width + 1, 3)]
+        for column, digits in tries:
+            room = max_width - 1 - column * len(self.col_labels)
+            if room >= min(natural, index + 1 + MIN_ROW_WORD):
+                return Layout(column, digits, True, min(natural, room))
+        return None
+
+    def natural_width(self) -> int:
+        """The width of the grid with every label whole (up to LABEL_WIDTH): what a figure of it is given."""
+        return self.label_width + 1 + (max(self.cell_width, min(cells(self.col_labels), LABEL_WIDTH)) + 1) * len(self.col_labels)
+
     def colour(self, x: float, system: str | None):
         """(cell colour, text colour) on the console's colour system (attn_cli.views.colours: lightness follows the value)."""
         from attn_cli.views import colours
 
-        if self.kind == "norms":
+        if self.kind == "norms":  # the weights' scale, up to the largest norm
             cell = colours.weight_colour(x / self.span if self.span > 0 else 0.0, system)
         else:
             cell = colours.weight_colour(x, system) if self.kind == "weights" else colours.score_colour(x, self.span, system)
@@ -106,7 +158,7 @@ class Heatmap:
             line.append(" 1 (lighter = more weight)", style="dim")
             return line
         if self.kind == "norms":
-            line.append("0 ", style="dim")
+            line.append("norm 0 ", style="dim")
             for k in range(LEGEND_STEPS + 1):
                 line.append("█", style=Style(color=self.colour(k / LEGEND_STEPS * self.span, system)[0]))
             line.append(f" {self.span:.2f} (lighter = larger)", style="dim")
@@ -121,35 +173,96 @@ class Heatmap:
         from rich.measure import Measurement
 
         full = self.label_width + 1 + (self.cell_width + 1) * len(self.col_labels)
-        return Measurement(min(full, 40), full + LABEL_WIDTH * len(self.col_labels))
+        return Measurement(min(full, 40), max(full, self.natural_width()))
 
     def __rich_console__(self, console, options):
-        width = self.column_width(options.max_width)
         system = colour_system(console)
-        if width is not None:
-            yield from self.grid(width, system)
+        layout = self.layout(options.max_width, system)
+        if layout is not None:
+            yield from self.grid(layout, system)
         elif options.max_width - self.index_width() - 1 >= COMPACT_MIN_CELLS:
             yield from self.compact(options.max_width, system)
         else:
             yield from self.top_entries(options.max_width)
             return
-        if system is not None:
+        if system is not None and self.show_legend:
             yield self.legend(system)
 
     def index_width(self) -> int:
         return len(str(max(len(self.row_labels), len(self.col_labels)) - 1))
 
-    def compact(self, max_width: int, system: str | None):
-        """One character cell per entry, token indices as the axes and the index -> token lists below.
-        A matrix wider than the console is pooled over blocks of tokens first, and the caption says so."""
+    def row_label(self, i: int, width: int) -> str:
+        """Row i's label in a numbered grid: "index token", the index left out where the columns do not number that token."""
+        label = self.row_labels[i]
+        if i < len(self.col_labels) and self.col_labels[i] == label:
+            label = f"{i:>{self.index_width()}} {label}"
+        return abbreviate(label, width, "left")
+
+    def column_heads(self, layout: Layout) -> list[str]:
+        """The header line(s) of the columns: labels, or indices, each ending over its cell's last character
+        (on two staggered lines when neighbours would touch)."""
+        text = layout.column - 1
+        if not layout.numbered:
+            return ["".join(abbreviate(label, text, "right") + " " for label in self.col_labels)]
+        heads = [str(j) if j < len(self.row_labels) and self.row_labels[j] == label else label for j, label in enumerate(self.col_labels)]
+        lines = 1 if cells(heads) <= text else 2
+        rows = [[" "] * (layout.column * len(heads) + 1) for _ in range(lines)]
+        for j, head in enumerate(heads):
+            end = j * layout.column + text
+            head = abbreviate(head, text if lines == 1 else layout.column)
+            rows[j % lines][max(end - len(head), 0):end] = head
+        return ["".join(row) for row in rows]
+
+    def grid(self, layout: Layout, system: str | None):
         from rich.segment import Segment
         from rich.style import Style
         from rich.text import Text
 
-        label = self.index_width()
+        dim, bold = Style(dim=True), Style(bold=True)
+        text = layout.column - 1
+        heads = self.column_heads(layout)
+        corner = self.corner if cells([self.corner]) <= layout.row_label or not layout.numbered else self.short_corner()
+        for k, line in enumerate(heads):
+            yield Segment(abbreviate(corner if k == len(heads) - 1 else "", layout.row_label, "left") + " ", dim)
+            yield Segment(line, bold)
+            yield Segment.line()
+        texts = self.cells if layout.digits == 3 else [[self.cell_text(x, layout.digits) for x in row] for row in self.matrix.tolist()]
+        for i, (row, row_texts) in enumerate(zip(self.matrix.tolist(), texts)):
+            label = self.row_label(i, layout.row_label) if layout.numbered else abbreviate(self.row_labels[i], layout.row_label, "left")
+            yield Segment(label + " ", bold)
+            for x, cell in zip(row, row_texts):
+                if x != x:
+                    yield Segment(cell.rjust(text), dim)
+                elif system is None:  # no colour (a pipe, NO_COLOR): none to compute, attn_cli.views.colours not read
+                    yield Segment(cell.rjust(text))
+                else:
+                    background, text_colour = self.colour(x, system)
+                    yield Segment(cell.rjust(text), Style(bgcolor=background, color=text_colour))
+                yield Segment(" ")
+            yield Segment.line()
+        if layout.numbered:
+            note = "columns: keys by row number" if self.corner.startswith("query") else "columns: queries by row number"
+            note += {3: "", 2: "; weights in hundredths (56 = .56, 1. = 1.0)", 1: "; weights in tenths (6 = .6; blank < .05; █ ≥ .95)"}[layout.digits]
+            yield Text(note, style="dim")
+
+    def short_corner(self) -> str:
+        """"query ↓ key →" as "q ↓ k →"."""
+        return " ".join(word[0] if word.isalpha() else word for word in self.corner.split())
+
+    def compact(self, max_width: int, system: str | None):
+        """One character cell per entry, token indices as the column axis; rows labelled "index token" where
+        there is room. A matrix wider than the console is pooled over blocks of tokens first, and the caption
+        says so (the tokens line above the heatmaps lists the indices: a pooled grid does not repeat them)."""
+        from rich.segment import Segment
+        from rich.style import Style
+        from rich.text import Text
+
+        index = self.index_width()
         rows, cols = self.matrix.shape
-        room = max_width - label - 1
-        block = -(-cols // room)  # ceil: tokens per cell along each axis
+        label = min(index + 1 + min(cells(self.row_labels), ROW_LABEL_WIDTH), max_width - cols - 1)
+        if label < index + MIN_ROW_WORD or cols > max_width - label - 1:  # no room for the tokens: indices alone
+            label = index
+        block = -(-cols // (max_width - label - 1))  # ceil: tokens per cell along each axis
         matrix, row_starts, col_starts = self.pooled(block)
         dim = Style(dim=True)
         what = {"weights": "weight", "norms": "norm"}.get(self.kind, "score")
@@ -158,31 +271,40 @@ class Heatmap:
         elif self.kind == "weights":
             cell = f"a cell per {block} × {block} block: its rows' mean weight on its keys"
         else:
-            cell = f"a cell per {block} × {block} block: its mean score"
+            cell = f"a cell per {block} × {block} block: its mean {what}"
         yield Text(f"{self.corner} (token indices); {cell}", style="dim")
         # the column axis: the index every 10th cell, then a tick under it
         top, ticks = [" "] * len(col_starts), [" "] * len(col_starts)
         for c in range(0, len(col_starts), 10):
             digits = str(col_starts[c])
-            top[c:c + len(digits)] = digits
+            top[c:c + len(digits)] = digits  # the last index may run past the grid, never past the console
             ticks[c] = "|"
         for line in (top, ticks):
-            yield Segment(" " * label + " " + "".join(line[:len(col_starts)]).rstrip(), dim)
+            yield Segment((" " * label + " " + "".join(line).rstrip())[:max_width], dim)
             yield Segment.line()
         for r, start in enumerate(row_starts):
-            yield Segment(str(start).rjust(label) + " ", dim)
+            if label > index:
+                yield Segment(self.row_label(start, label) + " ", Style(bold=True))
+            else:
+                yield Segment(str(start).rjust(label) + " ", dim)
             for x in matrix[r]:
                 if x != x:
                     yield Segment(MASKED if system is None else " ", dim)
                 elif system is None:
-                    shade = x if self.kind == "weights" else abs(x) / self.span if self.span else 0.0
+                    shade = x if self.kind == "weights" else abs(x) / self.span if self.span else 0.0  # norms: over the largest, as scores
                     yield Segment(SHADES[min(int(shade * len(SHADES)), len(SHADES) - 1)])
                 else:
                     yield Segment(" ", Style(bgcolor=self.colour(float(x), system)[0]))
             yield Segment.line()
         if system is None:
-            scale = "weight" if self.kind == "weights" else f"|score| / {self.span:.1f}"
+            scale = "weight" if self.kind == "weights" else f"norm / {self.span:.2f}" if self.kind == "norms" else f"|score| / {self.span:.1f}"
             yield Text(f"{scale}: blank < .2 ≤ ░ < .4 ≤ ▒ < .6 ≤ ▓ < .8 ≤ █; · = masked", style="dim")
+        if block == 1 and label == index:  # the rows could not say which token each index is
+            yield from self.token_lists()
+
+    def token_lists(self):
+        from rich.text import Text
+
         for name, labels in (("rows", self.row_labels), ("columns", self.col_labels)):
             if name == "columns" and labels == self.row_labels:
                 break
@@ -219,28 +341,6 @@ class Heatmap:
                     matrix = np.nanmean(cells, axis=(1, 3))
         return np.where(masked, np.nan, matrix), row_starts, col_starts
 
-    def grid(self, width: int, system: str | None):
-        from rich.segment import Segment
-        from rich.style import Style
-
-        dim = Style(dim=True)
-        yield Segment(abbreviate(self.corner, self.label_width, "left") + " ", dim)
-        for label in self.col_labels:
-            yield Segment(abbreviate(label, width - 1, "right") + " ", Style(bold=True))
-        yield Segment.line()
-        for label, row, texts in zip(self.row_labels, self.matrix.tolist(), self.cells):
-            yield Segment(abbreviate(label, self.label_width, "left") + " ", Style(bold=True))
-            for x, text in zip(row, texts):
-                if x != x:
-                    yield Segment(text.rjust(width - 1), dim)
-                elif system is None:  # no colour (a pipe, NO_COLOR): none to compute, attn_cli.views.colours not read
-                    yield Segment(text.rjust(width - 1))
-                else:
-                    background, text_colour = self.colour(x, system)
-                    yield Segment(text.rjust(width - 1), Style(bgcolor=background, color=text_colour))
-                yield Segment(" ")
-            yield Segment.line()
-
     def top_entries(self, max_width: int):
         """Each row's largest entries as a list: what is left when the grid is too wide."""
         import numpy as np
@@ -258,54 +358,3 @@ class Heatmap:
             line.append(", ".join(f"{j}:{self.col_labels[j]} {self.cell_text(row[j])}" for j in best) or "(all masked)")
             line.truncate(max_width, overflow="ellipsis")
             yield line
-
-
-def heatmap(head: results.HeadView, tokens: list[str], stage: str, transpose: bool) -> Heatmap:
-    import numpy as np
-
-    matrix = head.stage_matrix(stage)
-    keys = tokens
-    if head.sink is not None and stage != "scores":  # the sink as one more key column (it has no Q.K; it writes nothing)
-        column = head.sink_weights if stage == "weights" else np.zeros(len(tokens)) if stage == "norms" else np.full(len(tokens), head.sink)
-        matrix, keys = np.column_stack([matrix, column]), [*tokens, results.SINK_TOKEN]
-    kind = {"weights": "weights", "norms": "norms"}.get(stage, "scores")
-    if transpose:
-        return Heatmap(matrix.T, keys, tokens, kind=kind, corner="key ↓ query →")
-    return Heatmap(matrix, tokens, keys, kind=kind)
-
-
-def checkpoint_head_heading(head: "results.HeadView", result: "results.InspectResult", stage: str):
-    from rich.text import Text
-
-    title = Text(f"layer {head.layer} · head {head.index}", style="bold cyan")
-    title.append(f"  d_k={head.d_k} · {'causal mask' if result.mask == 'causal' else 'no mask'} · {stage}", style="dim")
-    if head.special_weight is not None:
-        title.append(f"\nthe hidden special tokens held {head.special_weight.mean():.0%} of this head's weight", style="yellow")
-    return title
-
-
-def heads(result: "results.InspectResult", options) -> list:
-    """Each head shown in full: its heading and heatmap; with --focus the query's row, with --per-head its own shift."""
-    from rich.rule import Rule
-    from rich.text import Text
-
-    from attn_cli.views.captions import RELATIVE_NOTE, head_heading, stage_caption
-
-    parts: list = []
-    stage = "norms" if options.weigh == "norm" else options.stage
-    if result.model is not None and stage not in ("weights", "norms"):  # a checkpoint's heading does not say what the stage shows
-        parts.append(Text(stage_caption(stage, masked=result.mask == "causal", transposed=options.transpose), style="dim"))
-        parts.append(Text(RELATIVE_NOTE, style="dim"))
-    for h, head in enumerate(result.heads):
-        parts.append(Rule(style="dim"))
-        parts.append(head_heading(head, result, stage, options.transpose) if head.layer is None else checkpoint_head_heading(head, result, stage))
-        parts.append(heatmap(head, result.tokens, stage, options.transpose))
-        if result.focus is not None and head.layer is None:
-            from attn_cli.views.focus import focus_table
-
-            parts.append(focus_table(head, result.tokens, result.focus, result.scale))
-        if options.per_head:
-            from attn_cli.views.shift import head_shift_table
-
-            parts.append(head_shift_table(result, h))
-    return parts

@@ -13,16 +13,18 @@ from attn_cli.records import Record
 class ViewOptions(Record):
     """What the options ask the views for (a plain class: see attention.Head)."""
 
-    __slots__ = ("stage", "transpose", "per_head", "picture", "overview", "weigh")
+    __slots__ = ("stage", "transpose", "per_head", "picture", "overview", "weigh", "neighbors", "lead")
 
     def __init__(self, stage: str = "weights", transpose: bool = False, per_head: bool = False, picture: bool = False, overview: bool = False,
-                 weigh: str = "weight"):
+                 weigh: str = "weight", neighbors: int | None = None, lead: bool = True):
         self.stage = stage  # the matrix the heatmaps show: "scores", "masked" or "weights"
         self.transpose = transpose  # queries as columns
         self.per_head = per_head  # each head's own shift under its heatmap
         self.picture = picture  # E -> E' (or a token's path) as arrows in 2-D
         self.overview = overview  # every head as a thumbnail, not the chosen heads in full
         self.weigh = weigh  # "norm": the heatmaps show ||alpha_ij f(x_j)|| in place of the weights
+        self.neighbors = neighbors  # --neighbors K: the shift table's columns of nearest keys (None: not asked, a hint says how)
+        self.lead = lead  # open with what the screen is about (one sentence; not repeated for each line of -)
 
 
 class View(Record):
@@ -39,23 +41,28 @@ class View(Record):
         return getattr(importlib.import_module(f"attn_cli.views.{module}"), function)(result, options)
 
 
-VIEWS = [  # in the order they are shown
+VIEWS = [  # in the order they are shown: what a sentence became, its numbers, then the pictures, so that they end the screen
     View("heading", (), "captions:heading"),
     View("weighing", (), "flow:weighing", lambda o: o.weigh == "norm"),
-    View("overview", ("weights",), "overview:overview", lambda o: o.overview),
-    View("heads", (), "heatmap:heads", lambda o: not o.overview),
-    View("rollout", ("rollout",), "flow:rollout"),
     View("shift", ("e",), "shift:shift"),
     View("layers", ("attn_norms",), "residual:layers"),
     View("residual", ("residual",), "residual:path"),
     View("senses", ("senses",), "senses:meter"),
-    View("sense meter", ("sense_meter",), "meter:meter"),
+    View("meter", ("sense_meter",), "meter:meter"),
+    View("overview", ("weights",), "overview:overview", lambda o: o.overview),
+    View("heatmap", (), "heatmaps:heads", lambda o: not o.overview),
+    View("rollout", ("rollout",), "flow:rollout"),
     View("picture", (), "picture:picture", lambda o: o.picture),
 ]
+EXPORTS = tuple(v.name for v in VIEWS if v.name not in ("heading", "weighing"))  # what --export-view can save alone (not a caption)
 
 
 def chosen(result, options: ViewOptions) -> list[View]:
     return [v for v in VIEWS if v.wanted(options) and all(getattr(result, need) is not None for need in v.needs)]
+
+
+def named(name: str) -> View:
+    return next(v for v in VIEWS if v.name == name)
 
 
 def inspect_view(result, options: ViewOptions) -> list:

@@ -5,7 +5,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attn_cli import results
-from attn_cli.views.base import MAX_ROWS, key_label, more_rows, signed_bar
+from attn_cli.views.base import MAX_ROWS, Bar, FitTable, SignedBar, key_label, more_rows
 
 
 def analogy_verdicts(result: results.AnalogyResult) -> list[str]:
@@ -38,11 +38,11 @@ def probe_tables(result: results.AnalogyResult) -> list:
     tables = []
     if result.pairs:
         tables.append(Text("d · E(word), singular and plural side by side:"))
-        pairs = Table(box=box.SIMPLE)
+        pairs = FitTable(box=box.SIMPLE)
         for name in ("singular", "d · E", "", "plural", "d · E", ""):
             pairs.add_column(name, justify="right" if name == "d · E" else "left")
         for s, p in result.pairs[:MAX_ROWS]:
-            pairs.add_row(s, f"{dot[s]:.2f}", signed_bar(dot[s], scale, 7), p, f"{dot[p]:.2f}", signed_bar(dot[p], scale, 7))
+            pairs.add_row(s, f"{dot[s]:.2f}", SignedBar(dot[s], scale, 7), p, f"{dot[p]:.2f}", SignedBar(dot[p], scale, 7))
         tables.append(pairs)
         if len(result.pairs) > MAX_ROWS:
             tables.append(more_rows(MAX_ROWS, len(result.pairs), "pairs"))
@@ -50,12 +50,12 @@ def probe_tables(result: results.AnalogyResult) -> list:
     rest = [p for p in result.probes if p.key not in in_pairs]
     if rest:
         tables.append(Text("d · E(word):" if not result.pairs else "d · E(word), the other probes:"))
-        others = Table(box=box.SIMPLE)
+        others = FitTable(box=box.SIMPLE)
         others.add_column("word")
         others.add_column("d · E", justify="right")
         others.add_column("")
         for p in rest[:MAX_ROWS]:
-            others.add_row(p.key, f"{p.dot:.2f}", signed_bar(p.dot, scale, 7))
+            others.add_row(p.key, f"{p.dot:.2f}", SignedBar(p.dot, scale, 7))
         tables.append(others)
         if len(rest) > MAX_ROWS:
             tables.append(more_rows(MAX_ROWS, len(rest), "probes"))
@@ -65,7 +65,7 @@ def probe_tables(result: results.AnalogyResult) -> list:
 def ranked_table(title: str, rows: list[tuple[str, float]], score: str):
     from rich.console import Group
 
-    table = Table(box=box.SIMPLE)
+    table = FitTable(box=box.SIMPLE)
     table.add_column("#", justify="right", style="dim")
     table.add_column("key")
     table.add_column(score, justify="right")
@@ -109,12 +109,12 @@ def dot_written_out(p: "PairSimilarity"):
     """The lesson's a · b = Σ a_i b_i: the largest products, and what the other components add."""
     from rich.console import Group
 
-    table = Table(box=box.SIMPLE)
+    table = FitTable(box=box.SIMPLE)
     for name in ("i", f"{p.a}_i", f"{p.b}_i", "product", ""):
         table.add_column(name, justify="right" if name else "left")
     scale = max((abs(t.product) for t in p.terms), default=0.0)
     for t in p.terms:
-        table.add_row(str(t.component), f"{t.a:+.3f}", f"{t.b:+.3f}", f"{t.product:+.3f}", signed_bar(t.product, scale, 6))
+        table.add_row(str(t.component), f"{t.a:+.3f}", f"{t.b:+.3f}", f"{t.product:+.3f}", SignedBar(t.product, scale, 6))
     shown = sum(t.product for t in p.terms)
     total = Text(f"  {len(p.terms)} largest: {shown:+.4f}   the other {p.rest_count}: {p.rest:+.4f}   sum: {p.dot:.4f}")
     return Group(Text(f"{p.a} · {p.b} = Σ {p.a}_i × {p.b}_i over the {len(p.terms) + p.rest_count} components; the largest products:"), table, total)
@@ -153,11 +153,11 @@ def similarity_view(result: "SimilarityResult"):
             parts.append(Text(f"a cosine higher than {than}{share} of random pairs of frequent words", style="dim"))
         parts += [dot_written_out(p), norms, *undefined, *baseline_lines(result.baseline)]
         return Group(*parts)
-    table = Table(box=box.SIMPLE)
+    table = FitTable(box=box.SIMPLE)
     for name in ("a", "b", "dot", "cosine", "", "percentile", "reading"):
         table.add_column(name, justify="right" if name in ("dot", "cosine", "percentile") else "left", no_wrap=True)
     for p in result.pairs[:MAX_ROWS]:
-        table.add_row(p.a, p.b, f"{p.dot:.4f}", fmt_cosine(p.cosine), signed_bar(p.cosine or 0.0, 1.0, width=6),
+        table.add_row(p.a, p.b, f"{p.dot:.4f}", fmt_cosine(p.cosine), SignedBar(p.cosine or 0.0, 1.0, width=6),
                       fmt_percentile(p.percentile), READINGS[p.reading])
     more = [more_rows(MAX_ROWS, len(result.pairs), "pairs")] if len(result.pairs) > MAX_ROWS else []
     return Group(table, *more, norms, *undefined, *baseline_lines(result.baseline))

@@ -4,7 +4,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from attn_cli.views.base import bar
+from attn_cli.views.base import Bar, FitTable
 
 def share_text(share: float) -> str:
     """A share of the parameters, to a digit that is not 0 (0.04%, not 0.0%)."""
@@ -12,7 +12,7 @@ def share_text(share: float) -> str:
 
 
 def model_info(info: "ModelInfo") -> Table:
-    table = Table(box=box.SIMPLE, show_header=False, title=f"{info.name} ({info.path})", title_justify="left")
+    table = FitTable(box=box.SIMPLE, show_header=False, title=f"{info.name} ({info.path})", title_justify="left")
     table.add_column(style="bold")
     table.add_column(justify="right")
     table.add_column(style="dim")
@@ -48,15 +48,18 @@ def heads_found(found: "HeadsFound", top: int):
     title = Text(f"{found.model} on {found.file}: {found.queries} linked queries in {found.sentences} sentences", style="bold")
     if found.dropped:
         title.append(f" ({found.dropped} links dropped: a key after its query under the causal mask, or a word linked to itself)", style="dim")
-    table = Table(box=box.SIMPLE)
-    for name in ("head", "top on key", "exact top", "key weight", "beyond previous", ""):
-        table.add_column(name, justify="left" if name in ("head", "") else "right")
+    table = FitTable(box=box.SIMPLE)
+    table.add_column("head", no_wrap=True)
+    for key in FOUND_MEASURES:
+        table.add_column(FOUND_LABELS[key], justify="right")
+    table.add_column(FOUND_LABELS[found.sort], kind="bar")  # the measure the heads are sorted by, as a bar
     fmt = lambda x: "–" if x != x else f"{x:.3f}"  # noqa: E731
+    shown = lambda x: 0.0 if x != x else x  # noqa: E731
     for row in found.heads[:top]:
-        table.add_row(row["name"], *(fmt(row[k]) for k in FOUND_MEASURES), bar(0.0 if row[found.sort] != row[found.sort] else row[found.sort], 12))
+        table.add_row(row["name"], *(fmt(row[k]) for k in FOUND_MEASURES), Bar(shown(row[found.sort]), 12))
     table.add_section()
     for row in found.baselines:
-        table.add_row(Text(f"{row['name']} (baseline)", style="dim"), *(fmt(row[k]) for k in FOUND_MEASURES), "")
+        table.add_row(Text(f"{row['name']} (baseline)", style="dim"), *(fmt(row[k]) for k in FOUND_MEASURES), Bar(shown(row[found.sort]), 12, "dim"))
     parts = [title, table]
     previous = next(b for b in found.baselines if b["name"] == "previous")
     best = found.heads[0]
@@ -77,3 +80,4 @@ def heads_found(found: "HeadsFound", top: int):
 
 
 FOUND_MEASURES = ("top_on_key", "exact_top", "key_weight", "top_beyond_previous")
+FOUND_LABELS = {"top_on_key": "top on key", "exact_top": "exact top", "key_weight": "key weight", "top_beyond_previous": "beyond previous"}

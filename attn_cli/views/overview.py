@@ -19,14 +19,20 @@ def weight_colour(x: float, system: str | None = "truecolor"):
 class ModelOverview:
     """Every head of every layer as a small heatmap (the "model view"): layers down, heads across.
 
-    A thumbnail has one cell per token while the sentence fits, two queries per character
-    (upper and lower half blocks); longer sentences are pooled over token blocks, and the caption says so.
+    In a terminal a thumbnail has one cell per token while the sentence fits, two queries per
+    character (upper and lower half blocks); longer sentences are pooled over token blocks, and the
+    caption says so. In an export each query is a line of coloured cells, no half blocks: a
+    glyph never quite fills its line, and would leave seams. `square` (a figure of the model view
+    alone) gives each token two characters, so that a cell is as tall as it is wide.
     """
 
-    def __init__(self, result: "InspectResult", matrices=None):
+    SQUARE_MAX = 48  # a figure pools longer sentences to this many tokens a side
+
+    def __init__(self, result: "InspectResult", square: bool = False, matrices=None):
         import numpy as np
 
         self.result = result
+        self.square = square
         w = np.array(result.weights if matrices is None else matrices, dtype=np.float64)  # [L, H, g, g]
         if result.allowed is not None:
             w = np.where(result.allowed, w, np.nan)
@@ -34,63 +40,73 @@ class ModelOverview:
 
     def size(self, max_width: int) -> tuple[int, int]:  # -> (thumbnail side, heads per row)
         n_layers, n_heads, g = self.weights.shape[:3]
-        label = 4
-        side = min(g, max(2, (max_width - label) // n_heads - 1))
-        per_row = max(1, min(n_heads, (max_width - label) // (side + 1)))
+        label, cell = 4, 2 if self.square else 1
+        side = min(g, self.SQUARE_MAX if self.square else g, max(2, ((max_width - label) // n_heads - 1) // cell))
+        per_row = max(1, min(n_heads, (max_width - label) // (side * cell + 1)))
         return side, per_row
 
-    def __rich_console__(self, console, options):
+    def natural_width(self) -> int:
+        n_heads, g = self.weights.shape[1], self.weights.shape[-1]
+        cell = 2 if self.square else 1
+        return 4 + n_heads * (min(g, self.SQUARE_MAX if self.square else g) * cell + 1)
+
+    def pooled(self, side: int):  # -> [L, H, s, s]
         import numpy as np
-        from rich.segment import Segment
-        from rich.style import Style
 
         from attn_cli.analysis.units import pool
 
-        side, per_row = self.size(options.max_width)
-        g = self.weights.shape[-1]
-        pooled = pool(self.weights, side)  # [L, H, s, s]
-        masked = None
-        if g > side and self.result.allowed is not None:  # a block is masked when all of it is
+        pooled = pool(self.weights, side)
+        if self.weights.shape[-1] > side and self.result.allowed is not None:  # a block is masked when all of it is
             masked = pool(np.where(np.isnan(self.weights[:1, :1]), 0.0, 1.0), side)[0, 0] == 0
-        if masked is not None:
             pooled = np.where(masked, np.nan, pooled)
+        return pooled
+
+    def __rich_console__(self, console, options):
+        from rich.segment import Segment
+        from rich.style import Style
+
+        side, per_row = self.size(options.max_width)
+        pooled = self.pooled(side)
         s = pooled.shape[-1]
         system = colour_system(console)
-        colour = system is not None
+        halves = system is not None and not console.record  # two queries a character: only in a terminal
+        step, cell = (2 if halves else 1), (2 if self.square else 1)
         n_layers, n_heads = pooled.shape[:2]
         dim = Style(dim=True)
         for start in range(0, n_heads, per_row):
             heads = range(start, min(start + per_row, n_heads))
             yield Segment("    ", dim)
             for h in heads:
-                yield Segment(f"h{h}".center(s)[:s] + " ", dim)
+                yield Segment(f"h{h}".center(s * cell)[:s * cell] + " ", dim)
             yield Segment.line()
             for l in range(n_layers):
-                if l:
-                    yield Segment.line()  # a gap between layers
-                step = 2 if colour else 1
+                if l and not (halves and s % 2):  # a gap between layers (an odd side of half blocks ends in one)
+                    yield Segment.line()
                 for r in range(0, s, step):
                     yield Segment(f"L{l}".ljust(4) if r == 0 else "    ", dim)
                     for h in heads:
                         for c in range(s):
                             top = pooled[l, h, r, c]
-                            if not colour:
+                            if system is None:
                                 yield Segment(MASKED if top != top else SHADES[min(int(top * len(SHADES)), len(SHADES) - 1)])
-                                continue
-                            bottom = pooled[l, h, r + 1, c] if r + 1 < s else None
-                            yield Segment("▀", Style(color=weight_colour(top, system), bgcolor=None if bottom is None else weight_colour(bottom, system)))
+                            elif not halves:
+                                yield Segment(" " * cell, Style(bgcolor=weight_colour(top, system)))
+                            else:
+                                bottom = pooled[l, h, r + 1, c] if r + 1 < s else None
+                                yield Segment("▀", Style(color=weight_colour(top, system), bgcolor=None if bottom is None else weight_colour(bottom, system)))
                         yield Segment(" ")
                     yield Segment.line()
 
 
 def overview(result: "InspectResult", options) -> list:
+    from rich.rule import Rule
     from rich.text import Text
 
     weighed = options.weigh == "norm"
     what = "‖α f(x)‖ over the head's largest" if weighed else "weights"
-    return [Text(f"model view: each square is one head's {what}, queries ↓ keys →; dark = 0, yellow = 1"
+    return [Rule(style="dim"), Text(f"model view: each square is one head's {what}, queries ↓ keys →; dark = 0, yellow = 1"
                  + ("" if result.allowed is None else "; black = masked"), style="dim"),
-            ModelOverview(result, by_head_largest(result.value_norms) if weighed else None),
+            ModelOverview(result, matrices=by_head_largest(result.value_norms) if weighed else None),
             *([Text(sink_note(result), style="dim")] if result.first_token is not None else []),
             Text("pick heads to see in full with --head LAYER.HEAD (or --layer L)", style="dim")]
 

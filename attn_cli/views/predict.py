@@ -4,7 +4,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from attn_cli.views.base import bar, key_label
+from attn_cli.views.base import Bar, FitTable, key_label
 from attn_cli.views.softmax import fmt_probability
 
 
@@ -19,11 +19,11 @@ def predict_view(result) -> list:
     t = result.temperature
     scale = "softmax of the logits" if t == 1 else "argmax (T = 0)" if t == 0 else f"softmax of logits / {t:g}"
     title = f"{what} {result.tokens[result.position]!r} (#{result.position}): {scale} over the whole vocabulary"
-    table = Table(box=box.SIMPLE, title=title, title_justify="left")
+    table = FitTable(box=box.SIMPLE, title=title, title_justify="left")
     for name, justify in (("", "right"), ("token", "left"), ("logit", "right"), ("probability", "right"), ("", "left")):
         table.add_column(name, justify=justify)
     for rank, p in enumerate(result.predictions, 1):
-        table.add_row(str(rank), key_label(p.token), f"{p.logit:.2f}", fmt_probability(p.probability), bar(p.probability))
+        table.add_row(str(rank), key_label(p.token), f"{p.logit:.2f}", fmt_probability(p.probability), Bar(p.probability))
     shown = sum(p.probability for p in result.predictions)
     parts = [heading, tokens, table, Text(f"the {len(result.predictions)} shown hold {shown:.1%} of the probability", style="dim")]
     if result.lens is not None:
@@ -34,12 +34,12 @@ def predict_view(result) -> list:
 def lens_table(result) -> Table:
     """Each layer's residual at the position through the model's output head."""
     winner = result.predictions[0].token
-    table = Table(box=box.SIMPLE, title=f"logit lens: each layer's residual at #{result.position} through the output head",
+    table = FitTable(box=box.SIMPLE, title=f"logit lens: each layer's residual at #{result.position} through the output head",
                   title_justify="left", caption=f"p, rank: of the model's final prediction {winner!r}, had it stopped at that layer")
     for name, justify in (("layer", "right"), ("top tokens", "left"), ("p", "right"), ("rank", "right"), ("", "left")):
         table.add_column(name, justify=justify)
     for row in result.lens:
         top = ", ".join(f"{key_label(p.token)} {p.probability:.2f}" for p in row["top"])
         layer = "E" if row["layer"] == 0 else str(row["layer"] - 1)
-        table.add_row(layer, top, fmt_probability(row["final_probability"]), f"{row['final_rank']:,}", bar(row["final_probability"], 16))
+        table.add_row(layer, top, fmt_probability(row["final_probability"]), f"{row['final_rank']:,}", Bar(row["final_probability"], 16))
     return table

@@ -3,8 +3,10 @@
 from rich import box
 from rich.table import Table
 
+from attn_cli.views.base import FitTable
+
 def layer_table(result: "InspectResult") -> Table:
-    table = Table(box=box.SIMPLE, title="the residual stream, layer by layer (mean over tokens)", title_justify="left")
+    table = FitTable(box=box.SIMPLE, title="the residual stream, layer by layer (mean over tokens)", title_justify="left")
     for name in ("layer", "‖x‖", "‖Δ attention‖", "‖Δ MLP‖", "cos(x, previous x)"):
         table.add_column(name, justify="right")
     table.add_row("E", f"{result.norms[0].mean():.2f}", "", "", "")
@@ -17,7 +19,7 @@ def layer_table(result: "InspectResult") -> Table:
 
 def residual_table(result: "InspectResult") -> Table:
     i = result.focus_piece
-    table = Table(box=box.SIMPLE, title=f"how {result.pieces[i]!r} (piece #{i}) moves through the layers: E′ = E + ΔE, layer after layer",
+    table = FitTable(box=box.SIMPLE, title=f"how {result.pieces[i]!r} (piece #{i}) moves through the layers: E′ = E + ΔE, layer after layer",
                   title_justify="left")
     neighbors = any(row.nearest for row in result.residual)
     for name in ("layer", "‖x‖", "‖Δ attention‖", "‖Δ MLP‖", "cos prev", "cos E") + (("nearest vocabulary tokens",) if neighbors else ()):

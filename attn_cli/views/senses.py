@@ -5,7 +5,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attn_cli import results
-from attn_cli.views.base import signed_bar
+from attn_cli.views.base import Bar, FitTable, SignedBar
 
 SENSE_BAR_SCALE = 0.1  # a change of this size fills the sense meter's bar, unless a larger one is shown
 
@@ -16,7 +16,7 @@ def sense_meter(result: results.InspectResult):
 
     title = Text("sense meter", style="bold")
     title.append(": mean cosine with each sense's probe words, of E (before the heads) and E′ (after)", style="dim")
-    table = Table(box=box.SIMPLE)
+    table = FitTable(box=box.SIMPLE)
     for name in ("token", "sense", "before", "after", "change", ""):
         table.add_column(name, justify="right" if name in ("before", "after", "change") else "left")
     scale = max([abs(c) for row in result.senses for c in row.change] + [SENSE_BAR_SCALE])  # tiny changes keep tiny bars
@@ -25,7 +25,7 @@ def sense_meter(result: results.InspectResult):
         for k, (name, before, after, change) in enumerate(zip(row.names, row.before, row.after, row.change)):
             label = f"{row.index}:{row.token}" if k == 0 else ""
             shown = f"{change:+.3f}" if round(change, 3) != 0 else "0.000"
-            table.add_row(label, name, f"{before:.3f}", f"{after:.3f}", shown, signed_bar(change, scale, 8))
+            table.add_row(label, name, f"{before:.3f}", f"{after:.3f}", shown, SignedBar(change, scale, 8))
         table.add_section()
         line = Text(f"  {row.index}:{row.token}", style="bold")
         line.append(f"  nearer to {row.nearest_before} before / {row.nearest_after} after")
@@ -39,4 +39,6 @@ def sense_meter(result: results.InspectResult):
 
 
 def meter(result: "results.InspectResult", options) -> list:
-    return [sense_meter(result)] if result.senses else []
+    from rich.rule import Rule
+
+    return [Rule(style="dim"), sense_meter(result)] if result.senses else []

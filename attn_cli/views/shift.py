@@ -5,18 +5,20 @@ from rich.table import Table
 from rich.text import Text
 
 from attn_cli import results
-from attn_cli.views.base import key_label
+from attn_cli.views.base import FitTable, key_label
 
-def shift_table(result: results.InspectResult) -> Table:
-    """How far each token's embedding moved: E -> E' = E + Delta E, and how much of that the context wrote."""
-    table = Table(box=box.SIMPLE, title="embedding shift E → E′ = E + ΔE (all heads)", title_justify="left", collapse_padding=True)
+
+def shift_table(result: results.InspectResult, neighbors: bool = True) -> Table:
+    """How far each token's embedding moved: E -> E' = E + Delta E, and how much of that the context wrote;
+    with `neighbors` (and the result holding them), the keys nearest E and E'."""
+    table = FitTable(box=box.SIMPLE, title="embedding shift E → E′ = E + ΔE (all heads)", title_justify="left", collapse_padding=True)
     table.add_column("token")
     table.add_column("‖E‖", justify="right")
     table.add_column("‖ΔE‖", justify="right")
     table.add_column("‖ΔE_ctx‖", justify="right")
     table.add_column("cos(E, E′)", justify="right")
     table.add_column("cos ctx", justify="right")
-    neighbors = result.near_input is not None
+    neighbors = neighbors and result.near_input is not None
     if neighbors:
         table.add_column("nearest to E")
         table.add_column("nearest to E′")
@@ -39,7 +41,7 @@ def shift_table(result: results.InspectResult) -> Table:
 def head_shift_table(result: results.InspectResult, h: int) -> Table:
     """One head's update alone (--per-head): its size, its context and self parts, and the cosine shifts they cause."""
     head = result.heads[h]
-    table = Table(box=box.SIMPLE, title=f"shift from head {head.name} alone", title_justify="left")
+    table = FitTable(box=box.SIMPLE, title=f"shift from head {head.name} alone", title_justify="left")
     for name in ("token", "‖ΔE‖", "‖ΔE_ctx‖", "‖ΔE_self‖", "cos(E, E+ΔE)", "cos ctx"):
         table.add_column(name, justify="left" if name == "token" else "right")
     cos, context_cos = result.head_cosines(h)
@@ -79,10 +81,15 @@ def dominance_note(result: results.InspectResult) -> Text | None:
     return Text(note, style="yellow")
 
 
+NEIGHBORS_HINT = "--neighbors 3 adds the keys nearest E and E′; --per-head, each head's own shift"
+
+
 def shift(result: "results.InspectResult", options) -> list:
     from rich.rule import Rule
 
     from attn_cli.views.captions import PARTS_CAPTION
 
     note = dominance_note(result)
-    return [Rule(style="dim"), shift_table(result), *([note] if note is not None else []), Text(PARTS_CAPTION, style="dim")]
+    shown = bool(options.neighbors) and result.near_input is not None
+    hint = [Text(NEIGHBORS_HINT, style="dim")] if options.neighbors is None else []
+    return [Rule(style="dim"), shift_table(result, shown), *([note] if note is not None else []), Text(PARTS_CAPTION, style="dim"), *hint]

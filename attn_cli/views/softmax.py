@@ -7,7 +7,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from attn_cli.views.base import MAX_ROWS, bar, more_rows
+from attn_cli.views.base import MAX_ROWS, Bar, FitTable, more_rows
 
 if TYPE_CHECKING:
     from attn_cli.lesson.softmax import SoftmaxResult
@@ -32,7 +32,7 @@ def softmax_view(result: "SoftmaxResult"):
 
     t = result.temperature
     exp_header = "exp(x - max)" if t == 1 else "argmax (T = 0)" if t == 0 else f"exp((x - max) / {t:g})"
-    table = Table(box=box.SIMPLE)
+    table = FitTable(box=box.SIMPLE)
     table.add_column("value", justify="right")
     table.add_column(exp_header, justify="right")
     table.add_column("probability", justify="right")
@@ -41,7 +41,7 @@ def softmax_view(result: "SoftmaxResult"):
         table.add_column("log p", justify="right")
     logs = result.log_probabilities or [None] * len(result.values)
     for value, e, p, lp in list(zip(result.values, result.exps, result.probabilities, logs))[:MAX_ROWS]:
-        row = [f"{value:.6g}", fmt_probability(e), fmt_probability(p), bar(p)]
+        row = [f"{value:.6g}", fmt_probability(e), fmt_probability(p), Bar(p)]
         table.add_row(*row, *([fmt_log(lp)] if lp is not None else []))
     total = f"probabilities sum to {fsum(result.probabilities):.6f}"
     winners = sum(e > 0 for e in result.exps)

@@ -4,11 +4,11 @@ from rich import box
 from rich.table import Table
 
 from attn_cli import results
-from attn_cli.views.base import human_bytes
+from attn_cli.views.base import FitTable, human_bytes
 
 
 def vectors_info(info: results.VectorsInfo) -> Table:
-    table = Table(box=box.SIMPLE, show_header=False)
+    table = FitTable(box=box.SIMPLE, show_header=False)
     table.add_column(style="bold")
     table.add_column()
     table.add_row("path", info.path)

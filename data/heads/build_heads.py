@@ -385,7 +385,7 @@ def corpus_sentences(vectors) -> list[list[str]]:
     if hashlib.sha256(data).hexdigest() != CORPUS_SHA256:
         raise SystemExit(f"{path}: not the corpus the heads were built from (SHA-256 differs)")
     sentences = re.split(r"(?<=[.!?])\s+", data.decode("utf-8"))
-    return [[t for t in tokenize(s) if vectors.has_vector(t)] for s in sentences]
+    return [[t for t in tokenize(s, times=False) if vectors.has_vector(t)] for s in sentences]  # as the shipped heads were fitted
 
 
 def corpus_rows(head: Head, vectors) -> tuple[np.ndarray, np.ndarray]:  # -> [r, d], [r, d]

@@ -69,9 +69,39 @@ def resolve(spec: str) -> Path:
     return snapshot
 
 
+MAX_LOOKED_AT = 500  # folders looked into for a model below the one given (a home folder is not searched whole)
+
+
+def models_below(folder: Path) -> list[Path]:
+    """The folders one or two levels below `folder` that hold a config.json (a model folder given one level
+    too high, or a Hugging Face cache's models--NAME/snapshots/REV), nearest first, at most three."""
+    found, looked = [], 0
+    level = [folder]
+    for _ in range(3):  # children, grandchildren, great-grandchildren (models--x/snapshots/rev)
+        below = []
+        for parent in level:
+            try:
+                children = sorted(p for p in parent.iterdir() if p.is_dir() and not p.name.startswith("."))
+            except OSError:
+                continue
+            for child in children:
+                looked += 1
+                if looked > MAX_LOOKED_AT:
+                    return found
+                (found if (child / "config.json").is_file() else below).append(child)
+        if found:
+            return found[:3]
+        level = below
+    return found
+
+
 def read_config(folder: Path) -> dict:
     path = folder / "config.json"
     if not path.is_file():
+        below = models_below(folder)
+        if below:
+            names = " or ".join(f"--model {p}" for p in below)
+            raise DataError(f"{folder}: no config.json here, but {'a folder below has' if len(below) == 1 else 'folders below have'} one: {names}")
         raise DataError(f"{folder}: no config.json; a model folder holds config.json, {WEIGHT_FILE} and tokenizer files")
     try:
         config = json.loads(path.read_text(encoding="utf-8"))

@@ -1,0 +1,75 @@
+"""The heads shown in full: what each head is, then its heatmap (and, asked for, its --focus row and own shift).
+
+Several of the lesson's heads: their notes first, then the heatmaps one after another under a
+one-line title each, so that the pictures end the screen together.
+"""
+
+from attn_cli import results
+from attn_cli.views.heatmap import Heatmap
+
+
+def heatmap(head: results.HeadView, tokens: list[str], stage: str, transpose: bool, legend: bool = True) -> Heatmap:
+    import numpy as np
+
+    matrix = head.stage_matrix(stage)
+    keys = tokens
+    if head.sink is not None and stage != "scores":  # the sink as one more key column (it has no Q.K; it writes nothing)
+        column = head.sink_weights if stage == "weights" else np.zeros(len(tokens)) if stage == "norms" else np.full(len(tokens), head.sink)
+        matrix, keys = np.column_stack([matrix, column]), [*tokens, results.SINK_TOKEN]
+    kind = {"weights": "weights", "norms": "norms"}.get(stage, "scores")
+    if transpose:
+        return Heatmap(matrix.T, keys, tokens, kind=kind, corner="key ↓ query →", legend=legend)
+    return Heatmap(matrix, tokens, keys, kind=kind, legend=legend)
+
+
+def checkpoint_head_heading(head: "results.HeadView", result: "results.InspectResult", stage: str):
+    from rich.text import Text
+
+    title = Text(f"layer {head.layer} · head {head.index}", style="bold cyan")
+    title.append(f"  d_k={head.d_k} · {'causal mask' if result.mask == 'causal' else 'no mask'} · {stage}", style="dim")
+    if head.special_weight is not None:
+        title.append(f"\nthe hidden special tokens held {head.special_weight.mean():.0%} of this head's weight", style="yellow")
+    return title
+
+
+def shown_stage(options) -> str:
+    """The matrix the heatmaps show: options.stage, or "norms" (||alpha_ij f(x_j)||) under --weigh norm."""
+    return "norms" if options.weigh == "norm" else options.stage
+
+
+def heading(head: "results.HeadView", result: "results.InspectResult", options, stage: str):
+    from attn_cli.views.captions import head_heading
+
+    if head.layer is None:
+        return head_heading(head, result, stage, options.transpose)
+    return checkpoint_head_heading(head, result, stage)
+
+
+def heads(result: "results.InspectResult", options) -> list:
+    """Each head shown in full: its heading and heatmap; with --focus the query's row, with --per-head its own shift."""
+    from rich.rule import Rule
+
+    from attn_cli.views.captions import heatmap_captions
+
+    stage = shown_stage(options)
+    headings = [heading(head, result, options, stage) for head in result.heads]
+    apart = len(result.heads) > 1 and any("\n" in h.plain for h in headings)  # notes of several lines: all of them first
+    tables = result.focus is not None or options.per_head  # a table under each heatmap: each needs its own legend
+    parts: list = [Rule(style="dim")]
+    if apart:
+        parts += headings
+    parts += heatmap_captions(result, options)
+    if apart:
+        parts.append(Rule(style="dim"))
+    for h, head in enumerate(result.heads):
+        parts.append(headings[h].split("\n")[0] if apart else headings[h])
+        parts.append(heatmap(head, result.tokens, stage, options.transpose, legend=tables or h == len(result.heads) - 1))
+        if result.focus is not None and head.layer is None:
+            from attn_cli.views.focus import focus_table
+
+            parts.append(focus_table(head, result.tokens, result.focus, result.scale))
+        if options.per_head:
+            from attn_cli.views.shift import head_shift_table
+
+            parts.append(head_shift_table(result, h))
+    return parts
