@@ -451,7 +451,7 @@ def test_spreadsheet_without_csv_is_a_usage_error(args):
 
 
 def test_spreadsheet_is_offered_only_where_there_are_rows():
-    for command in (["softmax"], ["inspect"], ["similarity"], ["analogy"], ["heads", "eval"]):
+    for command in (["softmax"], ["inspect"], ["similarity"], ["analogy"], ["heads", "eval"], ["heads", "detect"], ["heads", "stats"], ["senses", "eval"], ["predict"]):
         assert "--spreadsheet" in attn(*command, "--help").text, command
     for command in (["model", "info"], ["vectors", "info"], ["vectors", "convert"], ["heads", "list"], ["heads", "train"], ["heads", "find"]):
         assert "--spreadsheet" not in attn(*command, "--help").text, command

@@ -235,7 +235,7 @@ def numbered_text(path: str, kind: str) -> list[tuple[int, str]]:
     return [(n, line.strip()) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
-@heads_app.command("detect", cls=AttnCommand, epilog=examples(
+@heads_app.command("detect", cls=RowsCommand, epilog=examples(
     "attn heads detect --model ./all-MiniLM-L6-v2",
     "attn heads detect --model SmolLM2.gguf --pattern induction --seed 1",
     "attn heads detect --model ./gpt2 --error abs --exclude-bos --json",
@@ -300,7 +300,7 @@ class Figure(str, Enum):
     detect_self = "detect_self"
 
 
-@heads_app.command("stats", cls=AttnCommand, epilog=examples(
+@heads_app.command("stats", cls=RowsCommand, epilog=examples(
     "attn heads stats corpus.txt --model ./all-MiniLM-L6-v2",
     "attn heads stats corpus.txt --model SmolLM2.gguf --grid first",
     "attn heads stats - --model ./gpt2 --csv < corpus.txt > heads.csv",

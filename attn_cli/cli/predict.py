@@ -5,13 +5,13 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples
+from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
 from attn_cli.errors import InputError
 
 MAX_TOP = 100
 
 
-@app.command("predict", cls=AttnCommand, epilog=examples(
+@app.command("predict", cls=RowsCommand, epilog=examples(
     'attn predict "The capital of France is" --model ./SmolLM2.Q4_1.gguf',
     'attn predict "The capital of France is" --model ollama:smollm2 --lens',
     'attn predict "Capital of France?" --model ./smollm2 --chat --top 5 --json',

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples
+from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
 from attn_cli.cli.options import ModelOpt
 from attn_cli.errors import InputError
 from attn_cli.io.writers import check_format, write
@@ -42,7 +42,7 @@ def pass_progress() -> Iterator[Callable[[int, int | None], None] | None]:
         yield advance
 
 
-@senses_app.command("eval", cls=AttnCommand, epilog=examples(
+@senses_app.command("eval", cls=RowsCommand, epilog=examples(
     "attn senses eval cases.tsv --model ./all-MiniLM-L6-v2",
     "attn senses eval senses.tsv --sense-set words.tsv --model M --json",
     "attn senses eval cases.tsv --model SmolLM2.Q4_1.gguf --csv",
