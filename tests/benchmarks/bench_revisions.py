@@ -48,7 +48,7 @@ def timed(argv: list[str], env: dict, cwd: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=30, help="new processes per command")
     parser.add_argument("--before", metavar="REV", help="also time attn_cli as it was at this git revision")
     args = parser.parse_args()
