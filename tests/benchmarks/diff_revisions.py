@@ -16,7 +16,6 @@ import random
 import re
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
@@ -26,18 +25,11 @@ sys.path.insert(0, str(ROOT))
 from tests import checkpoints  # noqa: E402
 from tests.test_readme import EXAMPLES  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
+from bench_revisions import unpack  # noqa: E402  (the same revision, unpacked the same way)
+
 SENTENCE_FILES = ["data/heads/dev/senses.tsv", "data/heads/eval/senses_natural.tsv", "data/heads/eval/adjectives_natural.tsv",
                   "data/heads/eval/adjectives_long.tsv", "data/heads/dev/adjectives.tsv"]
-
-
-def unpack(rev: str, into: Path) -> Path:
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev, "attn_cli", "data"], check=True, capture_output=True).stdout
-    with tempfile.TemporaryFile() as f:
-        f.write(archive)
-        f.seek(0)
-        with tarfile.open(fileobj=f) as tar:
-            tar.extractall(into, filter="data")
-    return into
 
 
 def sentences(n: int, seed: int = 0) -> list[str]:
