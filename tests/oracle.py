@@ -131,6 +131,16 @@ def check(o: Outcome) -> Outcome:
     return o
 
 
+def one_line(outcome: Outcome, code: int, *parts: str) -> Outcome:
+    """check(), then: exit `code` and one `attn: ...` line on stderr holding each of `parts`."""
+    check(outcome)
+    assert outcome.code == code, outcome
+    assert outcome.stderr.count("\n") == 1 and outcome.stderr.startswith("attn: "), outcome
+    for part in parts:
+        assert part in outcome.stderr, outcome
+    return outcome
+
+
 def softmax_reference(values: list[float], temperature: float) -> list[float]:
     """softmax(x / T) in 60-digit decimals: +inf values share all the mass, -inf get 0, T = 0 is argmax."""
     top_inf = [v == math.inf for v in values]

@@ -30,19 +30,10 @@ from attn_cli.io.atomic import check_writable, clean_stale, move_into_place, tem
 from attn_cli.io.files import decode_utf8, printable
 from attn_cli.vectors.loading import load
 from attn_cli.vectors.store import Vectors
-from tests.oracle import ATTN, agrees, attn, attn_process, check, softmax_reference
+from tests.oracle import ATTN, agrees, attn, attn_process, check, one_line, softmax_reference
 
 needs_script = pytest.mark.skipif(ATTN is None, reason="the attn console script is not installed")
 D = 50
-
-
-def one_line(outcome, code: int, *parts: str):
-    check(outcome)
-    assert outcome.code == code, outcome
-    assert outcome.stderr.count("\n") == 1 and outcome.stderr.startswith("attn: "), outcome
-    for part in parts:
-        assert part in outcome.stderr, outcome
-    return outcome
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ from attn_cli.io.lines import BLANK_LISTED, Lines
 from attn_cli.io.memory import CHARACTERS_PER_POSITION
 from attn_cli.vectors.store import Vectors
 from tests import checkpoints
-from tests.oracle import ATTN, attn, attn_process, check
+from tests.oracle import ATTN, attn, attn_process, check, one_line
 
 needs_script = pytest.mark.skipif(ATTN is None, reason="the attn console script is not installed")
 G = checkpoints.tiny_gpt2_folder()
@@ -49,15 +49,6 @@ def process_env(**extra) -> dict:
     """The environment of a real `attn`, without what would change its output, and buffered as a user's is."""
     drop = ("ATTN_VECTORS", "FORCE_COLOR", "NO_COLOR", "ATTN_DEBUG", "PYTHONUNBUFFERED")
     return {**{k: v for k, v in os.environ.items() if k not in drop}, "COLUMNS": "100", **extra}
-
-
-def one_line(outcome, code: int, *parts: str):
-    check(outcome)
-    assert outcome.code == code, outcome
-    assert outcome.stderr.count("\n") == 1 and outcome.stderr.startswith("attn: "), outcome
-    for part in parts:
-        assert part in outcome.stderr, outcome
-    return outcome
 
 
 # --- a closed or full standard output -------------------------------------------------------------
