@@ -56,6 +56,7 @@ def test_the_page_is_one_file_that_names_its_only_script_and_style(tmp_path):
     data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', text, re.S).group(1))
     assert data["tokens"][3] == "creature" and data["names"] == [["adjective", "context"]] and data["senses"][0]["token"] == "creature"
     assert data["neighbors"] is not None  # the page holds the nearest keys, as JSON does
+    assert data["note"].startswith("ΔE outweighs E here") and "fluffy for 5 of 9" in data["note"]  # the terminal's note, beside them
 
 
 def test_a_page_of_a_checkpoint_holds_every_head_of_every_layer(tmp_path):
@@ -133,6 +134,7 @@ def test_hovering_a_token_shows_its_weights_as_the_json_has_them_and_nothing_lea
         assert all(abs(w - weights[k]) <= TOLERANCE for _, k, w in lines)
         assert browser.evaluate("document.querySelector('#neighbours tr.on th').textContent") == "creature"
         assert "furry" in browser.evaluate("document.getElementById('senses').textContent")
+        assert browser.evaluate("document.getElementById('neighbours-note').textContent").startswith("ΔE outweighs E here")
         assert browser.requests == [path.resolve().as_uri()] and browser.console == []  # the file itself; no error, no policy report
 
         server = http.server.HTTPServer(("127.0.0.1", 0), Listener)

@@ -234,6 +234,7 @@ function neighbours() {
     tr.appendChild(after);
     body.appendChild(tr);
   }
+  if (D.note) { $("neighbours-note").textContent = D.note; $("neighbours-note").hidden = false; }
 }
 function senses() {
   const box = $("senses-box");

@@ -46,7 +46,7 @@ base-uri 'none'; form-action 'none'">
 <div class="scroll" id="thumbs"></div>
 <div id="neighbours-box"><h2>nearest keys to E and to E′ (new ones in green)</h2>
 <div class="scroll"><table class="plain"><thead><tr><th>token</th><th>nearest to E</th><th>nearest to E′</th></tr></thead>
-<tbody id="neighbours"></tbody></table></div></div>
+<tbody id="neighbours"></tbody></table></div><p id="neighbours-note" class="note" hidden></p></div>
 <div id="senses-box"><h2>sense meter: mean cosine with each sense's probe words, of E and E′ (← nearest after)</h2>
 <div class="scroll"><table class="plain"><thead><tr><th>token</th><th>sense</th><th>before</th><th>after</th><th>change</th></tr></thead>
 <tbody id="senses"></tbody></table></div></div>
@@ -90,9 +90,20 @@ def page_data(result, sentence: str) -> dict:
         "special": None if result.special is None else list(result.special),
         "neighbors": None if result.near_input is None else {"input": result.near_input, "output": result.near_output},
         "senses": None if result.senses is None else [sense_row(row.to_dict()) for row in result.senses],
+        "note": shift_note(result),
     }
     assert len(data["tokens"]) == n
     return data
+
+
+def shift_note(result) -> str | None:
+    """The terminal's note when ΔE outweighs E (views.shift.dominance_note), so the page's E′ neighbours say it too."""
+    if result.e is None:
+        return None
+    from attn_cli.views.shift import dominance_note
+
+    note = dominance_note(result)
+    return None if note is None else note.plain
 
 
 def sense_row(row: dict) -> dict:
