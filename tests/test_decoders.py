@@ -101,6 +101,37 @@ def test_smollm2_gguf_matches_transformers():
     assert worst["attention"] <= ATTENTION and worst["hidden"] <= HIDDEN and worst["logits"] <= LOGITS, worst
 
 
+@pytest.mark.parametrize("keep", ["none", "first layer"])
+@pytest.mark.parametrize("kind", ["Q4_1", "Q8_0"])
+def test_quantized_layers_reuse_the_memory_of_layers_done_with_and_give_the_same_numbers(kind, keep, monkeypatch):
+    """Each pass dequantizes into the memory of layers an earlier one gave back (no fresh pages), whether no layer is
+    kept between passes or some are (those must never be written over): every number equals that of a model loaded
+    afresh for the sentence."""
+    path = str(checkpoints.gguf_fixture("tiny-llama", kind))
+    m = loading.load(path)
+    calls = []
+    monkeypatch.setattr(m.weights, "_keeps", lambda nbytes: calls.append(nbytes) or (keep == "first layer" and len(calls) == 1))
+    seen = []  # per pass: where each layer's tensors live
+    layer = m.weights.layer
+
+    def watched(l):
+        w = layer(l)
+        seen[-1].update(a.ctypes.data for a in w.values() if a.ndim == 2)
+        return w
+
+    monkeypatch.setattr(m.weights, "layer", watched)
+    for case in oracle("tiny-llama", kind)[:4]:
+        seen.append(set())
+        tokens = encode(m, str(case["text"]), bool(case["chat"]))
+        trace, fresh = m.forward(tokens), loading.load(path).forward(tokens)
+        assert all(np.array_equal(a.weights, b.weights) for a, b in zip(trace.layers, fresh.layers))
+        assert np.array_equal(trace.hidden, fresh.hidden) and np.array_equal(trace.output, fresh.output)
+        spare = [a for layer in m.weights._spare for a in layer.values()]
+        assert not any(np.may_share_memory(a, k) for a in spare for k in m.weights._arrays.values()), "memory to be reused is not a kept tensor's"
+    if keep == "none":
+        assert all(later <= seen[0] for later in seen[1:]), "later passes dequantize into the first pass's memory"
+
+
 def test_grouped_query_heads_share_their_keys_as_in_a_plain_loop():
     """Query head h reads key/value head h // (n_heads / n_kv_heads): written out with loops for the tiny Llama's first layer."""
     import math

@@ -85,7 +85,10 @@ def relu(x: np.ndarray) -> np.ndarray:
 
 
 def silu(x: np.ndarray) -> np.ndarray:  # x * sigmoid(x), Llama's MLP gate ("silu", also called swish)
-    return x / (F32(1.0) + np.exp(-x))
+    out = np.negative(x)  # x / (1 + exp(-x)) in one array of x's size, not four ([n, ff] each, every layer)
+    np.exp(out, out=out)
+    out += F32(1.0)
+    return np.divide(x, out, out=out)
 
 
 ACTIVATIONS = {"gelu": gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh, "gelu_fast": gelu_tanh, "relu": relu, "silu": silu, "swish": silu}
@@ -101,7 +104,9 @@ def gated_mlp(x: np.ndarray, w: dict, activation, check=lambda hidden: hidden) -
     """(act(x W_gate) * x W_in) W_out: the gated MLP (SwiGLU with silu: Llama, Mistral, Qwen2)."""
     gate = _linear(x, w["mlp.gate.w"], w.get("mlp.gate.b"))  # [n, d] x [d, ff] -> [n, ff]
     up = _linear(x, w["mlp.in.w"], w.get("mlp.in.b"))  # [n, d] x [d, ff] -> [n, ff]
-    return _linear(check(activation(gate) * up), w["mlp.out.w"], w.get("mlp.out.b"))  # [n, ff] x [ff, d] -> [n, d]
+    hidden = activation(gate)
+    hidden *= up  # in place: the product is a new [n, ff] array otherwise
+    return _linear(check(hidden), w["mlp.out.w"], w.get("mlp.out.b"))  # [n, ff] x [ff, d] -> [n, d]
 
 
 MLPS = {"dense": dense_mlp, "gated": gated_mlp}
@@ -155,8 +160,10 @@ def rotary_tables(n: int, inv_freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 def rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:  # [h, n, d_head] -> [h, n, d_head]
     """Each head's first d_rot dimensions turned by its position: (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin)
     over the halves (x1, x2) of the rotated part ("rotate_half", as transformers pairs them)."""
-    d_rot = cos.shape[-1]
+    d_rot, half = cos.shape[-1], cos.shape[-1] // 2
     rot, rest = x[..., :d_rot], x[..., d_rot:]
-    x1, x2 = rot[..., : d_rot // 2], rot[..., d_rot // 2 :]
-    turned = rot * cos + np.concatenate([-x2, x1], axis=-1) * sin
+    x1, x2 = rot[..., :half], rot[..., half:]
+    turned = rot * cos  # then each half's partner times sin, added in place (the same sums as rot * cos + [-x2, x1] * sin)
+    turned[..., :half] -= x2 * sin[..., :half]
+    turned[..., half:] += x1 * sin[..., half:]
     return turned if not rest.shape[-1] else np.concatenate([turned, rest], axis=-1)

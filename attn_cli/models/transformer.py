@@ -145,7 +145,8 @@ class Transformer:
             q, k = rotate(q, *rotary), rotate(k, *rotary)
         out = attend(np.ascontiguousarray(q), np.ascontiguousarray(k), np.ascontiguousarray(v), allowed,
                      root=F32(math.sqrt(d_head)), keep_scores=keep_scores)
-        self.held(np.where(np.isneginf(out.masked), F32(0), out.masked), l, "scores")  # +inf or NaN: Q K^T beyond float32 (-inf: masked)
+        if not out.masked.max() < np.inf:  # one pass, no copy: +inf or NaN is Q K^T beyond float32 (-inf is a hidden key)
+            self.held(np.where(np.isneginf(out.masked), F32(0), out.masked), l, "scores")
         merged = out.values.transpose(1, 0, 2).reshape(n, h * d_head) @ w["attn.o.w"]  # [n, h d_head] x [h d_head, d] -> [n, d]
         if "attn.o.b" in w:
             merged += w["attn.o.b"]
@@ -190,6 +191,7 @@ class Transformer:
                     att, a, v = self.attention(x, w, allowed, rotary, keep_scores, l)
                     mid = self.held(self.norm(x + a, w["attn.norm.w"], w.get("attn.norm.b")), l, "attn.norm", norms=True)
                     out = self.held(self.norm(mid + self.mlp(mid, w, l), w["mlp.norm.w"], w.get("mlp.norm.b")), l, "mlp.norm", norms=True)
+                self.weights.release(l)  # nothing below reads w
                 traces.append(LayerTrace(att.masked, att.weights, mid - x, out - mid, scores=att.scores, values=v if keep_values else None))
                 hidden.append(out)
                 x = out

@@ -38,9 +38,11 @@ ROPE_FREQS = "rope_freqs.weight"  # llama3 rope scaling as convert writes it: a 
 
 # --- tensors ----------------------------------------------------------------------------------------
 
-DEQUANTIZE_VALUES = 1 << 20  # values dequantized by one call of gguf.quants: whole rows, up to this many (its own grouping
-# of 16 rows at a time costs twice the time in NumPy calls on a 576-wide model)
+DEQUANTIZE_VALUES = 1 << 16  # values dequantized by one call of gguf.quants: whole rows, up to this many. Its
+# temporaries (~256 KB each) stay in the CPU's cache: at 1 << 20 SmolLM2's Q8_0 embeddings took 3x as long, its Q4_1 layers
+# 1.3x. Its own grouping, 16 rows at a time, costs twice the time in NumPy calls on a 576-wide model.
 READABLE_IDS = {info[0]: type_id for type_id, info in GGML_TYPES.items()}
+PLAIN_VIEWS = {"F32": "<f4", "F16": "<f2", "BF16": "<u2", "F64": "<f8"}  # unquantized types: how their bytes read
 
 
 class GGUFTensor:
@@ -66,11 +68,13 @@ class GGUFTensor:
     def size(self) -> int:
         return int(np.prod(self.shape))
 
-    def array(self) -> np.ndarray:  # -> self.shape, float32
+    def array(self, out: np.ndarray | None = None) -> np.ndarray:  # -> self.shape, float32
+        """The tensor as float32; `out` (C-contiguous, self.shape, float32): written there instead of into new memory."""
         blocks = self._blocks()
         if self._order is not None:  # gathered as bytes, before they become (several times as many) floats
             blocks = blocks[self._order]
-        return _finite(self.name, _decode(blocks, self.dtype, self.name).reshape(self.shape))
+        rows = None if out is None else out.reshape(len(blocks), -1)
+        return _finite(self.name, _decode(blocks, self.dtype, self.name, rows).reshape(self.shape))
 
     def rows(self, ids) -> np.ndarray:  # [m] row indices -> [m, in] float32
         if len(self.shape) != 2:
@@ -91,15 +95,16 @@ class GGUFTensor:
         return self._file.raw(self._info).reshape(-1, row_bytes)
 
 
-def _decode(blocks: np.ndarray, dtype: str, name: str) -> np.ndarray:  # [rows, bytes] uint8 -> [rows, values] float32
-    if dtype == "F32":
-        return blocks.view("<f4").astype(np.float32)  # a copy: the map stays read-only and may be closed
-    if dtype == "F16":
-        return blocks.view("<f2").astype(np.float32)
-    if dtype == "BF16":
-        return (blocks.view("<u2").astype(np.uint32) << 16).view(np.float32)
-    if dtype == "F64":
-        return blocks.view("<f8").astype(np.float32)
+def _decode(blocks: np.ndarray, dtype: str, name: str, out: np.ndarray | None = None) -> np.ndarray:  # [rows, bytes] uint8 -> [rows, values] float32
+    """The values of `blocks` as float32, in `out` [rows, values] when given (memory reused), else in a new array."""
+    if dtype in PLAIN_VIEWS:  # a copy either way: the map stays read-only and may be closed
+        values = blocks.view(PLAIN_VIEWS[dtype])
+        if dtype == "BF16":
+            values = (values.astype(np.uint32) << 16).view(np.float32)
+        if out is None:
+            return values.astype(np.float32)
+        np.copyto(out, values, casting="same_kind")
+        return out
     if dtype not in QUANTIZED:
         raise DataError(f"tensor {name}: type {dtype} is not supported; attn reads {', '.join(READABLE)}")
     from gguf import quants
@@ -109,13 +114,14 @@ def _decode(blocks: np.ndarray, dtype: str, name: str) -> np.ndarray:  # [rows, 
         raise DataError(f"tensor {name}: type {dtype} needs a newer gguf package than the one installed (pip install -U gguf)")
     _, block, block_bytes = GGML_TYPES[READABLE_IDS[dtype]]
     values = blocks.shape[1] // block_bytes * block
-    step = max(1, DEQUANTIZE_VALUES // max(1, values))  # rows at a time: gguf.quants' temporaries stay a few MB
+    step = max(1, DEQUANTIZE_VALUES // max(1, values))  # rows at a time
     try:
         kind.init_grid()  # the lookup grids of the IQ types, made once (what gguf.quants.dequantize does first)
         with np.errstate(all="ignore"):  # a damaged scale gives NaN, which _finite reports in one line
-            if len(blocks) <= step:  # one call: its result is the array (no copy into another)
+            if len(blocks) <= step and out is None:  # one call: its result is the array (no copy into another)
                 return kind.dequantize_rows(np.ascontiguousarray(blocks)).astype(np.float32, copy=False)
-            out = np.empty((len(blocks), values), dtype=np.float32)
+            if out is None:
+                out = np.empty((len(blocks), values), dtype=np.float32)
             for r in range(0, len(blocks), step):
                 out[r : r + step] = kind.dequantize_rows(np.ascontiguousarray(blocks[r : r + step]))
     except NotImplementedError:
