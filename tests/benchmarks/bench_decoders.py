@@ -15,6 +15,8 @@ OMP_NUM_THREADS=1, torch.set_num_threads(1)):
    norm (transformers' LlamaModel, the `.model` of LlamaForCausalLM, which would add the logits of every
    position: a [n, 576] x [576, 49152] product that attn's forward pass does not compute);
 3. peak RSS of the cold predict (target <= 400 MiB).
+The floor beside the forward pass: the same model's matrix products alone (every layer's Q K V, W_O, gate,
+up and down, and Q K^T and weights V at that n), through NumPy's BLAS, in the same alternation.
 """
 
 import argparse
@@ -85,6 +87,31 @@ for n in (16, 128):
     out[n] = times
 print(json.dumps(out))
 """,
+    "floor": """
+import json, sys, time
+import numpy as np
+from attn_cli.models.loading import load
+model = load(sys.argv[1])
+spec = model.spec
+model.weights.hold(1 << 40)  # every layer in memory, in row order, as the forward pass keeps them
+layers = [model.weights.layer(l) for l in range(spec.n_layers)]
+h, kv, dh, rng = spec.n_heads, spec.n_kv_heads, spec.d_head, np.random.default_rng(0)
+out = {}
+for n in (16, 128):
+    x, hidden = rng.standard_normal((n, spec.d_model), dtype=np.float32), rng.standard_normal((n, spec.d_ff), dtype=np.float32)
+    q, k = rng.standard_normal((kv, h // kv * n, dh), dtype=np.float32), rng.standard_normal((kv, n, dh), dtype=np.float32)
+    weights = rng.random((kv, h // kv * n, n), dtype=np.float32)
+    def products():  # each layer's: Q K V, W_O, gate, up, down, Q K^T and weights V (grouped, as attn computes them)
+        for w in layers:
+            x @ w["attn.qkv.w"]; x @ w["attn.o.w"]; x @ w["mlp.gate.w"]; x @ w["mlp.in.w"]; hidden @ w["mlp.out.w"]
+            q @ k.transpose(0, 2, 1); weights @ k
+    products(); products()
+    times = []
+    for _ in range(int(sys.argv[3])):
+        start = time.perf_counter(); products(); times.append(time.perf_counter() - start)
+    out[n] = times
+print(json.dumps(out))
+""",
 }
 
 
@@ -118,13 +145,14 @@ def main() -> None:
     forward = {name: {"16": [], "128": []} for name in FORWARD}
     for _ in range(args.runs):  # a process of each, in turn: a slow spell of the machine falls on both
         for name, code in FORWARD.items():
-            python = sys.executable if name == "attn" else args.peer_python
+            python = args.peer_python if name == "torch" else sys.executable
             for n, times in json.loads(measured([python, "-c", code, gguf, " ".join(WORDS), "5"], ONE_THREAD)[2]).items():
                 forward[name][n] += times
     for n in ("16", "128"):
-        a, t = statistics.median(forward["attn"][n]), statistics.median(forward["torch"][n])
+        a, t, f = (statistics.median(forward[name][n]) for name in ("attn", "torch", "floor"))
         print(f"  forward pass alone, n = {n:>3}: attn {a * 1000:7.1f} ms, torch eager {t * 1000:7.1f} ms   attn / torch: {a / t:5.2f}x"
               f"   (medians of {len(forward['attn'][n])} passes in {args.runs} processes each)")
+        print(f"      its matrix products alone in NumPy (the floor): {f * 1000:7.1f} ms   floor / torch: {f / t:5.2f}x   attn / floor: {a / f:5.2f}x")
 
 
 if __name__ == "__main__":
