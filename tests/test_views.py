@@ -125,6 +125,24 @@ def test_punctuation_neighbours_are_quoted():
     assert render.key_label(",") == "“,”" and render.key_label("well") == "well" and render.key_label("'s") == "'s"
 
 
+def test_an_invisible_key_is_escaped_before_its_table_is_laid_out():
+    """A no-break space (SmolLM2's token 15442) is shown as its escape, quoted, and the columns after it stay in line."""
+    import io
+
+    from rich.table import Table
+
+    from attn_cli.io.console import view_console
+
+    assert render.key_label("\xa0") == "“\\xa0”" and render.key_label("a\u200b") == "a\\u200b"
+    table = Table("top", "p", box=None)
+    for keys, p in ([["is", "was"], "4.81e-51"], [["a", "\xa0"], "8.05e-11"]):
+        table.add_row(", ".join(render.key_label(k) for k in keys), p)
+    console = view_console(file=io.StringIO(), width=60, color_system=None)  # as attn prints: escapes made after layout too
+    console.print(table)
+    rows = [line for line in console.file.getvalue().splitlines() if "e-" in line]
+    assert len({line.index("e-") for line in rows}) == 1, rows
+
+
 def test_analogy_header_lines_fit_80_columns():
     result = runner.invoke(app, ["analogy", "cats", "cat", "dog"], env={"COLUMNS": "80"})
     lines = result.stdout.splitlines()

@@ -78,8 +78,12 @@ def human_bytes(n: int) -> str:
 
 
 def key_label(key: str) -> str:
-    """A key as listed among others: punctuation quoted, so that "," reads as a key, not a separator."""
-    return key if any(c.isalnum() for c in key) else f"“{key}”"
+    """A key as listed among others: punctuation quoted, so that "," reads as a key, not a separator; an invisible
+    character (a no-break space) as its escape, written before the table is laid out so that its columns line up."""
+    from attn_cli.io.files import printable
+
+    shown = printable(key)
+    return shown if any(c.isalnum() for c in key) else f"“{shown}”"
 
 
 SHADES = " ░▒▓█"  # weight 0 .. 1 where there is no colour
