@@ -140,7 +140,8 @@ def before_the_handler(code: int, err: str) -> bool:
     for path, line, where in FRAME.findall(err):
         if not (path.endswith("__init__.py") or (Path(path).name == "__main__.py" and where == "<module>" and int(line) <= HANDLER_LINE)):
             return False
-    return "KeyboardInterrupt" in err or (code == -signal.SIGINT and err == "")
+    python_start = err.startswith("Fatal Python error: init_")  # its core initialization cut short (init_sys_streams...): no attn code ran
+    return "KeyboardInterrupt" in err or python_start or (code == -signal.SIGINT and err == "")
 
 
 def check_ctrl_c(outcomes: list[tuple[float, int, str]]) -> None:
