@@ -188,7 +188,7 @@ def test_a_batch_from_a_layer_equals_one_patched_pass_per_position():
     for p in range(n):
         one = m.forward(clean_ids, edits=[Patch("resid_pre", 1, positions=[p], value=other.get("resid_pre", 1))])
         assert scale_error(batched.get("resid_final")[p], one.output) < REORDERED
-        np.testing.assert_allclose(batched.get("attn.pattern", 1)[p, 0], one.layers[1].weights[2], atol=1e-6)
+        np.testing.assert_allclose(batched.get("attn.pattern", 1)[p, 0], one.layers[1].weights[2], atol=1e-4)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
