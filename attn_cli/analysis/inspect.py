@@ -19,11 +19,14 @@ from attn_cli.results.inspect import HeadView, InspectResult
 class InspectSettings(Record):
     """What `inspect` reports for each sentence (how a model runs is the model's own settings). A plain class: see attention.Head."""
 
-    __slots__ = ("heads", "words", "hide_special", "focus", "neighbors", "stage", "embeddings", "senses", "matrices", "weigh", "rollout")
+    __slots__ = ("heads", "words", "hide_special", "focus", "neighbors", "stage", "embeddings", "senses", "matrices", "weigh", "rollout",
+                 "max_memory", "json")
 
     def __init__(self, heads: list[str] | None = None, words: bool = False, hide_special: bool = False, focus: str | None = None,
                  neighbors: int = 3, stage: str | None = None, embeddings: bool = False, senses=None, matrices: tuple | None = None,
-                 weigh: str = "weight", rollout: bool = False):
+                 weigh: str = "weight", rollout: bool = False, max_memory: int | None = None, json: bool = False):
+        self.max_memory = max_memory  # bytes a checkpoint's run may take (None: most of what is available)
+        self.json = json  # the heads shown go out as JSON numbers (else a terminal view)
         self.heads = heads  # a checkpoint's "L.H" or "L" (every head of layer L); None: every head
         self.words = words  # merge word pieces into words
         self.hide_special = hide_special  # leave [CLS], [SEP], ... out of the view
@@ -66,21 +69,42 @@ def inspect(model: Model, text: str, settings: InspectSettings) -> InspectResult
         from attn_cli.io.memory import check_memory
 
         check_memory(len(tokens.ids), *settings.matrices)
-    if "layers" in model.capabilities and not keeps_everything(settings, len(tokens.ids)):
-        return shown_only(model, tokens, settings)
+    if "layers" in model.capabilities:
+        check_footprint(model, settings, len(tokens.ids))
+        if not keeps_everything(settings, len(tokens.ids)):
+            return shown_only(model, tokens, settings)
     trace = model.forward(tokens, keep_scores=settings.stage in ("scores", "masked"), keep_values=settings.weigh == "norm")
     if "layers" in model.capabilities:
         return layered(model, trace, settings)
     return one_layer(model, trace, settings)
 
 
+def check_footprint(model: Model, settings: InspectSettings, n: int) -> None:
+    """Refuse, before the pass, a run of a checkpoint that would not fit in memory (models.footprint), naming what would."""
+    from attn_cli.models import footprint
+
+    heads = len(parse_heads(settings.heads, model.n_layers, model.n_heads)) if settings.heads else 0
+    every = model.n_layers * model.n_heads
+    planes = 1 + (settings.stage in ("scores", "masked")) + (settings.stage == "scores")
+
+    def need(n: int):
+        if keeps_everything(settings, n):  # every head's scores and weights, every layer's streams; JSON shows every head
+            shown = (heads or every) if settings.json or settings.heads else 0
+            return footprint.estimate(model, n, cells=(2 + (settings.stage == "scores")) * every * n * n, shown=shown * n * n, streams=True,
+                                      logits_rows=0)
+        return footprint.estimate(model, n, cells=planes * heads * n * n, shown=heads * n * n, logits_rows=0)
+
+    options = "--head L.H or --layer L" if not heads or heads > 1 else ""
+    footprint.check(model, n, need, f"inspect of {heads or every} head{'s' if (heads or every) != 1 else ''}", settings.max_memory, options)
+
+
 def keeps_everything(settings: InspectSettings, n: int) -> bool:
     """Whether a checkpoint's view needs every head's weights kept: the model view of a text of up to MAX_TOKENS, and
-    what reads every head (--words, --hide-special, --weigh norm, --rollout, the sense meter)."""
+    what reads every head (JSON of every head, --words, --hide-special, --weigh norm, --rollout, the sense meter)."""
     from attn_cli.models.base import MAX_TOKENS
 
     overview = not settings.heads
-    return (overview and n <= MAX_TOKENS) or settings.words or settings.hide_special or settings.weigh == "norm" or settings.rollout \
+    return (overview and (n <= MAX_TOKENS or settings.json)) or settings.words or settings.hide_special or settings.weigh == "norm" or settings.rollout \
         or settings.senses is not None
 
 
