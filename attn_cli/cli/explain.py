@@ -9,8 +9,8 @@ from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
 
 @app.command("explain", cls=RowsCommand, epilog=examples(
     'attn explain "The capital of France is" --model ./SmolLM2.Q4_1.gguf',
-    'attn explain "When Mary and John went to the store, John gave a drink to" --model ./SmolLM2.Q4_1.gguf --target " Mary" --versus " John"',
-    'attn explain "The capital of France is" --model ./SmolLM2.Q4_1.gguf --target id:7042 --json',
+    'attn explain "Bob gave it to" --model m.gguf --target " Ann" --versus " Bob"',
+    'attn explain "The capital of France is" --model ./m.gguf --json',
 ))
 def explain(
     text: Annotated[str, typer.Argument(metavar="TEXT", help="The text whose next token is explained; - reads one per line from stdin.", show_default=False)],
