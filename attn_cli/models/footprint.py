@@ -10,7 +10,8 @@ The parts, in bytes (n tokens, d = d_model, ff the MLP's width, X = (h + 2 h_kv)
     kept        the patterns kept (4 bytes per cell of each kept [H', m, t]), and the streams kept ([L + 1, n, d] when a
                 view keeps every layer's stream)
     shown       what the views make of the cells they show: SHOWN_CELL bytes per cell in a terminal or JSON
-    mapped      the file's pages read through its memory map (counted by the kernel as resident, not private)
+    mapped      the file's pages read through its memory map (counted by the kernel as resident, not private): every
+                tensor's, less the vocabulary's when no logits are made
 Measured on SmolLM2-135M (Q4_1 GGUF) with `predict` and `inspect --head L.H --json` at 512 to 4,096 tokens
 (tests/test_footprint.py compares the estimate with the peak of a subprocess at three lengths).
 """
@@ -20,10 +21,10 @@ from attn_cli.records import Record
 
 START = 70 << 20
 LAYERS_HELD = 4
-STREAMS = 8
-QKV_COPIES = 5
-FF_COPIES = 4
-SHOWN_CELL = 24
+STREAMS = 4
+QKV_COPIES = 2
+FF_COPIES = 2
+SHOWN_CELL = 4
 MEMORY_SHARE = 0.8  # of the memory available, what one run may take when no --max-memory is given
 
 
@@ -70,7 +71,8 @@ def estimate(model, n: int, cells: int = 0, shown: int = 0, streams: bool = Fals
         output += 4 * logits_rows * spec.vocab_size * 3  # float32 logits, float64 logits and probabilities
     one_pass = 4 * n * (STREAMS * spec.d_model + QKV_COPIES * width + FF_COPIES * spec.d_ff) + BLOCK_BYTES + 8 * n * spec.n_heads * spec.d_head
     kept = 4 * cells + (4 * 3 * (spec.n_layers + 1) * n * spec.d_model if streams else 0)
-    mapped = sum(getattr(t, "nbytes", 0) for parts in w.plan.values() for t, _ in parts) if not w.eager else 0
+    vocabulary = ("embed.tokens", "unembed") if not logits_rows else ()  # without logits, only the rows of the text's tokens are read
+    mapped = sum(getattr(t, "nbytes", 0) for key, parts in w.plan.items() if key not in vocabulary for t, _ in parts) if not w.eager else 0
     return Footprint({"start": START, "weights": held, "output": output, "pass": one_pass, "kept": kept, "shown": SHOWN_CELL * shown,
                       "mapped": mapped})
 

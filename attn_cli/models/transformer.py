@@ -73,7 +73,7 @@ class Transformer:
         if not enc.ids:
             raise InputError("no tokens in the input")
         if len(enc.ids) > self.spec.max_positions:
-            raise InputError(f"{len(enc.ids)} tokens, more than the {self.spec.max_positions} positions {self.name} has; split the text")
+            raise InputError(f"{len(enc.ids):,} tokens, more than the {self.spec.max_positions:,} positions {self.name} has; split the text")
         return Tokens(list(enc.ids), list(enc.tokens), [bool(s) for s in enc.special_tokens_mask], list(enc.word_ids), list(enc.offsets), text,
                       labels=self.labels(enc.ids, enc.tokens))
 

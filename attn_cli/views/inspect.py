@@ -50,7 +50,7 @@ VIEWS = [  # in the order they are shown: what a sentence became, its numbers, t
     View("senses", ("senses",), "senses:meter"),
     View("meter", ("sense_meter",), "meter:meter"),
     View("overview", ("weights",), "overview:overview", lambda o: o.overview),
-    View("heatmap", (), "heatmaps:heads", lambda o: not o.overview),
+    View("heatmap", (), "long:heads", lambda o: not o.overview),  # a long text's heads summarised (views.long)
     View("rollout", ("rollout",), "flow:rollout"),
     View("picture", (), "picture:picture", lambda o: o.picture),
 ]
