@@ -20,11 +20,12 @@ class InspectSettings(Record):
     """What `inspect` reports for each sentence (how a model runs is the model's own settings). A plain class: see attention.Head."""
 
     __slots__ = ("heads", "words", "hide_special", "focus", "neighbors", "stage", "embeddings", "senses", "matrices", "weigh", "rollout",
-                 "max_memory", "json")
+                 "max_memory", "json", "exports")
 
     def __init__(self, heads: list[str] | None = None, words: bool = False, hide_special: bool = False, focus: str | None = None,
                  neighbors: int = 3, stage: str | None = None, embeddings: bool = False, senses=None, matrices: tuple | None = None,
-                 weigh: str = "weight", rollout: bool = False, max_memory: int | None = None, json: bool = False):
+                 weigh: str = "weight", rollout: bool = False, max_memory: int | None = None, json: bool = False, exports: bool = False):
+        self.exports = exports  # a page or a picture is made too: they show every head (the page, the model view)
         self.max_memory = max_memory  # bytes a checkpoint's run may take (None: most of what is available)
         self.json = json  # the heads shown go out as JSON numbers (else a terminal view)
         self.heads = heads  # a checkpoint's "L.H" or "L" (every head of layer L); None: every head
@@ -100,11 +101,11 @@ def check_footprint(model: Model, settings: InspectSettings, n: int) -> None:
 
 def keeps_everything(settings: InspectSettings, n: int) -> bool:
     """Whether a checkpoint's view needs every head's weights kept: the model view of a text of up to MAX_TOKENS, and
-    what reads every head (JSON of every head, --words, --hide-special, --weigh norm, --rollout, the sense meter)."""
+    what reads every head (JSON of every head, a page or a picture, --words, --hide-special, --weigh norm, --rollout, the sense meter)."""
     from attn_cli.models.base import MAX_TOKENS
 
     overview = not settings.heads
-    return (overview and (n <= MAX_TOKENS or settings.json)) or settings.words or settings.hide_special or settings.weigh == "norm" or settings.rollout \
+    return ((overview or settings.exports) and (n <= MAX_TOKENS or settings.json or settings.exports)) or settings.words or settings.hide_special or settings.weigh == "norm" or settings.rollout \
         or settings.senses is not None
 
 
