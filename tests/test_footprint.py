@@ -50,14 +50,16 @@ def test_the_estimate_is_within_half_again_of_the_measured_peak():
 def test_a_run_past_the_limit_is_refused_in_one_line_naming_what_would_fit(run):
     path = checkpoints.smollm2_gguf()
     text = DOCUMENT.read_text(encoding="utf-8").strip()
-    done = run("inspect", text, "--model", path, "--json", "--max-memory", "600M")
+    done = run("inspect", text, "--model", path, "--head", "3.2", "--json", "--max-memory", "300M")
     assert done.exit_code == 2 and done.stdout == "" and done.stderr.count("\n") == 1
-    assert "inspect of 270 heads over 4,100 tokens needs about" in done.stderr and "more than the 600.0 MB --max-memory allows" in done.stderr
-    assert "--head L.H or --layer L, or a text of at most" in done.stderr
+    assert "inspect of 1 head over 4,100 tokens needs about" in done.stderr and "more than the 300.0 MB --max-memory allows" in done.stderr
     fits = int(done.stderr.split("at most ")[1].split(" tokens")[0].replace(",", ""))
     m = smollm2()
-    estimate = lambda n: footprint.estimate(m, n, cells=2 * 270 * n * n, shown=270 * n * n, streams=True, logits_rows=0).private  # noqa: E731
-    assert estimate(fits) <= 600 << 20 < estimate(fits + 1)
+    estimate = lambda n: footprint.estimate(m, n, cells=n * n, shown=n * n, logits_rows=0).private  # noqa: E731
+    assert estimate(fits) <= 300 << 20 < estimate(fits + 1)
+    every = run("inspect", text, "--model", path, "--json", "--max-memory", "150M")
+    assert every.exit_code == 2 and every.stderr.startswith("attn: inspect of 270 heads over 4,100 tokens needs about")
+    assert "--head L.H or --layer L, or a text of at most" in every.stderr
     predicted = run("predict", text, "--model", path, "--max-memory", "200M")
     assert predicted.exit_code == 2 and predicted.stderr.startswith("attn: predict over 4,100 tokens needs about")
     assert run("predict", "hi", "--model", path, "--max-memory", "lots").stderr == \

@@ -355,3 +355,35 @@ def test_inspect_keeping_only_the_heads_shown_reports_what_keeping_everything_do
     monkeypatch.setattr(analysis, "keeps_everything", lambda settings, n: True)
     whole = json.loads(json_line(analysis.inspect(m, SENTENCE, settings).to_dict()))
     assert close(lean, whole)
+
+
+def test_json_of_every_head_of_a_long_text_is_made_one_head_at_a_time(monkeypatch):
+    """Past 512 tokens, JSON of every head remakes each head from its layer's input as it is written: the same numbers
+    as the pass that keeps every head, and never two heads' [n, n] at once."""
+    import json
+
+    from attn_cli.analysis import inspect as analysis
+    from attn_cli.analysis.kept import OneHeadAtATime
+    from attn_cli.io import writers
+    from attn_cli.io.output import json_line
+
+    m = tiny()
+    text = " ".join([SENTENCE] * 60)
+    assert len(m.tokenize(text).ids) > 512
+    settings = analysis.InspectSettings(neighbors=0, json=True)
+    lean = analysis.inspect(m, text, settings)
+    made = []
+    original = OneHeadAtATime.weights
+    monkeypatch.setattr(OneHeadAtATime, "weights", lambda self, l, h: (made.append((l, h)) if self.held[0] != (l, h) else None)
+                        or original(self, l, h))
+    streamed = json.loads("".join(writers_text(writers.document(lean))))
+    assert made == [(l, h) for l in range(m.n_layers) for h in range(m.n_heads)], "each head made once, in the order written"
+    monkeypatch.setattr(analysis, "keeps_everything", lambda settings, n: True)
+    whole = json.loads(json_line(analysis.inspect(m, text, settings).to_dict()))
+    assert close(streamed, whole)
+
+
+def writers_text(document) -> list[str]:
+    from attn_cli.io.output import _indented
+
+    return list(_indented(document, "  ", "\n"))

@@ -93,6 +93,8 @@ def check_footprint(model: Model, settings: InspectSettings, n: int) -> None:
             shown = (heads or every) if settings.json or settings.heads else 0
             return footprint.estimate(model, n, cells=(2 + (settings.stage == "scores")) * every * n * n, shown=shown * n * n, streams=True,
                                       logits_rows=0)
+        if not heads:  # JSON of every head, one at a time, remade from every layer's kept input
+            return footprint.estimate(model, n, cells=n * n + model.n_layers * n * model.d_model, shown=n * n, logits_rows=0)
         return footprint.estimate(model, n, cells=planes * heads * n * n, shown=heads * n * n, logits_rows=0)
 
     options = "--head L.H or --layer L" if not heads or heads > 1 else ""
@@ -101,18 +103,19 @@ def check_footprint(model: Model, settings: InspectSettings, n: int) -> None:
 
 def keeps_everything(settings: InspectSettings, n: int) -> bool:
     """Whether a checkpoint's view needs every head's weights kept: the model view of a text of up to MAX_TOKENS, and
-    what reads every head (JSON of every head, a page or a picture, --words, --hide-special, --weigh norm, --rollout, the sense meter)."""
+    what reads every head (a page or a picture, --words, --hide-special, --weigh norm, --rollout, the sense meter)."""
     from attn_cli.models.base import MAX_TOKENS
 
     overview = not settings.heads
-    return ((overview or settings.exports) and (n <= MAX_TOKENS or settings.json or settings.exports)) or settings.words or settings.hide_special or settings.weigh == "norm" or settings.rollout \
+    staged = settings.stage in ("scores", "masked")
+    return ((overview or settings.exports) and (n <= MAX_TOKENS or settings.exports or staged)) or settings.words or settings.hide_special or settings.weigh == "norm" or settings.rollout \
         or settings.senses is not None
 
 
 def shown_only(model: Model, tokens, settings: InspectSettings) -> InspectResult:
     """A checkpoint's pass keeping only the heads shown in full (the model view of a long text: every head pooled into
     blocks of tokens), the rest of the figures made by watchers as the pass runs (analysis.kept)."""
-    from attn_cli.analysis.kept import FirstToken, Pooled, StreamNumbers, watchers
+    from attn_cli.analysis.kept import FirstToken, LazyWeights, OneHeadAtATime, Pooled, StreamNumbers, watchers
     from attn_cli.analysis.residual import residual
     from attn_cli.analysis.units import groups, visible_units
     from attn_cli.models.points import Keep
@@ -122,17 +125,22 @@ def shown_only(model: Model, tokens, settings: InspectSettings) -> InspectResult
     members, labels, special = groups(tokens, False)
     focus = None if settings.focus is None else find_focus(labels, tokens.pieces, settings.focus, model.fold)
     stream, first = StreamNumbers(model.n_layers, n, focus), FirstToken(model.n_layers, model.n_heads, n)
-    pooled = None if selected else Pooled(model.n_layers, model.n_heads, n)
+    every = not selected and settings.json  # JSON of every head: each made again from its layer's input as it is written
+    pooled = None if selected or every else Pooled(model.n_layers, model.n_heads, n)
     staged = settings.stage in ("scores", "masked")
     points = ("attn.pattern",) + (("attn.scores",) if staged else ()) + (("attn.qk",) if settings.stage == "scores" else ())
     heads = sorted({h for _, h in selected})
-    keep = Keep(points if selected else (), layers={l for l, _ in selected}, heads=heads,
+    keep = Keep(points if selected else ("resid_pre",) if every else (), layers=None if every else {l for l, _ in selected}, heads=heads,
                 watch={"attn.pattern": watchers(first.watch, None if pooled is None else pooled.watch), **stream.watch()})
     trace = model.forward(tokens, keep=keep)
     allowed = visible_units(model.causal, members)  # [n, n] or None
     kept = lambda point, l, h: trace.get(point, l)[heads.index(h)] if trace.has(point, l) else None  # noqa: E731
     views = [HeadView(f"{l}.{h}", model.d_k, kept("attn.pattern", l, h), allowed, layer=l, index=h,
                       scores=kept("attn.qk", l, h), masked=kept("attn.scores", l, h)) for l, h in selected]
+    if every:
+        one = OneHeadAtATime(model, trace)
+        views = [HeadView(f"{l}.{h}", model.d_k, LazyWeights(one, l, h, n), allowed, layer=l, index=h)
+                 for l in range(model.n_layers) for h in range(model.n_heads)]
     path = None if focus is None else stream.focus_trace(tokens, model.n_layers)
     weights = None if pooled is None else pooled.means()
     return InspectResult(

@@ -95,6 +95,39 @@ class Pooled:
         return self.sums / sizes[:, None]
 
 
+class OneHeadAtATime:
+    """Every head of a pass read one at a time, each made again from its layer's input when first read (Transformer.head_weights)
+    and dropped when the next is: JSON of every head of a long text, written head by head, holds one [n, n] at a time."""
+
+    def __init__(self, model, trace: Trace):
+        self.model, self.trace, self.held = model, trace, (None, None)
+
+    def weights(self, l: int, h: int) -> np.ndarray:
+        if self.held[0] != (l, h):
+            self.held = (None, None)  # the last head's memory goes before the next is made
+            self.held = ((l, h), self.model.head_weights(self.trace.get("resid_pre", l), l, h))
+        return self.held[1]
+
+
+class LazyWeights:
+    """One head's [n, n] weights as an array that is made when its values are first read (its shape is known before)."""
+
+    __slots__ = ("heads", "layer", "head", "shape")
+
+    def __init__(self, heads: OneHeadAtATime, layer: int, head: int, n: int):
+        self.heads, self.layer, self.head, self.shape = heads, layer, head, (n, n)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, index):
+        return self.heads.weights(self.layer, self.head)[index]
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.heads.weights(self.layer, self.head)
+        return a if dtype is None else a.astype(dtype)
+
+
 def watchers(*callables) -> "callable":
     """One watcher calling each of `callables` in turn."""
     return lambda l, value: [f(l, value) for f in callables if f is not None] and None

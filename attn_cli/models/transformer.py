@@ -254,6 +254,17 @@ class Transformer:
             out = self.held(self.norm(mid + m, w["mlp.norm.w"], w.get("mlp.norm.b")), l, "mlp.norm", norms=True)
         return run.point("resid_post", l, out)
 
+    def head_weights(self, x: np.ndarray, l: int, h: int) -> np.ndarray:  # resid_pre[l] [n, d] -> [n, n]
+        """Head h of layer l's weights over the stream that entered the layer (a pass's resid_pre[l]): that layer's
+        attention block alone, run again, for a view that reads one head at a time."""
+        run = Run(Keep(("attn.pattern",), layers=[l], heads=[h]), [], None, 0, batched=False)
+        run.rotary = self.rotary(len(x))
+        w = self.weights.layer(l)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            self.attention((self.norm(x, w["attn.norm.w"], w.get("attn.norm.b")) if self.spec.pre_norm else x)[None], w, l, run)
+        self.weights.release(l)
+        return run.store[("attn.pattern", l)][0]
+
     def run(self, text: str, keep_scores: bool = False) -> Trace:
         return self.forward(self.tokenize(text), keep_scores=keep_scores)
 
