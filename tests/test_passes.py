@@ -357,6 +357,7 @@ def test_inspect_keeping_only_the_heads_shown_reports_what_keeping_everything_do
     assert close(lean, whole)
 
 
+@pytest.mark.slow
 def test_json_of_every_head_of_a_long_text_is_made_one_head_at_a_time(monkeypatch):
     """Past 512 tokens, JSON of every head remakes each head from its layer's input as it is written: the same numbers
     as the pass that keeps every head, and never two heads' [n, n] at once."""

@@ -60,6 +60,7 @@ class PatternSums:
         self.exclude_bos, self.exclude_current, self.measures = exclude_bos, exclude_current, measures
         self.special = np.asarray(special, dtype=bool)
         self.total = np.zeros((n_layers, n_heads))
+        self.mass = np.zeros((n_layers, n_heads))  # sum(A) before the exclusions: what rounding in `total` is measured against
         self.pairs, self.hit, self.count = {}, {}, {}
         for name in patterns:
             q, k = pattern_pairs(name, ids, special)
@@ -85,6 +86,7 @@ class PatternSums:
         b, k = a.shape[1:]
         rows = np.arange(r0, r0 + b)
         total = np.add.reduce(a, axis=(1, 2), dtype=np.float64)  # [H]
+        self.mass[l] += total
         diagonal = rows - lo
         on = (diagonal >= 0) & (diagonal < k)
         own = np.add.reduce(a[:, rows[on] - r0, diagonal[on]], axis=1, dtype=np.float64)  # [H] each row's weight on itself
@@ -126,8 +128,8 @@ class PatternSums:
 
     def scores(self, name: str, error: str = "mul") -> np.ndarray:  # -> [L, H], as analysis.detect.pattern_scores gives them
         hit = self.hit[name]
-        if error == "mul":
-            return np.divide(hit, self.total, out=np.full_like(hit, np.nan), where=self.total > 0)
+        if error == "mul":  # no weight left once the exclusions are taken out (up to their rounding): no score
+            return np.divide(hit, self.total, out=np.full_like(hit, np.nan), where=self.total > 1e-12 * self.mass)
         return 1.0 - (self.total - 2 * hit + self.count[name]) / self.n
 
 
