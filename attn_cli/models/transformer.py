@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from attn_cli.core.attention import allowed_keys, attend
-from attn_cli.core.blocks import ACTIVATIONS, F32, MLPS, NORMS, rotary_frequencies, rotary_tables, rotate
+from attn_cli.core.blocks import ACTIVATIONS, F32, MLPS, NORMS, rotary_attention_factor, rotary_frequencies, rotary_tables, rotate, soft_cap
 from attn_cli.core.neighbors import MatrixKeys, nearest_rows
 from attn_cli.errors import DataError, InputError
 from attn_cli.models.base import LayerTrace, Tokens, Trace  # noqa: F401 (Tokens: what tokenize returns)
@@ -48,7 +48,7 @@ class Transformer:
         self.kind = spec.family
         self.causal = spec.causal
         self.n_layers, self.n_heads, self.d_model = spec.n_layers, spec.n_heads, spec.d_model
-        self._rotary = None
+        self._rotary = {}  # (RoPE base, long) -> cos, sin tables
 
     @property
     def d_k(self) -> int:
@@ -117,18 +117,32 @@ class Transformer:
             e = e + (types[0] if types is not None else F32(0))  # one sentence: segment 0
         if spec.embed_norm:
             e = self.norm(e, self.weights.get("embed.norm.w"), self.weights.get("embed.norm.b"))
+        if spec.embed_scale is not None:
+            e *= F32(spec.embed_scale)
         return e
 
-    def norm(self, x: np.ndarray, g: np.ndarray, b: np.ndarray | None) -> np.ndarray:  # [n, d] -> [n, d]
-        return NORMS[self.spec.norm](x, g, b, self.spec.eps)
+    def norm(self, x: np.ndarray, g: np.ndarray, b: np.ndarray | None) -> np.ndarray:  # [..., d] -> [..., d]
+        return NORMS[self.spec.norm](x, g + F32(self.spec.norm_offset) if self.spec.norm_offset else g, b, self.spec.eps)
 
-    def rotary(self, n: int):  # -> cos, sin [n, d_head] for rotary positions, else None
-        if self.spec.position != "rotary":
+    def window(self, l: int) -> int | None:
+        """Layer l's sliding window (a query sees its own key and the window - 1 before it), or None: every earlier key."""
+        return self.spec.window(l)
+
+    def rotary(self, n: int, l: int = 0):  # -> cos, sin [n, d_head] for rotary positions, else None
+        """Layer l's RoPE tables: its base (a windowed layer of Gemma 3 has its own, unscaled), and for longrope
+        the short or long factors as the text's length asks."""
+        spec = self.spec
+        if spec.position != "rotary":
             return None
-        if self._rotary is None or len(self._rotary[0]) < n:
-            inv = rotary_frequencies(self.spec.d_head, self.spec.rope_theta, self.spec.rope_scaling, self.spec.rope_factors)
-            self._rotary = rotary_tables(max(n, 64), inv)
-        return self._rotary[0][:n], self._rotary[1][:n]
+        local = spec.rope_base(l) != spec.rope_theta
+        scaling = None if local else spec.rope_scaling
+        long = bool(scaling) and n > int(scaling.get("original_max_position_embeddings") or 0)
+        key = (spec.rope_base(l), long)
+        if key not in self._rotary or len(self._rotary[key][0]) < n:
+            inv = rotary_frequencies(spec.d_head, spec.rope_base(l), scaling, None if local else spec.rope_factors, n)
+            self._rotary[key] = rotary_tables(max(n, 64), inv, rotary_attention_factor(scaling, spec.max_positions))
+        cos, sin = self._rotary[key]
+        return cos[:n], sin[:n]
 
     def attention(self, x: np.ndarray, w: dict, allowed, rotary, keep_scores: bool, l: int = 0):
         """Every head at once -> (core.attention.Attended, [n, d] the update after W_O, [h_kv, n, d_head] V)."""
@@ -141,10 +155,13 @@ class Transformer:
         q = qkv[:, : h * d_head].reshape(n, h, d_head).transpose(1, 0, 2)  # [h, n, d_head]
         k = qkv[:, h * d_head : (h + h_kv) * d_head].reshape(n, h_kv, d_head).transpose(1, 0, 2)  # [h_kv, n, d_head]
         v = qkv[:, (h + h_kv) * d_head :].reshape(n, h_kv, d_head).transpose(1, 0, 2)  # [h_kv, n, d_head]
+        if spec.qk_norm:  # each head's queries and keys normed on their own (Qwen3, Gemma 3)
+            q, k = self.norm(q, w["attn.q_norm.w"], None), self.norm(k, w["attn.k_norm.w"], None)
         if rotary is not None:
             q, k = rotate(q, *rotary), rotate(k, *rotary)
+        root = F32(spec.query_root or math.sqrt(d_head))
         out = attend(np.ascontiguousarray(q), np.ascontiguousarray(k), np.ascontiguousarray(v), allowed,
-                     root=F32(math.sqrt(d_head)), keep_scores=keep_scores)
+                     root=root, keep_scores=keep_scores, cap=spec.attn_softcap)
         if not out.masked.max() < np.inf:  # one pass, no copy: +inf or NaN is Q K^T beyond float32 (-inf is a hidden key)
             self.held(np.where(np.isneginf(out.masked), F32(0), out.masked), l, "scores")
         merged = out.values.transpose(1, 0, 2).reshape(n, h * d_head) @ w["attn.o.w"]  # [n, h d_head] x [h d_head, d] -> [n, d]
@@ -177,16 +194,21 @@ class Transformer:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked layer by layer: one message, not NumPy's warnings
             x = self.held(self.embeddings(tokens.ids), None, "embeddings", norms=True)  # [n, d]
             n = len(x)
-            allowed, rotary = allowed_keys("causal", n) if spec.causal else None, self.rotary(n)
             hidden, traces = [x], []
             for l in range(spec.n_layers):
                 w = self.weights.layer(l)
+                allowed, rotary = allowed_keys("causal", n, self.window(l)) if spec.causal else None, self.rotary(n, l)
                 if spec.pre_norm:  # the updates add to the stream as they are
                     normed = self.held(self.norm(x, w["attn.norm.w"], w.get("attn.norm.b")), l, "attn.norm")
                     att, a, v = self.attention(normed, w, allowed, rotary, keep_scores, l)
+                    if spec.sandwich_norm:  # Gemma: the update normed before it is added
+                        a = self.held(self.norm(a, w["attn.post_norm.w"], None), l, "o")
                     mid = self.held(x + a, l, "o", norms=True)
                     normed = self.held(self.norm(mid, w["mlp.norm.w"], w.get("mlp.norm.b")), l, "mlp.norm")
-                    out = self.held(mid + self.mlp(normed, w, l), l, "mlp.out", norms=True)
+                    m = self.mlp(normed, w, l)
+                    if spec.sandwich_norm:
+                        m = self.held(self.norm(m, w["mlp.post_norm.w"], None), l, "mlp.out")
+                    out = self.held(mid + m, l, "mlp.out", norms=True)
                 else:  # post-norm: each block's update includes the norm after it
                     att, a, v = self.attention(x, w, allowed, rotary, keep_scores, l)
                     mid = self.held(self.norm(x + a, w["attn.norm.w"], w.get("attn.norm.b")), l, "attn.norm", norms=True)
@@ -244,14 +266,14 @@ class Transformer:
                 h = ACTIVATIONS[self.spec.activation](rows @ w.get("mlm.dense.w") + w.get("mlm.dense.b"))  # [m, d] x [d, d] -> [m, d]
                 return self.logits(self.norm(h, w.get("mlm.norm.w"), w.get("mlm.norm.b"))) + w.get("mlm.bias")
             x = self.norm(rows, self.weights.get("final_norm.w"), self.weights.get("final_norm.b")) if self.spec.final_norm else rows
-            return self.logits(x)
+            logits = self.logits(x)
+            return logits if self.spec.final_softcap is None else soft_cap(logits, self.spec.final_softcap)
 
     def logits(self, rows: np.ndarray) -> np.ndarray:  # [m, d] -> [m, V] float32
         """rows @ W_U^T, the output projection, a block of the vocabulary at a time."""
-        w_u = self.weights.unembedding()  # [V, d]
-        out = np.empty((len(rows), len(w_u)), F32)
-        for start in range(0, len(w_u), LOGIT_ROWS):
-            out[:, start : start + LOGIT_ROWS] = rows @ w_u[start : start + LOGIT_ROWS].T  # [m, d] x [d, c] -> [m, c]
+        out = np.empty((len(rows), self.spec.vocab_size), F32)
+        for start, block in self.weights.each_unembedding_block(LOGIT_ROWS):  # [c, d]
+            out[:, start : start + len(block)] = rows @ block.T  # [m, d] x [d, c] -> [m, c]
         return out
 
     def summary(self) -> dict:

@@ -24,6 +24,7 @@ EMBEDDING = "embed.tokens"
 EAGER_DTYPES = ("F32", "F16", "BF16", "F64", "F8_E4M3", "F8_E5M2")  # read at load; anything else (quantized) is dequantized layer by layer
 WORKERS = 2  # threads dequantizing ahead of the forward pass: the machines attn is made for have 2 cores
 AHEAD = 2  # layers read ahead (a layer of a 135M-parameter model is ~15 MB as float32)
+WHOLE_TABLE_BYTES = 256 << 20  # a quantized output head larger than this as float32 is read in blocks, never whole
 CACHE_SHARE = 0.25  # of the memory available: what dequantized layers may keep, from a model's second forward pass on
 
 
@@ -50,6 +51,8 @@ def stored_shapes(canonical: str, spec: Spec, names: tuple) -> list[tuple]:
         return [(spec.max_positions, d)]
     if canonical == "embed.types":
         return [(None, d)]
+    if base in ("attn.q_norm", "attn.k_norm"):  # one per head, shared by every head
+        return [(dh,)]
     if base.endswith("norm"):
         return [(d,)]
     widths = parts.get(base) or [outs[base]]
@@ -60,6 +63,25 @@ def in_memory_order(w: np.ndarray) -> np.ndarray:
     """A matrix kept for many passes, copied into row order ([in, out] as it is read): x @ W then runs ~7% faster
     for a short input than on the transposed [out, in] rows of the file (SmolLM2, one BLAS thread, n = 16 and 128)."""
     return np.ascontiguousarray(w)
+
+
+class TensorPart:
+    """The i-th of k equal blocks of a stored tensor's rows (its output rows, [out, in] as torch keeps a Linear): Phi-3 fuses
+    gate and up into one gate_up_proj, read as two canonical tensors."""
+
+    def __init__(self, tensor, i: int, k: int):
+        self.tensor, self.i, self.k = tensor, i, k
+        rows = tensor.shape[0] // k
+        self.name, self.dtype, self.shape = tensor.name, tensor.dtype, (rows, *tensor.shape[1:])
+        self.size = int(np.prod(self.shape))
+
+    def array(self, out: np.ndarray | None = None) -> np.ndarray:  # -> self.shape float32
+        rows = self.shape[0]
+        block = self.tensor.array()[self.i * rows : (self.i + 1) * rows]
+        if out is None:
+            return np.ascontiguousarray(block)
+        np.copyto(out, block)
+        return out
 
 
 class Weights:
@@ -101,6 +123,8 @@ class Weights:
             options = [n.format(l=l) for n in (name, *stored.alternatives)]
             tensor = next((self.tensors[n] for n in options if n in self.tensors), None)
             want = shape if stored.layout != "linear" else tuple(reversed(shape))  # torch's Linear keeps [out, in]
+            if stored.part is not None:  # one block of a fused tensor's output rows
+                want = (want[0] * stored.part[1], *want[1:])
             if tensor is None:
                 if canonical in self.optional and not parts:
                     return None
@@ -109,7 +133,7 @@ class Weights:
                 raise DataError(f"{self.where}: {tensor.refusal()}")
             if len(tensor.shape) != len(want) or any(w is not None and s != w for s, w in zip(tensor.shape, want)):
                 raise DataError(f"{self.where}: tensor {tensor.name if hasattr(tensor, 'name') else options[0]}: shape {list(tensor.shape)}, expected {list(want)}")
-            parts.append((tensor, stored.layout))
+            parts.append((tensor if stored.part is None else TensorPart(tensor, *stored.part), stored.layout))
         return parts
 
     def check_layers(self) -> None:
@@ -217,8 +241,9 @@ class Weights:
         return self._workers
 
     def prefetch_vocabulary(self) -> None:
-        """Start reading the whole embedding matrix (for the output head) on the second thread, if it is not in memory."""
-        if self._vocabulary is None and self._vocabulary_ahead is None and not self.eager:
+        """Start reading the whole embedding matrix (for the output head) on the second thread, if it is not in memory
+        and fits (whole_table_fits)."""
+        if self._vocabulary is None and self._vocabulary_ahead is None and not self.eager and self.whole_table_fits():
             self._vocabulary_ahead = self._pool().submit(self.read, EMBEDDING if not self.has("unembed") else "unembed")
 
     def _keeps(self, nbytes: int) -> bool:
@@ -270,13 +295,36 @@ class Weights:
             self._arrays["unembed"] = self._vocabulary_ahead.result()
         return self.get("unembed")
 
+    def whole_table_fits(self) -> bool:
+        """The output head may be read whole as float32: it is in memory already, stored as floats, or small (a quantized
+        262k-token vocabulary, Gemma's, would be 671 MB as float32: it is read a block at a time instead)."""
+        key = "unembed" if self.has("unembed") else EMBEDDING
+        (tensor, _), = self.plan[key]
+        return (self._vocabulary is not None or key in self._arrays or self.eager or self._vocabulary_ahead is not None
+                or 4 * tensor.size <= WHOLE_TABLE_BYTES)
+
+    def each_unembedding_block(self, rows: int):  # -> (first row, [c, d] float32), ...
+        """The output head's rows, a block of `rows` at a time: slices of the table when it fits in memory whole, else
+        each block dequantized from the file and dropped after use."""
+        if self.whole_table_fits():
+            w_u = self.unembedding()  # [V, d]
+            for start in range(0, len(w_u), rows):
+                yield start, w_u[start : start + rows]
+            return
+        (tensor, _), = self.plan["unembed" if self.has("unembed") else EMBEDDING]
+        for start in range(0, tensor.shape[0], rows):
+            try:
+                yield start, tensor.rows(np.arange(start, min(start + rows, tensor.shape[0])))
+            except DataError as e:
+                raise DataError(f"{self.where}: {e}") from None
+
     def parameter_counts(self) -> dict[str, int]:
         """Elements per group, counted from the tensors in the file (not from the config's claims)."""
         counts = {"embeddings": 0, "attention": 0, "mlp": 0, "norms": 0, "output": 0}
         for key, parts in self.plan.items():
             size = sum(t.size for t, _ in parts)
             name = key.split(".", 2)[-1] if key.startswith("layers.") else key
-            group = ("norms" if ".norm." in f".{name}" or name.startswith("final_norm") else "embeddings" if name.startswith("embed.")
+            group = ("norms" if ".norm." in f".{name}" or "_norm." in name or name.startswith("final_norm") else "embeddings" if name.startswith("embed.")
                      else "output" if name in ("unembed", "mlm.bias") or name.startswith("mlm.") else {"attn": "attention", "mlp": "mlp"}[name.split(".")[0]])
             counts[group] += size
         return counts
