@@ -135,7 +135,8 @@ def rotary_frequencies(d_rot: int, theta: float, scaling: dict | None = None, fa
     frequency divided by its short factor, or by its long factor when the text (n tokens) is longer than
     the original context, as transformers chooses.
     """
-    inv = F32(1.0) / (F32(theta) ** (np.arange(0, d_rot, 2, dtype=np.int64).astype(F32) / F32(d_rot)))  # [d_rot / 2]
+    powers = F32(theta) ** (np.arange(0, d_rot, 2, dtype=np.int64).astype(F32) / F32(d_rot))  # [d_rot / 2]
+    inv = F32(1.0) / powers
     kind = (scaling or {}).get("rope_type", (scaling or {}).get("type", "default"))
     if kind == "linear":
         inv = inv / F32(scaling["factor"])
@@ -149,7 +150,7 @@ def rotary_frequencies(d_rot: int, theta: float, scaling: dict | None = None, fa
         inv = np.where(medium, (1 - smooth) * scaled / F32(factor) + smooth * scaled, scaled).astype(F32)
     elif kind in ("longrope", "su"):
         long = n > int(scaling["original_max_position_embeddings"])
-        inv = (inv / np.asarray(scaling["long_factor" if long else "short_factor"], dtype=F32)).astype(F32)
+        inv = (F32(1.0) / (np.asarray(scaling["long_factor" if long else "short_factor"], dtype=F32) * powers)).astype(F32)  # as transformers rounds it
     if factors is not None:
         inv = (inv / np.asarray(factors, dtype=F32)).astype(F32)
     return inv
