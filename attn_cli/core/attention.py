@@ -17,7 +17,6 @@ from functools import lru_cache
 import numpy as np
 
 from attn_cli.records import Record
-from attn_cli.core.blocks import soft_cap
 from attn_cli.core.softmax import softmax_rows_into
 
 class Mask(str, Enum):
@@ -50,18 +49,8 @@ def _causal(n: int) -> np.ndarray:  # [n, n] bool, shared between sentences of t
     return mask
 
 
-def allowed_keys(mask: "Mask | str", n: int, window: int | None = None) -> np.ndarray | None:  # -> [n, n] bool (read-only), or None for "all"
-    """The keys each query may see: the causal mask, and with a sliding `window` w only the last w of them (its own included)."""
-    if Mask(mask) != Mask.causal:
-        return None
-    return _causal(n) if window is None or window >= n else _windowed(n, window)
-
-
-@lru_cache(maxsize=4)
-def _windowed(n: int, window: int) -> np.ndarray:  # [n, n] bool, read-only: key j seen by query i when i - window < j <= i
-    seen = np.tril(np.ones((n, n), dtype=bool)) & ~np.tril(np.ones((n, n), dtype=bool), -window)
-    seen.setflags(write=False)
-    return seen
+def allowed_keys(mask: "Mask | str", n: int) -> np.ndarray | None:  # -> [n, n] bool (read-only), or None for "all"
+    return _causal(n) if Mask(mask) == Mask.causal else None
 
 
 class Head(Record):
@@ -180,13 +169,13 @@ def head_slopes(heads: list, dtype: np.dtype) -> np.ndarray | None:  # -> [h, 3]
 
 
 def scaled_softmax(scores: np.ndarray, root: float | None, mask: np.ndarray | None, spans: list, masked: np.ndarray, weights: np.ndarray,
-                   slopes: np.ndarray | None = None, sinks: np.ndarray | None = None, cap: float | None = None) -> np.ndarray | None:
+                   slopes: np.ndarray | None = None, sinks: np.ndarray | None = None) -> np.ndarray | None:
     """masked = scores / root (root None: scores as they are) - distance penalty, -inf where hidden; weights = softmax of its rows.
 
     All [..., n, n] (a stack of heads shares the mask); `weights` must start as zeros: keys
     hidden from a whole block of rows are never written. slopes: [h, 3] per head of the stack (distance_penalty), or None.
     sinks: [h] per head, the score of a key every query sees that writes nothing (-inf: none), or None;
-    then returns each query's weight on it, [..., n]. cap: scores / root soft-capped, cap tanh(x / cap), before the mask.
+    then returns each query's weight on it, [..., n].
     """
     n = scores.shape[-1]
     sunk = None if sinks is None else np.zeros(scores.shape[:-1], weights.dtype)  # [..., n]
@@ -199,8 +188,6 @@ def scaled_softmax(scores: np.ndarray, root: float | None, mask: np.ndarray | No
             m[..., :hi] = scores[..., r0:r1, :hi]
         else:  # divided, not multiplied by 1/root: the float64 reference rounds once
             np.divide(scores[..., r0:r1, :hi], root, out=m[..., :hi])
-        if cap is not None:
-            soft_cap(m[..., :hi], cap)
         if slopes is not None:
             seen = m[..., :hi]  # [h, b, hi] for a stack of heads, [b, hi] for one matrix
             seen -= distance_penalty(np.arange(r0, r1), hi, slopes).astype(m.dtype, copy=False).reshape(seen.shape)
@@ -282,7 +269,7 @@ class Attended(Record):
 
 
 def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None, *, root: float | None,
-           slopes: np.ndarray | None = None, sinks: np.ndarray | None = None, keep_scores: bool = True, cap: float | None = None) -> Attended:
+           slopes: np.ndarray | None = None, sinks: np.ndarray | None = None, keep_scores: bool = True) -> Attended:
     """softmax(Q K^T / root - distance, masked) V for a stack of heads: the one attention step of every model.
 
     q [h, n, d_k]; k [h_kv, n, d_k] and v [h_kv, n, d_v] with h_kv dividing h: the g = h / h_kv
@@ -290,7 +277,7 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None,
     h_kv = h: a key and value head per query head). root: what the scores are divided by
     (sqrt(d_k)), or None to leave them as they are. slopes [h, 3]: distance costs (see
     distance_penalty); sinks [h]: the score of a key that writes nothing (-inf: none). Without
-    `keep_scores` the raw Q K^T is not kept: its memory becomes `masked`. cap: the logit soft-cap (Gemma 2), None: none.
+    `keep_scores` the raw Q K^T is not kept: its memory becomes `masked`.
 
     Runs in q's precision; the [n, n] matrices are worked one block of query rows at a time, each
     only over the keys it can see (row_spans).
@@ -308,7 +295,7 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None,
     product = masked if scores is None else scores
     np.matmul(q.reshape(h_kv, g, n, d_k), k.transpose(0, 2, 1)[:, None], out=product.reshape(h_kv, g, n, n))  # [h_kv, g, n, d_k] x [h_kv, 1, d_k, n]
     spans = row_spans(mask, n, n, block_rows(n, h, dtype))
-    sunk = scaled_softmax(product, root, mask, spans, masked, weights, slopes, sinks, cap)
+    sunk = scaled_softmax(product, root, mask, spans, masked, weights, slopes, sinks)
     values = weighted_values(weights.reshape(h_kv, g, n, n), v[:, None], spans).reshape(h, n, v.shape[-1])  # [h_kv, g, n, n] x [h_kv, 1, n, d_v]
     return Attended(scores, masked, weights, values, sunk)
 
