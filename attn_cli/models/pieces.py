@@ -24,6 +24,8 @@ def byte_table() -> dict[str, int]:
 def readable(tokenizer, token_id: int, piece: str) -> str:
     """The piece decoded by its tokenizer, without a word's leading space; whitespace named; partial bytes as 0xNN."""
     text = tokenizer.decode([token_id], skip_special_tokens=False)
+    if "\u2581" in piece and text.strip() == piece.replace("\u2581", " ").strip():  # SentencePiece: each "▁" a space (its decoder drops a first one)
+        text = piece.replace("\u2581", " ")
     if "\ufffd" in text:  # some bytes of a character: show them
         if SPM_BYTE.fullmatch(piece):
             return f"0x{piece[3:5].upper()}"
