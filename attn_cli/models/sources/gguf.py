@@ -222,7 +222,8 @@ def load(path) -> Source:
     tensors = _tensors(file, config)
     name = file_name(Path(path)) or _get(file, "general.name", str) or Path(path).stem
     pre = _get(file, "tokenizer.ggml.pre", str, default="default")
-    add_bos = _get(file, "tokenizer.ggml.add_bos_token", bool, default=pre in LLAMA3_PRES)  # convert writes it when the tokenizer says
+    spm = _get(file, "tokenizer.ggml.model", str) == "llama"  # llama.cpp puts BOS first in a SentencePiece text unless the file says not to
+    add_bos = _get(file, "tokenizer.ggml.add_bos_token", bool, default=pre in LLAMA3_PRES or spm)  # convert writes it when the tokenizer says
     add_eos = _get(file, "tokenizer.ggml.add_eos_token", bool, default=False)
     bos, eos = config["bos_token_id"], config["eos_token_id"]
     _check_tokenizer(file, config)

@@ -1,0 +1,198 @@
+"""A SentencePiece GGUF's tokenizer (tokenizer.ggml.model "llama": Llama 2, TinyLlama, Mistral, Gemma) as a `tokenizers` BPE.
+
+llama.cpp's SPM tokenizer (llm_tokenizer_spm) writes each space as "▁", starts from the characters and
+merges, again and again, the adjacent pair whose concatenation is the best-scored token of the
+vocabulary; a piece left outside the vocabulary falls back to its bytes, <0xNN>. That is BPE whose
+merges are every split of every token into two tokens, ranked by the whole token's score. The merges
+are derived here from the vocabulary alone, in NumPy (a hash of every prefix and suffix of every
+token, looked up among the tokens' hashes: no loop over pairs), and ranked as transformers' GGUF
+loader ranks them, so the ids are those of `AutoTokenizer.from_pretrained(..., gguf_file=...)`.
+"""
+
+import os
+
+import numpy as np
+
+from attn_cli.errors import DataError
+from attn_cli.models.sources.gguf_file import GGUFFile, _get
+
+CONTROL, USER_DEFINED = 3, 4  # tokenizer.ggml.token_type values (llama.cpp's LLAMA_TOKEN_TYPE_*)
+# transformers' GGUF loader (integrations/gguf/gguf_tokenizer_mapping.py: gemma_tokenizer) reads a Gemma vocabulary two ways
+# differently: its tokens of spaces are stored as spaces but looked up as "▁", and its merges rank by the tokens' order in
+# the file (its scores are -1000 for the tokens that are not normal, whatever their place)
+BY_POSITION = ("gemma", "gemma2", "gemma3")
+EXACT_CHECK = 64  # tokens longer than this have their merges checked string by string: no hash of a short string collides by design
+
+
+def check_spm(file: GGUFFile, config: dict) -> None:
+    """tokenizer.ggml.tokens, scores and token_type are of the right kinds and sizes (cheap: the tokenizer is built on demand)."""
+    tokens = file.metadata.get("tokenizer.ggml.tokens")
+    if not isinstance(tokens, list) or not tokens:
+        raise DataError(f"{file.path}: GGUF metadata tokenizer.ggml.tokens should be a list of strings")
+    for key, kinds in (("scores", "f"), ("token_type", "iu")):
+        values = file.metadata.get(f"tokenizer.ggml.{key}")
+        if values is None and key == "token_type":
+            continue
+        if not isinstance(values, np.ndarray) or values.dtype.kind not in kinds or len(values) != len(tokens):
+            raise DataError(f"{file.path}: GGUF metadata tokenizer.ggml.{key} should be {len(tokens):,} {'numbers' if kinds == 'f' else 'integers'}")
+    if not np.isfinite(file.metadata["tokenizer.ggml.scores"]).all():
+        raise DataError(f"{file.path}: GGUF metadata tokenizer.ggml.scores holds NaN or infinite values")
+    for key in ("bos_token_id", "eos_token_id"):
+        if config[key] is not None and not 0 <= config[key] < len(tokens):
+            raise DataError(f"{file.path}: tokenizer.ggml.{key} is {config[key]}, but there are {len(tokens):,} tokens")
+    rows = file.tensors["token_embd.weight"].dims[-1]
+    if len(tokens) > rows:
+        raise DataError(f"{file.path}: {len(tokens):,} tokens but token_embd.weight has {rows:,} rows")
+
+
+def build_spm_tokenizer(file: GGUFFile, add_bos: bool, add_eos: bool):
+    """A `tokenizers` BPE with byte fallback from tokenizer.ggml.{tokens, scores, token_type}: "▁" for spaces, the space
+    prefix as tokenizer.ggml.add_space_prefix says, control tokens as specials, BOS/EOS as the file says."""
+    from tokenizers import AddedToken, Tokenizer, decoders, normalizers, pre_tokenizers
+    from tokenizers.models import BPE
+
+    arch = _get(file, "general.architecture", str, default="")
+    tokens = file.metadata["tokenizer.ggml.tokens"]
+    types = file.metadata.get("tokenizer.ggml.token_type")
+    types = types.tolist() if types is not None else [1] * len(tokens)
+    by_position = arch in BY_POSITION
+    if by_position:
+        tokens = ["\u2581" * len(t) if " " in t and not t.strip() else t for t in tokens]
+    ranks = -np.arange(len(tokens), dtype=np.float64) if by_position else file.metadata["tokenizer.ggml.scores"].astype(np.float64)
+    left, right = derive_merges(tokens, ranks)
+    vocab = dict(zip(tokens, range(len(tokens))))
+    unk_id = _get(file, "tokenizer.ggml.unknown_token_id", int)
+    unk = tokens[unk_id] if unk_id is not None and 0 <= unk_id < len(tokens) else None
+    prefix = _get(file, "tokenizer.ggml.add_space_prefix", bool, default=not by_position)
+    try:
+        tok = Tokenizer(BPE(vocab=vocab, merges=list(zip(map(tokens.__getitem__, left.tolist()), map(tokens.__getitem__, right.tolist()))),
+                            unk_token=unk, fuse_unk=True, byte_fallback=True))
+        if by_position:  # GemmaTokenizer's: every space a "▁", no prefix
+            tok.normalizer = normalizers.Replace(" ", "\u2581")
+        else:  # LlamaTokenizer's: the prefix before the text's first piece only
+            tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first" if prefix else "never", split=False)
+        steps = [decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()]
+        tok.decoder = decoders.Sequence(steps + ([decoders.Strip(content=" ", left=1, right=0)] if prefix else []))
+        tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, k in zip(tokens, types) if k == CONTROL])
+        tok.add_tokens([AddedToken(t, special=False, normalized=False) for t, k in zip(file.metadata["tokenizer.ggml.tokens"], types)
+                        if k == USER_DEFINED and t in vocab])  # transformers adds a user-defined token only as the vocabulary spells it
+        tok.post_processor = _bos_eos(file, tokens, add_bos, add_eos)
+    except Exception as e:  # the tokenizers package raises plain Exception for a bad vocabulary
+        raise DataError(f"{file.path}: cannot build the tokenizer ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    tok.no_padding()
+    tok.no_truncation()
+    return tok
+
+
+def _bos_eos(file: GGUFFile, tokens: list[str], add_bos: bool, add_eos: bool):
+    """BOS before the text and EOS after it, as tokenizer.ggml.add_bos_token / add_eos_token say (None: nothing added)."""
+    from tokenizers import processors
+
+    ids = [(_get(file, "tokenizer.ggml.bos_token_id", int), add_bos), (_get(file, "tokenizer.ggml.eos_token_id", int), add_eos)]
+    (bos, want_bos), (eos, want_eos) = ids
+    first = [tokens[bos]] if want_bos and bos is not None else []
+    last = [tokens[eos]] if want_eos and eos is not None else []
+    if not first and not last:
+        return None
+    specials = list(dict.fromkeys([(tokens[i], i) for i, want in ids if want and i is not None]))
+    single = first + ["$A"] + last
+    pair = single + [f"{t}:1" for t in first] + ["$B:1"] + [f"{t}:1" for t in last]
+    return processors.TemplateProcessing(single=single, pair=pair, special_tokens=specials)
+
+
+def derive_merges(tokens: list[str], ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # [V] str, [V] float -> [M], [M] token ids
+    """Every split of a token into two tokens, as (left id, right id), best first.
+
+    transformers' `generate_merges` order: the merged token's rank (higher first), then the longer left
+    part, the longer right part, the token's first place in the file. An id is the dictionary's: the
+    last token of a string spelled twice."""
+    n_vocab = len(tokens)
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=n_vocab)  # [V] characters
+    codes = np.frombuffer("".join(tokens).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64) + np.uint64(1)  # [C]
+    starts = np.zeros(n_vocab + 1, dtype=np.int64)  # [V + 1] where each token's characters begin
+    np.cumsum(lengths, out=starts[1:])
+    owner = np.repeat(np.arange(n_vocab), lengths)  # [C] the token of each character
+    place = np.arange(len(codes)) - starts[owner]  # [C] its place in the token
+    powers, inverse = _powers(int(lengths.max()) + 1)
+    with np.errstate(over="ignore"):  # hashes are polynomials mod 2**64: wrapping is the arithmetic
+        running = np.concatenate([np.zeros(1, np.uint64), np.cumsum(codes * powers[place], dtype=np.uint64)])  # [C + 1]
+        whole = running[starts[1:]] - running[starts[:-1]]  # [V] hash of each token: sum of code * base**place
+        cut = np.flatnonzero(place > 0)  # [S] each split: the left part ends before character `cut`
+        token, k = owner[cut], place[cut]  # [S], [S] the token split, and its left part's length
+        prefix = running[cut] - running[starts[token]]  # [S]
+        suffix = (whole[token] - prefix) * inverse[k]  # [S] the right part, shifted to start at place 0
+    table = HashTable(whole)  # each distinct string's id: the dictionary's, its last place
+    slot_of = table.find(whole)  # [V] each token's slot
+    keep = (table.ids[slot_of] == np.arange(n_vocab))[token]  # [S] each string split once, as the token the dictionary keeps
+    left, right = table.find(prefix[keep]), table.find(suffix[keep])  # [S'] slots, -1 where absent
+    token, k = token[keep], k[keep]
+    keep = (left >= 0) & (right >= 0)
+    left, right = table.ids[left], table.ids[right]
+    keep &= (lengths[left] == k) & (lengths[right] == lengths[token] - k)
+    token, k, left, right = token[keep], k[keep], left[keep], right[keep]
+    long = np.flatnonzero(lengths[token] > EXACT_CHECK)
+    if long.size:  # a long token: checked as strings (a crafted vocabulary could make 64-bit polynomial hashes collide)
+        good = np.array([tokens[left[i]] + tokens[right[i]] == tokens[token[i]] for i in long.tolist()], dtype=bool)
+        drop = np.zeros(len(token), dtype=bool)
+        drop[long[~good]] = True
+        token, k, left, right = token[~drop], k[~drop], left[~drop], right[~drop]
+    first_place = table.first[slot_of[token]]
+    best_first = np.lexsort((right, left, first_place, -(lengths[token] - k), -k, -ranks[token]))
+    return left[best_first], right[best_first]
+
+
+class HashTable:
+    """Distinct 64-bit keys -> the last and the first place each has in `keys`; open addressing, filled and read in NumPy."""
+
+    def __init__(self, keys: np.ndarray):  # [V] uint64
+        bits = max(4, int(len(keys)).bit_length() + 2)  # at most a quarter full: short probe chains
+        self.shift, self.mask = np.uint64(64 - bits), (1 << bits) - 1
+        self.keys = np.zeros(1 << bits, dtype=np.uint64)
+        self.ids = np.full(1 << bits, -1, dtype=np.int64)  # the key's last place
+        self.first = np.full(1 << bits, -1, dtype=np.int64)  # its first place
+        order = np.lexsort((np.arange(len(keys)), keys))  # [V] by key, then place
+        sorted_keys = keys[order]
+        starts = np.append(True, sorted_keys[1:] != sorted_keys[:-1])
+        ends = np.append(sorted_keys[1:] != sorted_keys[:-1], True)
+        todo, last, first = sorted_keys[starts], order[ends], order[starts]  # [D] distinct keys
+        slot = self._slot(todo)
+        while todo.size:  # each round, the first key aiming at a free slot takes it; the others move on one
+            free = self.ids[slot] < 0
+            taken, at = np.unique(slot[free], return_index=True)
+            chosen = np.flatnonzero(free)[at]
+            self.keys[taken], self.ids[taken], self.first[taken] = todo[chosen], last[chosen], first[chosen]
+            rest = np.ones(len(todo), dtype=bool)
+            rest[chosen] = False
+            todo, last, first, slot = todo[rest], last[rest], first[rest], (slot[rest] + 1) & self.mask
+
+    def _slot(self, keys: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):  # Fibonacci hashing: the top bits of key * 2**64 / golden ratio
+            return ((keys * np.uint64(0x9E3779B97F4A7C15)) >> self.shift).astype(np.int64)
+
+    def find(self, keys: np.ndarray) -> np.ndarray:  # [Q] uint64 -> [Q] slots, -1 where the key is absent
+        found = np.full(len(keys), -1, dtype=np.int64)
+        todo, slot = np.arange(len(keys)), self._slot(keys)
+        while todo.size:
+            here = self.keys[slot] == keys[todo]
+            hit = here & (self.ids[slot] >= 0)
+            found[todo[hit]] = slot[hit]
+            go_on = ~hit & (self.ids[slot] >= 0)  # an empty slot ends the search
+            todo, slot = todo[go_on], (slot[go_on] + 1) & self.mask
+        return found
+
+
+def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:  # -> [n], [n] base**i and base**-i mod 2**64
+    """Powers of a random odd base and of its inverse mod 2**64 (random: no file can aim at a known base)."""
+    base = int.from_bytes(os.urandom(8), "little") | 1
+    inverse = pow(base, -1, 1 << 64)
+    powers, inverses = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64)
+    p = q = 1
+    for i in range(min(n, 64)):
+        powers[i], inverses[i] = p, q
+        p, q = p * base % (1 << 64), q * inverse % (1 << 64)
+    with np.errstate(over="ignore"):
+        for start in range(64, n, 64):  # doubling in blocks: base**(i + 64) = base**i * base**64
+            block = powers[start - 64:start] * powers[63] * np.uint64(base)
+            powers[start:start + 64] = block[: n - start]
+            inverses[start:start + 64] = (inverses[start - 64:start] * inverses[63] * np.uint64(inverse))[: n - start]
+    return powers, inverses
