@@ -50,3 +50,109 @@ def test_every_layer_and_head_matches_transformers(name, kind):
         worst["logits"] = max(worst["logits"], float(np.abs(logits - case["logits"]).max()))
         assert (logits.argmax(-1) == case["logits"].argmax(-1)).all(), "the same next token at every position"
     assert worst["attention"] <= ATTENTION and worst["hidden"] <= HIDDEN and worst["logits"] <= LOGITS, worst
+
+
+# --- Gemma 3 270M, the real file -------------------------------------------------------------------------------
+
+
+@cache
+def gemma3():
+    return loading.load(str(checkpoints.gemma3_gguf()))
+
+
+def gemma3_case(s: int) -> dict:
+    data = np.load(checkpoints.FIXTURES / "oracle-gemma3.npz", allow_pickle=False)
+    case = {k.removeprefix(f"s{s}_"): data[k] for k in data.files if k.startswith(f"s{s}_")}
+    return case | {"projection": data["projection"], "long_rows": data["long_rows"], "long": s == int(data["n_sentences"]) - 1}
+
+
+def gemma3_errors(s: int) -> dict:
+    """attn's pass over the oracle's ids against transformers': attention at every layer and head (the long text's at its kept
+    rows), hidden states on the fixed basis relative to each layer's RMS, and the logits at every position."""
+    from attn_cli.models.points import Keep
+
+    m, case = gemma3(), gemma3_case(s)
+    ids = case["ids"].tolist()
+    assert m.tokenize(str(case["text"])).ids == ids, "the tokenizer gives transformers' ids"
+    trace = m.forward(ids, keep=Keep(("attn.pattern", "resid_pre", "resid_post", "resid_final")))
+    rows = case["long_rows"] if case["long"] else np.arange(len(ids))
+    weights = np.stack([trace.get("attn.pattern", l)[:, rows] for l in range(m.n_layers)])  # [L, H, rows, n]
+    hidden = np.concatenate([np.stack([trace.get("resid_pre", l) for l in range(m.n_layers)]), trace.get("resid_final")[None]])  # [L + 1, n, d]
+    scale = np.sqrt(np.mean(case["hidden_rms"].astype(np.float64) ** 2, axis=1))  # [L + 1]: each layer's RMS
+    last = trace.get("resid_post", m.n_layers - 1)  # [n, d], before the final norm (lm_logits applies it)
+    top, lse = [], []
+    for r0 in range(0, len(ids), 128):  # [128, V] float32 at a time: the long text's [n, V] would be ~1 GB
+        logits = m.lm_logits(last[r0 : r0 + 128]).astype(np.float64)
+        top.append(np.take_along_axis(logits, case["top_ids"][r0 : r0 + 128], 1))
+        lse.append(np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1))
+        assert (logits.argmax(-1) == case["top_ids"][r0 : r0 + 128, 0]).all(), "the same next token at every position"
+    return {
+        "attention": float(np.abs(weights - case["attentions"]).max()),
+        "hidden": float(np.max(np.abs(hidden[:, rows].astype(np.float64) @ case["projection"] - case["hidden_projected"]) / scale[:, None, None])),
+        "hidden_last": float(np.max(np.abs(hidden[:, -1] - case["hidden_last"]) / scale[:, None])),
+        "logits": max(float(np.abs(np.concatenate(top) - case["top_logits"]).max()), float(np.abs(np.concatenate(lse) - case["logsumexp"]).max())),
+        "tokens": len(ids),
+    }
+
+
+def test_gemma3_270m_matches_transformers_on_short_texts():
+    for s in range(int(np.load(checkpoints.FIXTURES / "oracle-gemma3.npz")["n_sentences"]) - 1):
+        worst = gemma3_errors(s)
+        assert worst["attention"] <= ATTENTION and max(worst["hidden"], worst["hidden_last"]) <= HIDDEN and worst["logits"] <= LOGITS, worst
+
+
+@pytest.mark.slow
+def test_gemma3_270m_matches_transformers_beyond_its_sliding_window():
+    """A text of more than 512 tokens: the local layers' window cuts (transformers' attention there is 0 on the first keys)."""
+    s = int(np.load(checkpoints.FIXTURES / "oracle-gemma3.npz")["n_sentences"]) - 1
+    worst = gemma3_errors(s)
+    assert worst["tokens"] > 600
+    assert worst["attention"] <= ATTENTION and max(worst["hidden"], worst["hidden_last"]) <= HIDDEN and worst["logits"] <= LOGITS, worst
+
+
+# --- what attn does not run: one line naming the architecture and what it runs ----------------------------------
+
+
+def tiny_gguf(path, arch: str, tensors: dict):
+    import gguf
+
+    writer = gguf.GGUFWriter(path, arch)
+    writer.add_name("unknown")
+    for name, value in tensors.items():
+        writer.add_tensor(name, value)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+@pytest.mark.parametrize("arch, tensors, expected", [
+    ("rwkv6", {"blk.0.time_mix_k.weight": np.zeros(8, np.float32)}, "architecture 'rwkv6' is not supported"),  # an RNN
+    ("clip", {"v.blk.0.attn_q.weight": np.zeros((8, 8), np.float32)}, "architecture 'clip' is not supported"),  # a vision tower
+    ("qwen2moe", {"blk.0.ffn_gate_exps.weight": np.zeros((2, 8, 8), np.float32)}, "architecture 'qwen2moe' is not supported"),
+    ("llama", {"blk.0.ffn_gate_inp.weight": np.zeros((8, 2), np.float32), "blk.0.ffn_gate_exps.weight": np.zeros((2, 8, 8), np.float32)},
+     "a mixture of experts ('llama' with expert tensors) is not supported"),  # Mixtral, as llama.cpp writes it
+])
+def test_an_architecture_attn_does_not_run_is_one_line_naming_it_and_what_attn_runs(tmp_path, arch, tensors, expected):
+    from tests.oracle import attn, one_line
+
+    path = tiny_gguf(tmp_path / f"{arch}.gguf", arch, tensors)
+    one_line(attn("model", "info", str(path)), 1, expected,
+             "attn reads GGUF llama (Llama, Mistral, SmolLM), qwen2 (Qwen2), qwen3 (Qwen3), phi3 (Phi-3), gemma2 (Gemma 2), gemma3 (Gemma 3)")
+
+
+def test_model_info_lists_local_and_global_layers_with_their_window_and_rope_bases(run):
+    import json
+
+    out = json.loads(run("model", "info", checkpoints.FIXTURES / "gguf" / "tiny-gemma3.Q8_0.gguf", "--json").stdout)
+    assert [(row["layer"], row["window"], row["rope_base"]) for row in out["attention_layers"]] == [
+        *((l, 8, 10000.0) for l in range(5)), (5, None, 1000000.0), (6, 8, 10000.0)]
+    assert "q/k RMSNorm per head" in out["features"] and "scores / 4 (√query_pre_attn_scalar)" in out["features"]  # llama.cpp's: √head_dim
+    text = run("model", "info", checkpoints.FIXTURES / "tiny-gemma2", env={"COLUMNS": "200"}).stdout
+    lines = {line.split()[0] + " " + line.split()[1]: line for line in text.splitlines() if "layers  " in line}
+    assert "0, 2   a query sees its last 8 keys" in lines["local layers"] and "1, 3   a query sees every earlier key" in lines["global layers"]
+    assert {"attention soft-cap 5", "logit soft-cap 3"} <= set(json.loads(run("model", "info", checkpoints.FIXTURES / "tiny-gemma2", "--json").stdout)["features"])
+    plain = json.loads(run("model", "info", checkpoints.FIXTURES / "tiny-qwen3", "--json").stdout)
+    assert all(row["window"] is None and row["rope_base"] == 1000000.0 for row in plain["attention_layers"])
+    assert "local layers" not in run("model", "info", checkpoints.FIXTURES / "tiny-qwen3").stdout
