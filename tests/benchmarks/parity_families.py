@@ -38,9 +38,10 @@ def main() -> None:
         return
     n = int(np.load(checkpoints.FIXTURES / "oracle-gemma3.npz")["n_sentences"])
     for s in range(n):
-        e = T.gemma3_errors(s)  # asserts the same top-1 token at every position
-        print(f"gemma-3-270m s{s} ({e['tokens']} tokens): attention {e['attention']:.1e}  hidden/RMS {max(e['hidden'], e['hidden_last']):.1e}  "
-              f"logits {e['logits']:.1e}  top-1 {e['tokens']}/{e['tokens']}", flush=True)
+        e, last = T.gemma3_errors(s)
+        logits = T.gemma3_logit_error([s], last)  # asserts the same top-1 token at every position
+        print(f"gemma-3-270m s{s} ({e['tokens']} tokens): attention {e['attention']:.1e}  hidden/RMS {e['hidden']:.1e}  "
+              f"logits {logits:.1e}  top-1 {e['tokens']}/{e['tokens']}", flush=True)
 
 
 if __name__ == "__main__":
