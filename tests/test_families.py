@@ -167,3 +167,16 @@ def test_model_info_lists_local_and_global_layers_with_their_window_and_rope_bas
     plain = json.loads(run("model", "info", checkpoints.FIXTURES / "tiny-qwen3", "--json").stdout)
     assert all(row["window"] is None and row["rope_base"] == 1000000.0 for row in plain["attention_layers"])
     assert "local layers" not in run("model", "info", checkpoints.FIXTURES / "tiny-qwen3").stdout
+
+
+def test_a_local_layers_keys_beyond_its_window_look_masked_and_the_heading_says_why(run):
+    sentence = "The cat sat quietly on the warm stone wall today."
+    local = run("inspect", sentence, "--model", checkpoints.FIXTURES / "tiny-gemma3", "--head", "0.1", env={"COLUMNS": "160"}).stdout
+    heading = next(line for line in local.splitlines() if line.startswith("layer 0 · head 1"))
+    assert "sliding window of 8 keys (· further back: hidden" in heading
+    wall = next(line.split() for line in local.splitlines() if line.startswith("wall "))[1:]  # query 12 sees keys 5 .. 12 only
+    assert wall[:5] == ["·"] * 5 and "·" not in wall[5:13] and wall[13:] == ["·"] * 4
+    global_ = run("inspect", sentence, "--model", checkpoints.FIXTURES / "tiny-gemma3", "--head", "5.1", env={"COLUMNS": "160"}).stdout
+    assert "sliding window" not in global_
+    wall = next(line.split() for line in global_.splitlines() if line.startswith("wall "))[1:]
+    assert "·" not in wall[:13] and wall[13:] == ["·"] * 4

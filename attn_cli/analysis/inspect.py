@@ -107,7 +107,7 @@ def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectRes
     staged = settings.stage in ("scores", "masked")
     if staged and (settings.words or settings.hide_special):
         raise InputError("--stage shows the raw scores of word pieces; drop --words and --hide-special")
-    heads = [HeadView(f"{l}.{h}", model.d_k, weights[l, h], allowed, layer=l, index=h,
+    heads = [HeadView(f"{l}.{h}", model.d_k, weights[l, h], windowed(model, l, members, shown, allowed), layer=l, index=h, window=model.window(l),
                       scores=trace.layers[l].scores[h] if staged and trace.layers[l].scores is not None else None,
                       masked=trace.layers[l].masked[h] if staged else None,
                       special_weight=None if special_weight is None else special_weight[l, h],
@@ -121,6 +121,14 @@ def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectRes
         focus=None if focus is None else u, focus_piece=None if focus is None else focus[0], residual=None if focus is None else focus[1],
         focus_path=None if focus is None else trace.hidden[:, focus[0]], special_shares=shares, sense_meter=sense_meter, senses_note=note, **flows,
     )
+
+
+def windowed(model, l: int, members: list, shown: list, allowed):  # -> [g, g] bool or None
+    """Layer l's visible keys: the model's mask, and a local layer's sliding window too (its keys outside look masked)."""
+    window = model.window(l)
+    if window is None or allowed is None:
+        return allowed
+    return visible_units(model.causal, members, window)[np.ix_(shown, shown)]
 
 
 def one_layer(model: Model, trace: Trace, settings: InspectSettings) -> InspectResult:

@@ -21,12 +21,12 @@ class HeadView(Record):
 
     __slots__ = ("name", "layer", "index", "d_k", "noise", "description", "scores", "masked", "weights", "allowed", "delta",
                  "delta_self", "delta_context", "top_weight", "top_weight_scaled", "distance", "sink", "sink_weights", "special_weight",
-                 "value_norms")
+                 "value_norms", "window")
 
     def __init__(self, name: str, d_k: int, weights, allowed, *, layer: int | None = None, index: int | None = None, noise: bool = False,
                  description: str | None = None, scores=None, masked=None, delta=None, delta_self=None, delta_context=None,
                  top_weight: float | None = None, top_weight_scaled: float | None = None, distance: list | None = None,
-                 sink: float | None = None, sink_weights=None, special_weight=None, value_norms=None):
+                 sink: float | None = None, sink_weights=None, special_weight=None, value_norms=None, window: int | None = None):
         self.name = name  # "adjective", "identity", ... or "LAYER.HEAD" of a checkpoint
         self.layer = layer  # a checkpoint's layer and head index (None: a named head of the lesson's one layer)
         self.index = index
@@ -47,6 +47,7 @@ class HeadView(Record):
         self.sink_weights = sink_weights  # [n] each query's weight on it (None without a sink)
         self.special_weight = special_weight  # [g] with --hide-special: each query's weight on the hidden special tokens
         self.value_norms = value_norms  # [n, n] with --weigh norm: ||alpha_ij f(x_j)||, the length of what key j adds to query i (analysis.flow)
+        self.window = window  # a local layer's sliding window (its queries see their last `window` keys: `allowed` says so); None: none
 
     def stage_matrix(self, stage: str):
         """The matrix at `stage` with NaN where masked (for the raw scores: where the mask will hide them)."""
