@@ -180,3 +180,22 @@ def test_a_local_layers_keys_beyond_its_window_look_masked_and_the_heading_says_
     assert "sliding window" not in global_
     wall = next(line.split() for line in global_.splitlines() if line.startswith("wall "))[1:]
     assert "·" not in wall[:13] and wall[13:] == ["·"] * 4
+
+
+def test_a_large_quantized_vocabulary_is_read_in_blocks_with_the_same_logits_and_neighbours(monkeypatch):
+    """Gemma's 262k-token table would be 671 MB as float32: beyond WHOLE_TABLE_BYTES the output head and the nearest tokens
+    read it a block at a time from the file. Here the bar is 0 bytes, on the tiny Gemma 3's Q8_0 file."""
+    from attn_cli.models import weights as weights_module
+
+    path = str(checkpoints.FIXTURES / "gguf" / "tiny-gemma3.Q8_0.gguf")
+    whole = loading.load(path)
+    trace = whole.run("the grey cat sat on the mat")
+    rows = trace.hidden[-1]
+    expected_logits, expected_near = whole.lm_logits(rows), whole.nearest(rows, 5)
+    monkeypatch.setattr(weights_module, "WHOLE_TABLE_BYTES", 0)
+    monkeypatch.setattr(weights_module.TableKeys, "BLOCK_ROWS", 100)
+    blocked = loading.load(path)
+    blocked.weights.prefetch_vocabulary()  # refused: the table is not read whole
+    np.testing.assert_allclose(blocked.lm_logits(rows), expected_logits, rtol=0, atol=1e-5)
+    assert blocked.nearest(rows, 5) == expected_near
+    assert blocked.weights._vocabulary is None and blocked.weights._vocabulary_ahead is None

@@ -296,7 +296,10 @@ class Transformer:
     def nearest(self, rows: np.ndarray, k: int, skip: list[int] | None = None) -> list[list[str]]:  # [m, d] -> m lists of k tokens
         """The k vocabulary tokens whose input embeddings are nearest by cosine to each row."""
         decode = self.tokenizer.id_to_token
-        return [[decode(int(i)) or f"#{i}" for i in row] for row in nearest_rows(MatrixKeys(self.weights.vocabulary()), rows, k, skip)]
+        from attn_cli.models.weights import EMBEDDING, TableKeys
+
+        keys = MatrixKeys(self.weights.vocabulary()) if self.weights.whole_table_fits(EMBEDDING) else TableKeys(self.weights, EMBEDDING)
+        return [[decode(int(i)) or f"#{i}" for i in row] for row in nearest_rows(keys, rows, k, skip)]
 
     def fold(self, text: str) -> str:
         """A word as its pieces are compared with it (--focus): lower case, without a piece's space marker (Ġ, ▁) or ##."""

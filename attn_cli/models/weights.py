@@ -84,6 +84,23 @@ class TensorPart:
         return out
 
 
+class TableKeys:
+    """A vocabulary table as keys for the nearest-neighbour search (core.neighbors.key_scores): its rows a block at a time,
+    each dequantized from the file when the whole table would not fit (Weights.whole_table_fits)."""
+
+    norms = None
+    BLOCK_ROWS = 8192
+
+    def __init__(self, weights: "Weights", key: str):
+        self.weights, self.key = weights, key
+
+    def __len__(self) -> int:
+        return self.weights.plan[self.key][0][0].shape[0]
+
+    def blocks(self):
+        return self.weights.each_unembedding_block(self.BLOCK_ROWS, self.key)
+
+
 class Weights:
     """The canonical tensors of one checkpoint (see the module's docstring)."""
 
@@ -295,23 +312,24 @@ class Weights:
             self._arrays["unembed"] = self._vocabulary_ahead.result()
         return self.get("unembed")
 
-    def whole_table_fits(self) -> bool:
-        """The output head may be read whole as float32: it is in memory already, stored as floats, or small (a quantized
-        262k-token vocabulary, Gemma's, would be 671 MB as float32: it is read a block at a time instead)."""
-        key = "unembed" if self.has("unembed") else EMBEDDING
+    def whole_table_fits(self, key: str | None = None) -> bool:
+        """The output head (or `key`, EMBEDDING) may be read whole as float32: it is in memory already, stored as floats, or
+        small (a quantized 262k-token vocabulary, Gemma's, would be 671 MB as float32: it is read a block at a time instead)."""
+        key = key or ("unembed" if self.has("unembed") else EMBEDDING)
         (tensor, _), = self.plan[key]
-        return (self._vocabulary is not None or key in self._arrays or self.eager or self._vocabulary_ahead is not None
-                or 4 * tensor.size <= WHOLE_TABLE_BYTES)
+        held = self._vocabulary is not None if key == EMBEDDING else key in self._arrays
+        return held or self.eager or self._vocabulary_ahead is not None or 4 * tensor.size <= WHOLE_TABLE_BYTES
 
-    def each_unembedding_block(self, rows: int):  # -> (first row, [c, d] float32), ...
-        """The output head's rows, a block of `rows` at a time: slices of the table when it fits in memory whole, else
-        each block dequantized from the file and dropped after use."""
-        if self.whole_table_fits():
-            w_u = self.unembedding()  # [V, d]
-            for start in range(0, len(w_u), rows):
-                yield start, w_u[start : start + rows]
+    def each_unembedding_block(self, rows: int, key: str | None = None):  # -> (first row, [c, d] float32), ...
+        """The output head's rows (or `key`'s, EMBEDDING), a block of `rows` at a time: slices of the table when it fits in
+        memory whole, else each block dequantized from the file and dropped after use."""
+        key = key or ("unembed" if self.has("unembed") else EMBEDDING)
+        if self.whole_table_fits(key):
+            table = self.unembedding() if key != EMBEDDING else self.vocabulary()  # [V, d]
+            for start in range(0, len(table), rows):
+                yield start, table[start : start + rows]
             return
-        (tensor, _), = self.plan["unembed" if self.has("unembed") else EMBEDDING]
+        (tensor, _), = self.plan[key]
         for start in range(0, tensor.shape[0], rows):
             try:
                 yield start, tensor.rows(np.arange(start, min(start + rows, tensor.shape[0])))
