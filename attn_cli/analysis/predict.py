@@ -17,6 +17,7 @@ from attn_cli.records import Record
 from attn_cli.results.predict import Prediction, PredictResult
 
 LENS_TOP = 3  # tokens shown per layer of the lens
+LENS_ROWS = 4  # layers read through the output head at a time
 
 
 class PredictSettings(Record):
@@ -41,6 +42,12 @@ def position(model, tokens, focus: str | None) -> int:
     return masks[0]
 
 
+def read_out(model, rows: np.ndarray, temperature: float) -> tuple[np.ndarray, np.ndarray]:  # [m, d] -> logits, probabilities [m, V] float64
+    logits = model.lm_logits(rows).astype(np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        return logits, softmax_with_temperature(logits, temperature)
+
+
 def predict(model, text: str, settings: PredictSettings) -> PredictResult:
     if model.predicts is None:
         raise InputError(f"{model.name} has no output head to predict with: an encoder without a masked-LM head (only its layers can be inspected)")
@@ -48,22 +55,20 @@ def predict(model, text: str, settings: PredictSettings) -> PredictResult:
     i = position(model, tokens, settings.focus)
     model.weights.prefetch_vocabulary()  # the output head's matrix, read while the layers run
     trace = model.forward(tokens)
-    rows = trace.hidden[:, i] if settings.lens else trace.hidden[-1:, i]  # [L + 1, d] or [1, d]
-    logits = model.lm_logits(rows).astype(np.float64)  # [m, V]
-    with np.errstate(over="ignore", under="ignore"):
-        probabilities = softmax_with_temperature(logits, settings.temperature)  # [m, V]
-    final = logits[-1]
+    rows = trace.hidden[:, i]  # [L + 1, d]: the last is the model's own output, the others the lens's
+    last = (len(rows) - 1) // LENS_ROWS * LENS_ROWS if settings.lens else len(rows) - 1  # the block of rows the output is read in
+    final, probabilities = outputs = read_out(model, rows[last:], settings.temperature)  # [m, V] each
     best = top_k(probabilities[-1], settings.top)
     label = lambda j: model.labels([int(j)], [model.tokenizer.id_to_token(int(j)) or f"#{j}"])[0]  # noqa: E731
-    predictions = [Prediction(int(j), label(j), model.tokenizer.id_to_token(int(j)), float(probabilities[-1, j]), float(final[j])) for j in best]
+    predictions = [Prediction(int(j), label(j), model.tokenizer.id_to_token(int(j)), float(probabilities[-1, j]), float(final[-1, j])) for j in best]
     lens = None
     if settings.lens:
         winner = int(best[0])
         lens = []
-        for l in range(len(rows)):
-            top = [Prediction(int(j), label(j), model.tokenizer.id_to_token(int(j)), float(probabilities[l, j]), float(logits[l, j]))
-                   for j in top_k(probabilities[l], LENS_TOP)]
-            rank = int(np.sum(logits[l] > logits[l, winner])) + 1
-            lens.append({"layer": l, "top": top, "final_probability": float(probabilities[l, winner]), "final_rank": rank})
+        for first in range(0, len(rows), LENS_ROWS):  # a few layers at a time: [L + 1, V] float64 would be 40 MB on a 262k vocabulary
+            logits, probabilities = outputs if first == last else read_out(model, rows[first : first + LENS_ROWS], settings.temperature)
+            for l, (logit, p) in enumerate(zip(logits, probabilities), first):
+                top = [Prediction(int(j), label(j), model.tokenizer.id_to_token(int(j)), float(p[j]), float(logit[j])) for j in top_k(p, LENS_TOP)]
+                lens.append({"layer": l, "top": top, "final_probability": float(p[winner]), "final_rank": int(np.sum(logit > logit[winner])) + 1})
     return PredictResult(model=model.summary(), tokens=list(tokens.labels), position=i, predicts=model.predicts,
                          temperature=settings.temperature, chat=settings.chat, predictions=predictions, lens=lens)
