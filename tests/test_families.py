@@ -199,3 +199,28 @@ def test_a_large_quantized_vocabulary_is_read_in_blocks_with_the_same_logits_and
     np.testing.assert_allclose(blocked.lm_logits(rows), expected_logits, rtol=0, atol=1e-5)
     assert blocked.nearest(rows, 5) == expected_near
     assert blocked.weights._vocabulary is None and blocked.weights._vocabulary_ahead is None
+
+
+@pytest.mark.parametrize("name, change, expected", [
+    ("tiny-gemma3", {"layer_types": ["sliding_attention"] * 3}, "layer_types should be 7 of sliding_attention, full_attention"),
+    ("tiny-gemma3", {"rope_parameters": {"full_attention": 5}}, "should be objects"),
+    ("tiny-gemma3", {"sliding_window_pattern": 0}, "sliding_window_pattern should be a positive whole number"),
+    ("tiny-gemma3", {"use_bidirectional_attention": True}, "attn runs Gemma as a decoder only"),
+    ("tiny-gemma2", {"attn_logit_softcapping": "50"}, "attn_logit_softcapping must be a number"),
+    ("tiny-gemma2", {"query_pre_attn_scalar": -1}, "query_pre_attn_scalar must be a number"),
+    ("tiny-phi3", {"partial_rotary_factor": 0.75}, "partial_rotary_factor is not 1"),
+    ("tiny-phi3", {"rope_parameters": {"rope_type": "longrope", "rope_theta": 10000.0, "original_max_position_embeddings": 64,
+                                       "short_factor": [1.0] * 3, "long_factor": [1.0] * 8}}, "short_factor should be 8 positive numbers"),
+    ("tiny-qwen3", {"use_sliding_window": True}, "attn runs Qwen3 with full attention only"),
+])
+def test_a_config_a_family_cannot_run_is_one_line(tmp_path, name, change, expected):
+    import json
+    import shutil
+
+    from tests.oracle import attn, one_line
+
+    folder = tmp_path / name
+    shutil.copytree(checkpoints.FIXTURES / name, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | change))
+    one_line(attn("model", "info", str(folder)), 1, expected)
