@@ -37,3 +37,21 @@ def readable(tokenizer, token_id: int, piece: str) -> str:
     if not shown:
         return "".join(WHITESPACE.get(c, c) for c in text) or piece
     return shown
+
+
+def spaced_words(text: str, offsets: list, words: list) -> list:
+    """Word numbers for a tokenizer that splits no words (a SentencePiece vocabulary: its whole text is one "word"): a
+    piece starts a word where its text starts with a space, or where letters and digits meet other characters, as
+    GPT-2's split does. Special tokens keep None."""
+    out, word, previous = [], -1, None
+    for (start, end), given in zip(offsets, words):
+        if given is None:
+            out.append(None)
+            continue
+        piece = text[start:end]
+        kind = piece.lstrip()[:1].isalnum() if piece.strip() else None
+        if word < 0 or piece[:1].isspace() or (kind is not None and previous is not None and kind != previous):
+            word += 1
+        out.append(word)
+        previous = piece.rstrip()[-1:].isalnum() if piece.strip() else None  # spaces alone: the next piece goes on their word
+    return out

@@ -74,7 +74,12 @@ class Transformer:
             raise InputError("no tokens in the input")
         if len(enc.ids) > self.spec.max_positions:
             raise InputError(f"{len(enc.ids)} tokens, more than the {self.spec.max_positions} positions {self.name} has; split the text")
-        return Tokens(list(enc.ids), list(enc.tokens), [bool(s) for s in enc.special_tokens_mask], list(enc.word_ids), list(enc.offsets), text,
+        words = list(enc.word_ids)
+        if self.tokenizer.pre_tokenizer is None:  # SentencePiece: the text is one "word"; its words start at spaces
+            from attn_cli.models.pieces import spaced_words
+
+            words = spaced_words(text, list(enc.offsets), words)
+        return Tokens(list(enc.ids), list(enc.tokens), [bool(s) for s in enc.special_tokens_mask], words, list(enc.offsets), text,
                       labels=self.labels(enc.ids, enc.tokens))
 
     def unencodable(self, text: str) -> str:
