@@ -176,6 +176,10 @@ def test_a_local_layers_keys_beyond_its_window_look_masked_and_the_heading_says_
     assert "sliding window of 8 keys (· further back: hidden" in heading
     wall = next(line.split() for line in local.splitlines() if line.startswith("wall "))[1:]  # query 12 sees keys 5 .. 12 only
     assert wall[:5] == ["·"] * 5 and "·" not in wall[5:13] and wall[13:] == ["·"] * 4
+    import json
+
+    heads = json.loads(run("inspect", sentence, "--model", checkpoints.FIXTURES / "tiny-gemma3", "--head", "0.1", "--head", "5.1", "--json").stdout)["heads"]
+    assert heads[0]["window"] == 8 and "window" not in heads[1]
     global_ = run("inspect", sentence, "--model", checkpoints.FIXTURES / "tiny-gemma3", "--head", "5.1", env={"COLUMNS": "160"}).stdout
     assert "sliding window" not in global_
     wall = next(line.split() for line in global_.splitlines() if line.startswith("wall "))[1:]

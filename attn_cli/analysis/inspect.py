@@ -120,6 +120,8 @@ def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectRes
         hide_special=settings.hide_special, weights=weights, allowed=allowed, special_weight=special_weight, **layer_numbers(trace),
         focus=None if focus is None else u, focus_piece=None if focus is None else focus[0], residual=None if focus is None else focus[1],
         focus_path=None if focus is None else trace.hidden[:, focus[0]], special_shares=shares, sense_meter=sense_meter, senses_note=note, **flows,
+        layer_allowed=None if all(model.window(l) is None for l in range(model.n_layers)) else np.stack(
+            [windowed(model, l, members, shown, allowed) for l in range(model.n_layers)]),
     )
 
 

@@ -70,6 +70,7 @@ SLOTS = (
     "with_embeddings", "near_input", "near_output", "senses", "senses_note",
     "value_norms", "special_shares", "rollout",  # --weigh norm (a checkpoint's every head [L, H, g, g]; weight and norm on special tokens), --rollout [g, g]
     "sense_meter",  # every model's: one word read against its senses at each layer (E and E' for the lesson's heads), and alone
+    "layer_allowed",  # [L, g, g] each layer's visible keys when some layer has a sliding window (else None: `allowed` for all)
 )
 
 
@@ -180,6 +181,8 @@ class InspectResult(Record):
             out.update(layer=head.layer, head=head.index)
         if head.description is not None:
             out.update(d_k=head.d_k, description=head.description, noise=head.noise)
+        if head.window is not None:  # a local layer: its queries see their last `window` keys
+            out["window"] = head.window
         out["weights"] = streamed(head.weights, WEIGHT_DIGITS) if stream else weights
         out.update(numbers)  # norms, then cosines
         if head.special_weight is not None:
