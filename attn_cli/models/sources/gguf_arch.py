@@ -47,10 +47,10 @@ class Arch(Record):
         self.extra = extra or (lambda meta, config: {})
 
 
-def attention_scale_root(config: dict, pattern_27b: int) -> float:
-    """llama.cpp's query scale for Gemma 2 and 3 (llm_load_hparams, after gemma_pytorch's config): 1 / sqrt(head_dim), but
-    1 / sqrt(d_model / n_heads) for the 27B model, which it knows by its layer count: query_pre_attn_scalar is that root squared."""
-    if config["num_hidden_layers"] == pattern_27b:
+def query_pre_attn_scalar(config: dict, layers_27b: int) -> int:
+    """llama.cpp's query scale for Gemma 2 and 3 (llm_load_hparams, after gemma_pytorch's config) as transformers' config
+    says it, scores / sqrt(this): head_dim, but d_model / n_heads for the 27B model, which it knows by its layer count."""
+    if config["num_hidden_layers"] == layers_27b:
         return config["hidden_size"] // config["num_attention_heads"]
     return config["head_dim"]
 
@@ -62,26 +62,26 @@ def layer_types(n_layers: int, pattern: int) -> list[str]:
 
 def _gemma2(meta, config: dict) -> dict:
     # llama.cpp (llm_load_hparams, LLM_ARCH_GEMMA2): every other layer windowed (set_swa_pattern(2)), soft-caps 50 and 30
-    # unless the file says (llama_hparams' defaults), the query scale of attention_scale_root (27B: 46 layers)
+    # unless the file says (llama_hparams' defaults), the query scale of query_pre_attn_scalar (27B: 46 layers)
     return {
         "hidden_activation": "gelu_pytorch_tanh", "sliding_window": meta("attention.sliding_window", int, 4096),
         "layer_types": layer_types(config["num_hidden_layers"], 2),
         "attn_logit_softcapping": meta("attn_logit_softcapping", float, 50.0),
         "final_logit_softcapping": meta("final_logit_softcapping", float, 30.0),
-        "query_pre_attn_scalar": attention_scale_root(config, 46),
+        "query_pre_attn_scalar": query_pre_attn_scalar(config, 46),
     }
 
 
 def _gemma3(meta, config: dict) -> dict:
     # llama.cpp (llm_load_hparams, LLM_ARCH_GEMMA3): every sixth layer global (set_swa_pattern(6)), the windowed layers' RoPE
-    # base 10,000 and unscaled (rope_freq_base_train_swa, rope_freq_scale_train_swa), no soft-caps, the query scale of
-    # attention_scale_root (27B: 62 layers); the global layers keep the file's base and rope scaling
+    # base 10,000 unless the file says (rope.freq_base_swa) and unscaled (rope_freq_base_train_swa, rope_freq_scale_train_swa), no soft-caps, the query scale of
+    # query_pre_attn_scalar (27B: 62 layers); the global layers keep the file's base and rope scaling
     full = {"rope_type": "default", "rope_theta": config["rope_theta"]} | (config["rope_scaling"] or {})
     return {
         "hidden_activation": "gelu_pytorch_tanh", "sliding_window": meta("attention.sliding_window", int, 4096),
         "layer_types": layer_types(config["num_hidden_layers"], 6),
-        "rope_parameters": {"full_attention": full, "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
-        "query_pre_attn_scalar": attention_scale_root(config, 62),
+        "rope_parameters": {"full_attention": full, "sliding_attention": {"rope_type": "default", "rope_theta": meta("rope.freq_base_swa", float, 10000.0)}},
+        "query_pre_attn_scalar": query_pre_attn_scalar(config, 62),
     }
 
 
