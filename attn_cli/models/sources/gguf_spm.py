@@ -65,8 +65,8 @@ def build_spm_tokenizer(file: GGUFFile, add_bos: bool, add_eos: bool):
     unk = tokens[unk_id] if unk_id is not None and 0 <= unk_id < len(tokens) else None
     prefix = _get(file, "tokenizer.ggml.add_space_prefix", bool, default=not by_position)
     try:
-        tok = Tokenizer(BPE(vocab=vocab, merges=list(zip(map(tokens.__getitem__, left.tolist()), map(tokens.__getitem__, right.tolist()))),
-                            unk_token=unk, fuse_unk=True, byte_fallback=True))
+        strings = np.array(tokens, dtype=object)  # [V]: gathered by id in C, not a Python loop
+        tok = Tokenizer(BPE(vocab=vocab, merges=list(zip(strings[left].tolist(), strings[right].tolist())), unk_token=unk, fuse_unk=True, byte_fallback=True))
         if by_position:  # GemmaTokenizer's: every space a "▁", no prefix
             tok.normalizer = normalizers.Replace(" ", "\u2581")
         else:  # LlamaTokenizer's: the prefix before the text's first piece only
@@ -111,24 +111,29 @@ def derive_merges(tokens: list[str], ranks: np.ndarray) -> tuple[np.ndarray, np.
     codes = np.frombuffer("".join(tokens).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64) + np.uint64(1)  # [C]
     starts = np.zeros(n_vocab + 1, dtype=np.int64)  # [V + 1] where each token's characters begin
     np.cumsum(lengths, out=starts[1:])
-    owner = np.repeat(np.arange(n_vocab), lengths)  # [C] the token of each character
-    place = np.arange(len(codes)) - starts[owner]  # [C] its place in the token
+    place = np.arange(len(codes)) - np.repeat(starts[:-1], lengths)  # [C] each character's place in its token
+    splits = np.maximum(lengths - 1, 0)  # [V] a token of n characters splits n - 1 ways
+    token = np.repeat(np.arange(n_vocab), splits)  # [S] the token split
+    k = np.arange(len(token)) - np.repeat(np.cumsum(splits) - splits, splits) + 1  # [S] its left part's length
     powers, inverse = _powers(int(lengths.max()) + 1)
     with np.errstate(over="ignore"):  # hashes are polynomials mod 2**64: wrapping is the arithmetic
-        running = np.concatenate([np.zeros(1, np.uint64), np.cumsum(codes * powers[place], dtype=np.uint64)])  # [C + 1]
+        running = np.zeros(len(codes) + 1, dtype=np.uint64)  # [C + 1] running[c]: the hash of every character before c
+        np.cumsum(codes * powers[place], dtype=np.uint64, out=running[1:])
         whole = running[starts[1:]] - running[starts[:-1]]  # [V] hash of each token: sum of code * base**place
-        cut = np.flatnonzero(place > 0)  # [S] each split: the left part ends before character `cut`
-        token, k = owner[cut], place[cut]  # [S], [S] the token split, and its left part's length
-        prefix = running[cut] - running[starts[token]]  # [S]
-        suffix = (whole[token] - prefix) * inverse[k]  # [S] the right part, shifted to start at place 0
+        prefix = running[starts[token] + k] - running[starts[token]]  # [S]
     table = HashTable(whole)  # each distinct string's id: the dictionary's, its last place
     slot_of = table.find(whole)  # [V] each token's slot
-    keep = (table.ids[slot_of] == np.arange(n_vocab))[token]  # [S] each string split once, as the token the dictionary keeps
-    left, right = table.find(prefix[keep]), table.find(suffix[keep])  # [S'] slots, -1 where absent
-    token, k = token[keep], k[keep]
-    keep = (left >= 0) & (right >= 0)
-    left, right = table.ids[left], table.ids[right]
-    keep &= (lengths[left] == k) & (lengths[right] == lengths[token] - k)
+    canonical = table.ids[slot_of] == np.arange(n_vocab)  # [V] each string split once, as the token the dictionary keeps
+    left = table.find(prefix)  # [S] slots, -1 where absent
+    keep = canonical[token] & (left >= 0)
+    token, k, left, prefix = token[keep], k[keep], table.ids[left[keep]], prefix[keep]
+    keep = lengths[left] == k
+    token, k, left, prefix = token[keep], k[keep], left[keep], prefix[keep]
+    with np.errstate(over="ignore"):
+        right = table.find((whole[token] - prefix) * inverse[k])  # the right part, shifted to start at place 0
+    keep = right >= 0
+    token, k, left, right = token[keep], k[keep], left[keep], table.ids[right[keep]]
+    keep = lengths[right] == lengths[token] - k
     token, k, left, right = token[keep], k[keep], left[keep], right[keep]
     long = np.flatnonzero(lengths[token] > EXACT_CHECK)
     if long.size:  # a long token: checked as strings (a crafted vocabulary could make 64-bit polynomial hashes collide)
@@ -136,8 +141,9 @@ def derive_merges(tokens: list[str], ranks: np.ndarray) -> tuple[np.ndarray, np.
         drop = np.zeros(len(token), dtype=bool)
         drop[long[~good]] = True
         token, k, left, right = token[~drop], k[~drop], left[~drop], right[~drop]
-    first_place = table.first[slot_of[token]]
-    best_first = np.lexsort((right, left, first_place, -(lengths[token] - k), -k, -ranks[token]))
+    longest = int(lengths.max()) + 1
+    parts = (longest - k) * longest + (longest - (lengths[token] - k))  # the longer left part first, then the longer right
+    best_first = np.lexsort((table.first[slot_of[token]], parts, -ranks[token]))  # a (token, split) has one (left, right)
     return left[best_first], right[best_first]
 
 
@@ -150,7 +156,7 @@ class HashTable:
         self.keys = np.zeros(1 << bits, dtype=np.uint64)
         self.ids = np.full(1 << bits, -1, dtype=np.int64)  # the key's last place
         self.first = np.full(1 << bits, -1, dtype=np.int64)  # its first place
-        order = np.lexsort((np.arange(len(keys)), keys))  # [V] by key, then place
+        order = np.argsort(keys, kind="stable")  # [V] by key, then place
         sorted_keys = keys[order]
         starts = np.append(True, sorted_keys[1:] != sorted_keys[:-1])
         ends = np.append(sorted_keys[1:] != sorted_keys[:-1], True)

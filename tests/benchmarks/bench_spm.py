@@ -1,0 +1,113 @@
+"""SentencePiece GGUF tokenizers: attn's against transformers' fast tokenizer from the same file, in the same run.
+
+Run by hand:  PYTHONPATH=. python tests/benchmarks/bench_spm.py [--runs 7] [--peer /work/venv-oracle/bin/python]
+
+Files: Gemma 3 270M's GGUF (262,144 tokens; tests/checkpoints.py fetches it) and the tiny Llama 2
+fixture (3,000 tokens, Metaspace's prefix). The text is 100 kB of UTF-8: the repository's
+README and docs, with lines of accents, CJK, emoji, fullwidth letters, tabs and runs of spaces
+among them. The peer is a process of the oracle venv (transformers + tokenizers, the same
+tokenizers version as attn's) that builds `AutoTokenizer.from_pretrained(dir, gguf_file=...)`
+and times `tok(text)`; attn times `build_tokenizer(...).encode(text)`. Both medians of `runs`
+encodings, the ids compared. Also: building the tokenizer in a new process (reading the
+header, deriving the merges, the tokenizers object), medians of `runs`, beside
+`python -c "import torch, transformers"` in the peer's venv, which cold `attn predict` on Gemma
+is measured against. Targets: encoding <= 2x the peer's; the build well under 1 s.
+"""
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from runs import medians  # noqa: E402
+
+AWKWARD = ["café naïve résumé Ångström e\u0301", "东京 日本語 한국어 中文字符", "emoji 🙂👍🏽 👨\u200d👩\u200d👧", "ＦＵＬＬＷＩＤＴＨ １２３",
+           "tab\there\t\tand    four spaces", "https://example.com/path?q=1&x=y#frag 3.14159 1,000,000"]
+PEER = r'''
+import hashlib, json, statistics, sys, time
+from pathlib import Path
+from transformers import AutoTokenizer
+path, text_file, runs = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+text = Path(text_file).read_text(encoding="utf-8")
+start = time.perf_counter()
+tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+built = time.perf_counter() - start
+times = []
+for _ in range(runs):
+    start = time.perf_counter()
+    ids = tok(text)["input_ids"]
+    times.append(time.perf_counter() - start)
+print(json.dumps({"build": built, "encode": statistics.median(times), "n": len(ids), "ids": hashlib.sha256(json.dumps(ids).encode()).hexdigest()}))
+'''
+BUILD = r'''
+import sys
+from attn_cli.models.sources.gguf_file import read_file
+from attn_cli.models.sources.gguf_tokenizer import build_tokenizer
+build_tokenizer(read_file(sys.argv[1]), True, False)
+'''
+
+
+def text_100k() -> str:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    lines = "\n".join(p.read_text(encoding="utf-8") for p in pages).split("\n")
+    out, size, k = [], 0, 0
+    while size < 100_000:
+        line = lines[k % len(lines)] if k % 7 else AWKWARD[(k // 7) % len(AWKWARD)]
+        out.append(line)
+        size += len(line.encode("utf-8")) + 1
+        k += 1
+    return "\n".join(out).encode("utf-8")[:100_000].decode("utf-8", errors="ignore")
+
+
+def ours(path: Path, text: str, runs: int) -> dict:
+    import hashlib
+
+    from attn_cli.models.sources.gguf_file import read_file
+    from attn_cli.models.sources.gguf_tokenizer import build_tokenizer
+
+    tok = build_tokenizer(read_file(path), True, False)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        ids = tok.encode(text).ids
+        times.append(time.perf_counter() - start)
+    return {"encode": statistics.median(times), "n": len(ids), "ids": hashlib.sha256(json.dumps(ids).encode()).hexdigest()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--peer", default="/work/venv-oracle/bin/python", help="a Python with transformers, gguf and sentencepiece")
+    args = parser.parse_args()
+    from tests.checkpoints import FIXTURES, gemma3_gguf
+
+    text = text_100k()
+    print(f"text: {len(text.encode('utf-8')):,} bytes, {len(text):,} characters; medians of {args.runs} runs (say if the machine was loaded)")
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8", delete=False) as f:
+        f.write(text)
+    for path in (gemma3_gguf(), FIXTURES / "gguf" / "llama2-spm.F16.gguf"):
+        mine = ours(path, text, args.runs)
+        done = subprocess.run([args.peer, "-c", PEER, str(path), f.name, str(args.runs)], capture_output=True, text=True, check=True)
+        peer = json.loads(done.stdout.strip().splitlines()[-1])
+        same = "the same ids" if mine["ids"] == peer["ids"] and mine["n"] == peer["n"] else "DIFFERENT ids"
+        ratio = mine["encode"] / peer["encode"]
+        print(f"{path.name}: {mine['n']:,} tokens, {same}")
+        print(f"  encode  attn {mine['encode'] * 1000:7.1f} ms   transformers {peer['encode'] * 1000:7.1f} ms   {ratio:4.2f}x  "
+              f"(target <= 2x: {'met' if ratio <= 2 else 'NOT met'})")
+        build = medians({"build": [sys.executable, "-c", BUILD, path]}, args.runs, env={"PYTHONPATH": str(ROOT)})["build"][0]
+        print(f"  build   attn, a new process reading the file: {build:6.3f} s   transformers' from_pretrained: {peer['build']:6.3f} s")
+    floor = medians({"import": [args.peer, "-c", "import torch, transformers"]}, args.runs)["import"][0]
+    empty = medians({"python": [sys.executable, "-c", "pass"]}, args.runs)["python"][0]
+    print(f'python -c "import torch, transformers": {floor:.3f} s (0.5x of it: {floor / 2:.3f} s); python -c pass: {empty:.3f} s')
+    Path(f.name).unlink()
+
+
+if __name__ == "__main__":
+    main()
