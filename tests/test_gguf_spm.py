@@ -194,3 +194,18 @@ def test_gemma_merges_by_score_as_llama_cpp(gemma):
     assert len(texts) > 15
     for text in texts:
         assert tok.encode(text, add_special_tokens=False).ids == llama_cpp_spm(text, tokens, scores, prefix=False), text
+
+
+@pytest.mark.parametrize("name", TINY)
+def test_the_files_open_with_inspect_and_predict(name, run):
+    """A Llama 2, TinyLlama or Mistral GGUF with a SentencePiece vocabulary runs: its tokens as transformers cuts them."""
+    from conftest import parse_json
+
+    path = FIXTURES / "gguf" / name
+    want = ORACLE["models"][name]["tokens"][1]  # "The capital of France is"
+    shown = parse_json(run("inspect", ORACLE["texts"][1], "--model", path, "--json"))
+    assert shown["pieces"] == want and shown["tokens"][1:] == [p.lstrip("\u2581") for p in want[1:len(shown["tokens"])]]
+    predicted = parse_json(run("predict", ORACLE["texts"][1], "--model", path, "--top", "3", "--json"))
+    assert len(predicted["predictions"]) == 3 and predicted["tokens"] == shown["tokens"]
+    words = parse_json(run("inspect", "The cat sat on the mat", "--model", path, "--words", "--json"))["tokens"]
+    assert [w for w in words if w not in ("<s>", "</s>")] == ["The", "cat", "sat", "on", "the", "mat"]  # words start at "▁"

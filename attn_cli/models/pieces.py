@@ -37,3 +37,19 @@ def readable(tokenizer, token_id: int, piece: str) -> str:
     if not shown:
         return "".join(WHITESPACE.get(c, c) for c in text) or piece
     return shown
+
+
+def sentencepiece_words(tokenizer, pieces: list[str], words: list[int | None]) -> list[int | None]:
+    """Each piece's word. A SentencePiece tokenizer (a BPE with byte fallback: "▁" for a space) leaves the text whole for its
+    merges, so `tokenizers` counts it as one word; its words start at the pieces that start with "▁"."""
+    if not getattr(tokenizer.model, "byte_fallback", False):
+        return words
+    out, word = [], -1
+    for piece, given in zip(pieces, words):
+        if given is None:  # a special token the tokenizer added
+            out.append(None)
+            continue
+        if piece.startswith("\u2581") or word < 0 or out[-1] is None:
+            word += 1
+        out.append(word)
+    return out

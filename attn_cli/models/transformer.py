@@ -72,7 +72,10 @@ class Transformer:
             raise InputError("no tokens in the input")
         if len(enc.ids) > self.spec.max_positions:
             raise InputError(f"{len(enc.ids)} tokens, more than the {self.spec.max_positions} positions {self.name} has; split the text")
-        return Tokens(list(enc.ids), list(enc.tokens), [bool(s) for s in enc.special_tokens_mask], list(enc.word_ids), list(enc.offsets), text,
+        from attn_cli.models.pieces import sentencepiece_words
+
+        words = sentencepiece_words(self.tokenizer, enc.tokens, enc.word_ids)
+        return Tokens(list(enc.ids), list(enc.tokens), [bool(s) for s in enc.special_tokens_mask], words, list(enc.offsets), text,
                       labels=self.labels(enc.ids, enc.tokens))
 
     def unencodable(self, text: str) -> str:
