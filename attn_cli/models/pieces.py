@@ -42,7 +42,7 @@ def readable(tokenizer, token_id: int, piece: str) -> str:
 def sentencepiece_words(tokenizer, pieces: list[str], words: list[int | None]) -> list[int | None]:
     """Each piece's word. A SentencePiece tokenizer (a BPE with byte fallback: "▁" for a space) leaves the text whole for its
     merges, so `tokenizers` counts it as one word; its words start at the pieces that start with "▁"."""
-    if not getattr(tokenizer.model, "byte_fallback", False):
+    if not getattr(tokenizer, "sentencepiece", False) and not getattr(tokenizer.model, "byte_fallback", False):
         return words
     out, word = [], -1
     for piece, given in zip(pieces, words):
