@@ -9,7 +9,8 @@ among them. The peer is a process of the oracle venv (transformers + tokenizers,
 tokenizers version as attn's) that builds `AutoTokenizer.from_pretrained(dir, gguf_file=...)`
 and times `tok(text)`; attn times `build_tokenizer(...).encode(text)`, the two in turn in each
 of `runs` runs (medians; one thread a side), the ids compared. Also: building the tokenizer in a new process (reading the
-header, deriving the merges, the tokenizers object), medians of `runs`, beside
+header; then encoding one short sentence, which builds a BPE of the tokens inside it; then the
+whole BPE, every merge derived), medians of `runs`, beside
 `python -c "import torch, transformers"` in the peer's venv, which cold `attn predict` on Gemma
 is measured against. Targets: encoding <= 2x the peer's; the build well under 1 s.
 """
@@ -28,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from runs import medians  # noqa: E402
+
+from attn_cli.models.sources.gguf_spm_text import SHORT  # noqa: E402
 
 AWKWARD = ["café naïve résumé Ångström e\u0301", "东京 日本語 한국어 中文字符", "emoji 🙂👍🏽 👨\u200d👩\u200d👧", "ＦＵＬＬＷＩＤＴＨ １２３",
            "tab\there\t\tand    four spaces", "https://example.com/path?q=1&x=y#frag 3.14159 1,000,000"]
@@ -54,8 +57,12 @@ from attn_cli.models.sources.gguf_file import read_file
 from attn_cli.models.sources.gguf_tokenizer import build_tokenizer
 file = read_file(sys.argv[1])
 read, read_cpu = time.perf_counter() - start, time.process_time() - cpu
-build_tokenizer(file, True, False)
-print(json.dumps({"read": read, "read_cpu": read_cpu, "whole": time.perf_counter() - start, "cpu": time.process_time() - cpu}))
+tok = build_tokenizer(file, True, False)
+tok.encode("The capital of France is")
+short, short_cpu = time.perf_counter() - start, time.process_time() - cpu
+tok.whole
+print(json.dumps({"read": read, "read_cpu": read_cpu, "short": short, "short_cpu": short_cpu,
+                  "whole": time.perf_counter() - start, "cpu": time.process_time() - cpu}))
 '''
 
 
@@ -118,8 +125,10 @@ def main() -> None:
         builds = [json.loads(subprocess.run([sys.executable, "-c", BUILD, str(path)], capture_output=True, text=True, check=True,
                                             env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout) for _ in range(args.runs)]
         median = {key: statistics.median(b[key] for b in builds) for key in builds[0]}
-        print(f"  build   attn in a new process (imports, the header, the tokenizer): {median['whole']:6.3f} s, {median['cpu']:6.3f} s of CPU "
-              f"(the header alone {median['read']:5.3f} s, {median['read_cpu']:5.3f} s of CPU)   transformers' from_pretrained: {got['peer_build']:6.3f} s")
+        print(f"  build   attn in a new process (imports and the header: {median['read']:5.3f} s, {median['read_cpu']:5.3f} s of CPU)")
+        print(f"          + the tokenizer and one short text encoded (what predict does): {median['short']:6.3f} s, {median['short_cpu']:6.3f} s of CPU")
+        print(f"          + the whole BPE (what a text over {SHORT:,} characters needs): {median['whole']:6.3f} s, {median['cpu']:6.3f} s of CPU")
+        print(f"          transformers' from_pretrained: {got['peer_build']:6.3f} s")
     floor = medians({"import": [args.peer, "-c", "import torch, transformers"]}, args.runs)["import"][0]
     empty = medians({"python": [sys.executable, "-c", "pass"]}, args.runs)["python"][0]
     print(f'python -c "import torch, transformers": {floor:.3f} s (0.5x of it: {floor / 2:.3f} s); python -c pass: {empty:.3f} s')
