@@ -258,3 +258,22 @@ def test_a_long_text_goes_to_the_whole_bpe(monkeypatch):
     monkeypatch.setattr(gguf_spm_text, "SHORT", 10)
     tok = gguf.load(FIXTURES / "gguf" / "llama2-spm.F16.gguf").tokenizer()
     assert tok._whole is None and tok.encode(text).ids == small and tok._whole is not None
+
+
+def test_after_a_few_dozen_texts_the_whole_bpe(monkeypatch):
+    from attn_cli.models.sources import gguf_spm_text
+
+    monkeypatch.setattr(gguf_spm_text, "SMALL_BUILDS", 3)
+    tok = gguf.load(FIXTURES / "gguf" / "llama2-spm.F16.gguf").tokenizer()
+    texts = ORACLE["texts"][:6]
+    got = [tok.encode(t).ids for t in texts]
+    assert tok._small_builds == 3 and tok._whole is not None
+    assert got == ORACLE["models"]["llama2-spm.F16.gguf"]["ids"][:6]
+
+
+@pytest.mark.slow
+@settings(max_examples=25, deadline=None)
+@given(text=st.lists(st.sampled_from(list("abdeinorst TA,.\n\t019éü東京🙂ＦＵ") + ["<start_of_turn>", "<bos>", "  "]), max_size=30).map("".join))
+def test_gemmas_small_bpe_is_its_whole_one(text, gemma):
+    _, tok = gemma
+    assert tok.encode(text).ids == tok.whole.encode(text).ids
