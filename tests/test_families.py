@@ -230,19 +230,7 @@ def test_a_config_a_family_cannot_run_is_one_line(tmp_path, name, change, expect
     one_line(attn("model", "info", str(folder)), 1, expected)
 
 
-def test_a_sentencepiece_text_is_cut_into_words_at_its_spaces():
-    """A SentencePiece tokenizer splits no words (tokenizers gives the whole text word 0): attn's words start at a space, or
-    where letters and digits meet other characters; spaces alone go with the word after them."""
-    from attn_cli.models.pieces import spaced_words
-
-    text = "One mole,  re-made 3.5kg"
-    pieces = ["<bos>", "One", " mole", ",", "  ", "re", "-", "made", " ", "3", ".", "5", "kg"]
-    offsets, at = [(0, 0)], 0
-    for piece in pieces[1:]:
-        offsets.append((at, at + len(piece)))
-        at += len(piece)
-    assert "".join(text[a:b] for a, b in offsets) == text
-    assert spaced_words(text, offsets, [None] + [0] * 12) == [None, 0, 1, 2, 3, 3, 4, 5, 6, 6, 7, 8, 8]
-    m = gemma3()
-    tokens = m.tokenize("One mole of carbon dioxide.")
-    assert [tokens.words[i] for i in range(len(tokens.ids))] == [None, 0, 1, 2, 3, 4, 5]
+def test_the_sense_meter_reads_a_word_of_gemma3():
+    """A SentencePiece text's words (models.pieces.sentencepiece_words): Gemma 3's "mole" is a word of its own."""
+    tokens = gemma3().tokenize("One mole of carbon dioxide.")
+    assert tokens.words[:4] == [None, 0, 1, 2] and tokens.pieces[2] == "▁mole"

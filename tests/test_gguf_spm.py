@@ -194,3 +194,86 @@ def test_gemma_merges_by_score_as_llama_cpp(gemma):
     assert len(texts) > 15
     for text in texts:
         assert tok.encode(text, add_special_tokens=False).ids == llama_cpp_spm(text, tokens, scores, prefix=False), text
+
+
+@pytest.mark.parametrize("name", TINY)
+def test_the_files_open_with_inspect_and_predict(name, run):
+    """A Llama 2, TinyLlama or Mistral GGUF with a SentencePiece vocabulary runs: its tokens as transformers cuts them."""
+    from conftest import parse_json
+
+    path = FIXTURES / "gguf" / name
+    want = ORACLE["models"][name]["tokens"][1]  # "The capital of France is"
+    shown = parse_json(run("inspect", ORACLE["texts"][1], "--model", path, "--json"))
+    assert shown["pieces"] == want and shown["tokens"][1:] == [p.lstrip("\u2581") for p in want[1:len(shown["tokens"])]]
+    predicted = parse_json(run("predict", ORACLE["texts"][1], "--model", path, "--top", "3", "--json"))
+    assert len(predicted["predictions"]) == 3 and predicted["tokens"] == shown["tokens"]
+    words = parse_json(run("inspect", "The cat sat on the mat", "--model", path, "--words", "--json"))["tokens"]
+    assert [w for w in words if w not in ("<s>", "</s>")] == ["The", "cat", "sat", "on", "the", "mat"]  # words start at "▁"
+
+
+EDITS = {  # a hostile or careless vocabulary: the tokenizer is built and encodes, or the file is refused in one line
+    "a string twice": lambda m: m["tokenizer.ggml.tokens"].__setitem__(500, m["tokenizer.ggml.tokens"][400]),
+    "an empty token": lambda m: m["tokenizer.ggml.tokens"].__setitem__(500, ""),
+    "a token of 10,000 characters": lambda m: m["tokenizer.ggml.tokens"].__setitem__(500, "ab" * 5000),
+    "a NUL inside a token": lambda m: m["tokenizer.ggml.tokens"].__setitem__(600, "a\x00b"),
+    "no byte tokens": lambda m: m["tokenizer.ggml.tokens"].__setitem__(slice(3, 259), [f"zz{i}" for i in range(256)]),
+    "every score equal": lambda m: m["tokenizer.ggml.scores"].fill(0),
+    "every token the same": lambda m: m["tokenizer.ggml.tokens"].__setitem__(slice(None), ["a"] * len(m["tokenizer.ggml.tokens"])),
+    "every token a control token": lambda m: m["tokenizer.ggml.token_type"].fill(3),
+    "an unknown id out of range": lambda m: m.__setitem__("tokenizer.ggml.unknown_token_id", 10**9),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_a_strange_vocabulary_builds_or_is_refused(edit):
+    file = read_file(FIXTURES / "gguf" / "llama2-spm.F16.gguf")
+    file.metadata["tokenizer.ggml.scores"] = file.metadata["tokenizer.ggml.scores"].copy()
+    file.metadata["tokenizer.ggml.token_type"] = file.metadata["tokenizer.ggml.token_type"].copy()
+    EDITS[edit](file.metadata)
+    tok = build_tokenizer(file, True, False)
+    ids = tok.encode("Hello wörld 東 ab").ids
+    assert ids and all(0 <= i < len(file.metadata["tokenizer.ggml.tokens"]) for i in ids)
+
+
+@pytest.mark.parametrize("name", TINY)
+@settings(max_examples=40, deadline=None)
+@given(text=st.lists(st.sampled_from(list("abcdeilnorst ,.\n\t019éü東🙂A") + ["[INST]", "<s>", "</s>"]), max_size=40).map("".join),
+       ids=st.lists(st.integers(min_value=0, max_value=1999), max_size=12), skip=st.booleans())
+def test_the_small_bpe_of_a_text_is_the_whole_one(name, text, ids, skip):
+    """A short text is cut by a BPE of only the tokens inside it (and decoded from the vocabulary): the whole BPE's answers."""
+    tok = tiny(name)
+    whole = tok.whole
+    for special in (True, False):
+        mine, theirs = tok.encode(text, add_special_tokens=special), whole.encode(text, add_special_tokens=special)
+        assert (mine.ids, mine.tokens, mine.offsets, mine.special_tokens_mask) == (theirs.ids, theirs.tokens, theirs.offsets, theirs.special_tokens_mask)
+    assert tok.decode(ids, skip_special_tokens=skip) == whole.decode(ids, skip_special_tokens=skip)
+    assert [tok.id_to_token(i) for i in ids] == [whole.id_to_token(i) for i in ids]
+
+
+def test_a_long_text_goes_to_the_whole_bpe(monkeypatch):
+    from attn_cli.models.sources import gguf_spm_text
+
+    text = " ".join(ORACLE["texts"]) * 3
+    small = gguf.load(FIXTURES / "gguf" / "llama2-spm.F16.gguf").tokenizer().encode(text).ids  # below SHORT: the small BPE
+    monkeypatch.setattr(gguf_spm_text, "SHORT", 10)
+    tok = gguf.load(FIXTURES / "gguf" / "llama2-spm.F16.gguf").tokenizer()
+    assert tok._whole is None and tok.encode(text).ids == small and tok._whole is not None
+
+
+def test_after_a_few_dozen_texts_the_whole_bpe(monkeypatch):
+    from attn_cli.models.sources import gguf_spm_text
+
+    monkeypatch.setattr(gguf_spm_text, "SMALL_BUILDS", 3)
+    tok = gguf.load(FIXTURES / "gguf" / "llama2-spm.F16.gguf").tokenizer()
+    texts = ORACLE["texts"][:6]
+    got = [tok.encode(t).ids for t in texts]
+    assert tok._small_builds == 3 and tok._whole is not None
+    assert got == ORACLE["models"]["llama2-spm.F16.gguf"]["ids"][:6]
+
+
+@pytest.mark.slow
+@settings(max_examples=25, deadline=None)
+@given(text=st.lists(st.sampled_from(list("abdeinorst TA,.\n\t019éü東京🙂ＦＵ") + ["<start_of_turn>", "<bos>", "  "]), max_size=30).map("".join))
+def test_gemmas_small_bpe_is_its_whole_one(text, gemma):
+    _, tok = gemma
+    assert tok.encode(text).ids == tok.whole.encode(text).ids

@@ -1,5 +1,7 @@
 """`attn tokens`: a text as a model's tokenizer cuts it (llama.cpp's tokenize tool), with the rules inspect and predict use."""
 
+from pathlib import Path
+
 from attn_cli.results.tokens import Piece, TokensResult
 
 
@@ -26,4 +28,4 @@ def word_tokens(vectors, text: str) -> TokensResult:
     if not words:
         raise InputError("no words in the input")
     pieces = [Piece(row, w, w, False, None, None) for w, row in zip(words, key_rows(words, vectors))]
-    return TokensResult({"name": vectors.source or "GloVe", "type": "word vectors", "vocabulary": vectors.n_keys}, text, False, pieces)
+    return TokensResult({"name": Path(vectors.source).name if vectors.source else "GloVe", "type": "word vectors", "vocabulary": vectors.n_keys}, text, False, pieces)

@@ -39,19 +39,17 @@ def readable(tokenizer, token_id: int, piece: str) -> str:
     return shown
 
 
-def spaced_words(text: str, offsets: list, words: list) -> list:
-    """Word numbers for a tokenizer that splits no words (a SentencePiece vocabulary: its whole text is one "word"): a
-    piece starts a word where its text starts with a space, or where letters and digits meet other characters, as
-    GPT-2's split does. Special tokens keep None."""
-    out, word, previous = [], -1, None
-    for (start, end), given in zip(offsets, words):
-        if given is None:
+def sentencepiece_words(tokenizer, pieces: list[str], words: list[int | None]) -> list[int | None]:
+    """Each piece's word. A SentencePiece tokenizer (a BPE with byte fallback: "▁" for a space) leaves the text whole for its
+    merges, so `tokenizers` counts it as one word; its words start at the pieces that start with "▁"."""
+    if not getattr(tokenizer, "sentencepiece", False) and not getattr(tokenizer.model, "byte_fallback", False):
+        return words
+    out, word = [], -1
+    for piece, given in zip(pieces, words):
+        if given is None:  # a special token the tokenizer added
             out.append(None)
             continue
-        piece = text[start:end]
-        kind = piece.lstrip()[:1].isalnum() if piece.strip() else None
-        if word < 0 or piece[:1].isspace() or (kind is not None and previous is not None and kind != previous):
+        if piece.startswith("\u2581") or word < 0 or out[-1] is None:
             word += 1
         out.append(word)
-        previous = piece.rstrip()[-1:].isalnum() if piece.strip() else None  # spaces alone: the next piece goes on their word
     return out

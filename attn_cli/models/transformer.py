@@ -74,11 +74,9 @@ class Transformer:
             raise InputError("no tokens in the input")
         if len(enc.ids) > self.spec.max_positions:
             raise InputError(f"{len(enc.ids)} tokens, more than the {self.spec.max_positions} positions {self.name} has; split the text")
-        words = list(enc.word_ids)
-        if self.tokenizer.pre_tokenizer is None:  # SentencePiece: the text is one "word"; its words start at spaces
-            from attn_cli.models.pieces import spaced_words
+        from attn_cli.models.pieces import sentencepiece_words
 
-            words = spaced_words(text, list(enc.offsets), words)
+        words = sentencepiece_words(self.tokenizer, enc.tokens, enc.word_ids)
         return Tokens(list(enc.ids), list(enc.tokens), [bool(s) for s in enc.special_tokens_mask], words, list(enc.offsets), text,
                       labels=self.labels(enc.ids, enc.tokens))
 

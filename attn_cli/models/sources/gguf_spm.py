@@ -45,56 +45,80 @@ def check_spm(file: GGUFFile, config: dict) -> None:
         raise DataError(f"{file.path}: {len(tokens):,} tokens but token_embd.weight has {rows:,} rows")
 
 
-def build_spm_tokenizer(file: GGUFFile, add_bos: bool, add_eos: bool):
-    """A `tokenizers` BPE with byte fallback from tokenizer.ggml.{tokens, scores, token_type}: "▁" for spaces, the space
-    prefix as tokenizer.ggml.add_space_prefix says, control tokens as specials, BOS/EOS as the file says."""
+class Vocabulary:
+    """A SentencePiece GGUF's vocabulary, as transformers' GGUF loader reads it (respelled, ranked), and its special tokens."""
+
+    def __init__(self, file: GGUFFile, add_bos: bool, add_eos: bool):
+        self.path = file.path
+        self.by_position = _get(file, "general.architecture", str, default="") in BY_POSITION
+        self.stored = file.metadata["tokenizer.ggml.tokens"]  # as the file spells them
+        types = file.metadata.get("tokenizer.ggml.token_type")
+        self.types = types.tolist() if types is not None else [1] * len(self.stored)
+        self.tokens = ["\u2581" * len(t) if " " in t and not t.strip() else t for t in self.stored] if self.by_position else self.stored
+        self.ranks = -np.arange(len(self.tokens), dtype=np.float64) if self.by_position else file.metadata["tokenizer.ggml.scores"].astype(np.float64)
+        unk = _get(file, "tokenizer.ggml.unknown_token_id", int)
+        self.unk_id = unk if unk is not None and 0 <= unk < len(self.tokens) else None
+        self.prefix = _get(file, "tokenizer.ggml.add_space_prefix", bool, default=not self.by_position)
+        self.bos = _get(file, "tokenizer.ggml.bos_token_id", int) if add_bos else None
+        self.eos = _get(file, "tokenizer.ggml.eos_token_id", int) if add_eos else None
+        self._ids = None
+
+    @property
+    def ids(self) -> dict:  # string -> id, the last of a string spelled twice
+        if self._ids is None:
+            self._ids = dict(zip(self.tokens, range(len(self.tokens))))
+        return self._ids
+
+    def control(self) -> list[int]:
+        return [i for i, k in enumerate(self.types) if k == CONTROL]
+
+    def user_defined(self) -> list[int]:  # transformers adds a user-defined token only as the vocabulary spells it
+        ids = self.ids
+        return [i for i, (t, k) in enumerate(zip(self.stored, self.types)) if k == USER_DEFINED and t in ids]
+
+
+def make_tokenizer(vocab: Vocabulary, keep: np.ndarray | None = None, control: list[int] | None = None, user: list[int] | None = None):
+    """A `tokenizers` BPE with byte fallback over the whole vocabulary, or over the ids `keep` (ascending) only: their merges,
+    ranked as among all the merges, give the same pieces on any text made of those tokens."""
     from tokenizers import AddedToken, Tokenizer, decoders, normalizers, pre_tokenizers
     from tokenizers.models import BPE
 
-    arch = _get(file, "general.architecture", str, default="")
-    tokens = file.metadata["tokenizer.ggml.tokens"]
-    types = file.metadata.get("tokenizer.ggml.token_type")
-    types = types.tolist() if types is not None else [1] * len(tokens)
-    by_position = arch in BY_POSITION
-    if by_position:
-        tokens = ["\u2581" * len(t) if " " in t and not t.strip() else t for t in tokens]
-    ranks = -np.arange(len(tokens), dtype=np.float64) if by_position else file.metadata["tokenizer.ggml.scores"].astype(np.float64)
-    left, right = derive_merges(tokens, ranks)
-    vocab = dict(zip(tokens, range(len(tokens))))
-    unk_id = _get(file, "tokenizer.ggml.unknown_token_id", int)
-    unk = tokens[unk_id] if unk_id is not None and 0 <= unk_id < len(tokens) else None
-    prefix = _get(file, "tokenizer.ggml.add_space_prefix", bool, default=not by_position)
+    strings = np.array(vocab.tokens, dtype=object)  # [V]: gathered by id in C, not a Python loop
+    ids = np.arange(len(vocab.tokens)) if keep is None else keep
+    left, right = derive_merges(strings[ids].tolist() if keep is not None else vocab.tokens, vocab.ranks[ids])
+    left, right = ids[left], ids[right]
+    words = vocab.ids if keep is None else dict(zip(strings[ids].tolist(), ids.tolist()))
+    unk = vocab.tokens[vocab.unk_id] if vocab.unk_id is not None else None
+    control = vocab.control() if control is None else control
+    user = vocab.user_defined() if user is None else user
     try:
-        tok = Tokenizer(BPE(vocab=vocab, merges=list(zip(map(tokens.__getitem__, left.tolist()), map(tokens.__getitem__, right.tolist()))),
-                            unk_token=unk, fuse_unk=True, byte_fallback=True))
-        if by_position:  # GemmaTokenizer's: every space a "▁", no prefix
+        tok = Tokenizer(BPE(vocab=words, merges=list(zip(strings[left].tolist(), strings[right].tolist())), unk_token=unk, fuse_unk=True, byte_fallback=True))
+        if vocab.by_position:  # GemmaTokenizer's: every space a "▁", no prefix
             tok.normalizer = normalizers.Replace(" ", "\u2581")
         else:  # LlamaTokenizer's: the prefix before the text's first piece only
-            tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first" if prefix else "never", split=False)
+            tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first" if vocab.prefix else "never", split=False)
         steps = [decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()]
-        tok.decoder = decoders.Sequence(steps + ([decoders.Strip(content=" ", left=1, right=0)] if prefix else []))
-        tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, k in zip(tokens, types) if k == CONTROL])
-        tok.add_tokens([AddedToken(t, special=False, normalized=False) for t, k in zip(file.metadata["tokenizer.ggml.tokens"], types)
-                        if k == USER_DEFINED and t in vocab])  # transformers adds a user-defined token only as the vocabulary spells it
-        tok.post_processor = _bos_eos(file, tokens, add_bos, add_eos)
+        tok.decoder = decoders.Sequence(steps + ([decoders.Strip(content=" ", left=1, right=0)] if vocab.prefix else []))
+        tok.add_special_tokens([AddedToken(vocab.tokens[i], special=True, normalized=False) for i in control])
+        tok.add_tokens([AddedToken(vocab.stored[i], special=False, normalized=False) for i in user])
+        tok.post_processor = _bos_eos(vocab)
     except Exception as e:  # the tokenizers package raises plain Exception for a bad vocabulary
-        raise DataError(f"{file.path}: cannot build the tokenizer ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+        raise DataError(f"{vocab.path}: cannot build the tokenizer ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
     tok.no_padding()
     tok.no_truncation()
     return tok
 
 
-def _bos_eos(file: GGUFFile, tokens: list[str], add_bos: bool, add_eos: bool):
+def _bos_eos(vocab: Vocabulary):
     """BOS before the text and EOS after it, as tokenizer.ggml.add_bos_token / add_eos_token say (None: nothing added)."""
     from tokenizers import processors
 
-    ids = [(_get(file, "tokenizer.ggml.bos_token_id", int), add_bos), (_get(file, "tokenizer.ggml.eos_token_id", int), add_eos)]
-    (bos, want_bos), (eos, want_eos) = ids
-    first = [tokens[bos]] if want_bos and bos is not None else []
-    last = [tokens[eos]] if want_eos and eos is not None else []
+    tokens = vocab.tokens
+    first = [tokens[vocab.bos]] if vocab.bos is not None else []
+    last = [tokens[vocab.eos]] if vocab.eos is not None else []
     if not first and not last:
         return None
-    specials = list(dict.fromkeys([(tokens[i], i) for i, want in ids if want and i is not None]))
+    specials = list(dict.fromkeys([(tokens[i], i) for i in (vocab.bos, vocab.eos) if i is not None]))
     single = first + ["$A"] + last
     pair = single + [f"{t}:1" for t in first] + ["$B:1"] + [f"{t}:1" for t in last]
     return processors.TemplateProcessing(single=single, pair=pair, special_tokens=specials)
@@ -111,24 +135,29 @@ def derive_merges(tokens: list[str], ranks: np.ndarray) -> tuple[np.ndarray, np.
     codes = np.frombuffer("".join(tokens).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64) + np.uint64(1)  # [C]
     starts = np.zeros(n_vocab + 1, dtype=np.int64)  # [V + 1] where each token's characters begin
     np.cumsum(lengths, out=starts[1:])
-    owner = np.repeat(np.arange(n_vocab), lengths)  # [C] the token of each character
-    place = np.arange(len(codes)) - starts[owner]  # [C] its place in the token
+    place = np.arange(len(codes)) - np.repeat(starts[:-1], lengths)  # [C] each character's place in its token
+    splits = np.maximum(lengths - 1, 0)  # [V] a token of n characters splits n - 1 ways
+    token = np.repeat(np.arange(n_vocab), splits)  # [S] the token split
+    k = np.arange(len(token)) - np.repeat(np.cumsum(splits) - splits, splits) + 1  # [S] its left part's length
     powers, inverse = _powers(int(lengths.max()) + 1)
     with np.errstate(over="ignore"):  # hashes are polynomials mod 2**64: wrapping is the arithmetic
-        running = np.concatenate([np.zeros(1, np.uint64), np.cumsum(codes * powers[place], dtype=np.uint64)])  # [C + 1]
+        running = np.zeros(len(codes) + 1, dtype=np.uint64)  # [C + 1] running[c]: the hash of every character before c
+        np.cumsum(codes * powers[place], dtype=np.uint64, out=running[1:])
         whole = running[starts[1:]] - running[starts[:-1]]  # [V] hash of each token: sum of code * base**place
-        cut = np.flatnonzero(place > 0)  # [S] each split: the left part ends before character `cut`
-        token, k = owner[cut], place[cut]  # [S], [S] the token split, and its left part's length
-        prefix = running[cut] - running[starts[token]]  # [S]
-        suffix = (whole[token] - prefix) * inverse[k]  # [S] the right part, shifted to start at place 0
+        prefix = running[starts[token] + k] - running[starts[token]]  # [S]
     table = HashTable(whole)  # each distinct string's id: the dictionary's, its last place
     slot_of = table.find(whole)  # [V] each token's slot
-    keep = (table.ids[slot_of] == np.arange(n_vocab))[token]  # [S] each string split once, as the token the dictionary keeps
-    left, right = table.find(prefix[keep]), table.find(suffix[keep])  # [S'] slots, -1 where absent
-    token, k = token[keep], k[keep]
-    keep = (left >= 0) & (right >= 0)
-    left, right = table.ids[left], table.ids[right]
-    keep &= (lengths[left] == k) & (lengths[right] == lengths[token] - k)
+    canonical = table.ids[slot_of] == np.arange(n_vocab)  # [V] each string split once, as the token the dictionary keeps
+    left = table.find(prefix)  # [S] slots, -1 where absent
+    keep = canonical[token] & (left >= 0)
+    token, k, left, prefix = token[keep], k[keep], table.ids[left[keep]], prefix[keep]
+    keep = lengths[left] == k
+    token, k, left, prefix = token[keep], k[keep], left[keep], prefix[keep]
+    with np.errstate(over="ignore"):
+        right = table.find((whole[token] - prefix) * inverse[k])  # the right part, shifted to start at place 0
+    keep = right >= 0
+    token, k, left, right = token[keep], k[keep], left[keep], table.ids[right[keep]]
+    keep = lengths[right] == lengths[token] - k
     token, k, left, right = token[keep], k[keep], left[keep], right[keep]
     long = np.flatnonzero(lengths[token] > EXACT_CHECK)
     if long.size:  # a long token: checked as strings (a crafted vocabulary could make 64-bit polynomial hashes collide)
@@ -136,8 +165,9 @@ def derive_merges(tokens: list[str], ranks: np.ndarray) -> tuple[np.ndarray, np.
         drop = np.zeros(len(token), dtype=bool)
         drop[long[~good]] = True
         token, k, left, right = token[~drop], k[~drop], left[~drop], right[~drop]
-    first_place = table.first[slot_of[token]]
-    best_first = np.lexsort((right, left, first_place, -(lengths[token] - k), -k, -ranks[token]))
+    longest = int(lengths.max()) + 1
+    parts = (longest - k) * longest + (longest - (lengths[token] - k))  # the longer left part first, then the longer right
+    best_first = np.lexsort((table.first[slot_of[token]], parts, -ranks[token]))  # a (token, split) has one (left, right)
     return left[best_first], right[best_first]
 
 
@@ -150,7 +180,7 @@ class HashTable:
         self.keys = np.zeros(1 << bits, dtype=np.uint64)
         self.ids = np.full(1 << bits, -1, dtype=np.int64)  # the key's last place
         self.first = np.full(1 << bits, -1, dtype=np.int64)  # its first place
-        order = np.lexsort((np.arange(len(keys)), keys))  # [V] by key, then place
+        order = np.argsort(keys, kind="stable")  # [V] by key, then place
         sorted_keys = keys[order]
         starts = np.append(True, sorted_keys[1:] != sorted_keys[:-1])
         ends = np.append(sorted_keys[1:] != sorted_keys[:-1], True)

@@ -4,7 +4,8 @@ import numpy as np
 
 from attn_cli.errors import DataError
 from attn_cli.models.sources.gguf_file import GGUFFile, _get
-from attn_cli.models.sources.gguf_spm import build_spm_tokenizer, check_spm
+from attn_cli.models.sources.gguf_spm import check_spm
+from attn_cli.models.sources.gguf_spm_text import build_spm_tokenizer
 
 # tokenizer.ggml.pre -> llama.cpp's split regexes (llama-vocab.cpp), applied one after another, then the byte alphabet
 _GPT2 = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"
