@@ -187,7 +187,7 @@ def test_a_local_layers_keys_beyond_its_window_look_masked_and_the_heading_says_
 
 
 def test_a_large_quantized_vocabulary_is_read_in_blocks_with_the_same_logits_and_neighbours(monkeypatch):
-    """Gemma's 262k-token table would be 671 MB as float32: beyond WHOLE_TABLE_BYTES the output head and the nearest tokens
+    """Gemma's 262k-token table would be 671 MB as float32: beyond PREFETCH_VOCABULARY the output head and the nearest tokens
     read it a block at a time from the file. Here the bar is 0 bytes, on the tiny Gemma 3's Q8_0 file."""
     from attn_cli.models import weights as weights_module
 
@@ -196,7 +196,7 @@ def test_a_large_quantized_vocabulary_is_read_in_blocks_with_the_same_logits_and
     trace = whole.run("the grey cat sat on the mat")
     rows = trace.hidden[-1]
     expected_logits, expected_near = whole.lm_logits(rows), whole.nearest(rows, 5)
-    monkeypatch.setattr(weights_module, "WHOLE_TABLE_BYTES", 0)
+    monkeypatch.setattr(weights_module, "PREFETCH_VOCABULARY", 0)
     monkeypatch.setattr(weights_module.TableKeys, "BLOCK_ROWS", 100)
     blocked = loading.load(path)
     blocked.weights.prefetch_vocabulary()  # refused: the table is not read whole

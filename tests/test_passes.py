@@ -298,3 +298,60 @@ def test_blocks_keep_only_the_rows_and_heads_asked_for():
     part = attend_rows(q, k, v, root=2.0, keep=("attn.pattern",), heads=[3, 1], rows=[49, 0, 20], budget=1 << 10)
     np.testing.assert_allclose(part.kept["attn.pattern"], whole.kept["attn.pattern"][[3, 1]][:, [49, 0, 20]], atol=1e-7)
     np.testing.assert_allclose(part.z, whole.z, atol=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_sums_a_block_of_rows_at_a_time_give_the_detectors_scores(data):
+    """analysis.blockwise against detect.pattern_scores over the whole matrices, for any split into blocks of rows."""
+    from attn_cli.analysis import detect
+    from attn_cli.analysis.blockwise import PatternSums
+
+    n = data.draw(st.integers(2, 24), label="n")
+    ids = data.draw(st.lists(st.integers(0, 4), min_size=n, max_size=n), label="ids")
+    special = data.draw(st.lists(st.booleans(), min_size=n, max_size=n), label="special")
+    bos, current = data.draw(st.booleans(), label="exclude_bos"), data.draw(st.booleans(), label="exclude_current")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16), label="seed"))
+    weights = rng.random((2, 3, n, n)) * np.tri(n) ** 4
+    weights /= weights.sum(axis=-1, keepdims=True)  # [L, H, n, n], causal rows summing to 1
+    sums = PatternSums(2, 3, ids, special, detect.PATTERNS, bos, current, measures=True)
+    cut = sorted(set(data.draw(st.lists(st.integers(1, n - 1), max_size=4), label="cuts")) | {0, n})
+    for l in range(2):
+        for r0, r1 in zip(cut, cut[1:]):
+            lo = data.draw(st.integers(0, r0), label="lo")  # keys before lo hold no weight in these rows: give them none
+            block = weights[l][:, r0:r1].copy()
+            block[:, :, :lo] = 0
+            weights[l][:, r0:r1, :lo] = 0
+            sums.add(l, r0, lo, block[:, :, lo:r1])
+    for name in detect.PATTERNS:
+        pattern = detect.targets(name, ids, special)
+        assert sums.scorable(name) == detect.scorable(pattern, bos, current)
+        for error in ("mul", "abs"):
+            np.testing.assert_allclose(sums.scores(name, error), detect.pattern_scores(weights, pattern, error, bos, current), atol=1e-12)
+
+
+def close(a, b, tol: float = 1e-6) -> bool:
+    """Two JSON documents alike: the same keys, lists and strings, numbers within `tol` of each other's scale."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(close(a[k], b[k], tol) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(close(x, y, tol) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, (int, float)):
+        return abs(a - b) <= tol * max(1.0, abs(b))
+    return a == b
+
+
+@pytest.mark.parametrize("heads, focus, stage", [(["1.2"], None, None), (["0", "1.3"], "cat", "scores"), (["1.0"], "sat", "masked")])
+def test_inspect_keeping_only_the_heads_shown_reports_what_keeping_everything_does(heads, focus, stage, monkeypatch):
+    """The pass that keeps the heads shown and makes the rest by watchers (analysis.kept) against the pass that keeps every head."""
+    import json
+
+    from attn_cli.analysis import inspect as analysis
+    from attn_cli.io.output import json_line
+
+    m = tiny()
+    settings = analysis.InspectSettings(heads=heads, focus=focus, stage=stage, neighbors=2)
+    lean = json.loads(json_line(analysis.inspect(m, SENTENCE, settings).to_dict()))
+    monkeypatch.setattr(analysis, "keeps_everything", lambda settings, n: True)
+    whole = json.loads(json_line(analysis.inspect(m, SENTENCE, settings).to_dict()))
+    assert close(lean, whole)

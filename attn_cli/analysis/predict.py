@@ -21,9 +21,11 @@ LENS_ROWS = 4  # layers read through the output head at a time
 
 
 class PredictSettings(Record):
-    __slots__ = ("top", "temperature", "chat", "lens", "focus")
+    __slots__ = ("top", "temperature", "chat", "lens", "focus", "max_memory")
 
-    def __init__(self, top: int = 10, temperature: float = 1.0, chat: bool = False, lens: bool = False, focus: str | None = None):
+    def __init__(self, top: int = 10, temperature: float = 1.0, chat: bool = False, lens: bool = False, focus: str | None = None,
+                 max_memory: int | None = None):
+        self.max_memory = max_memory  # bytes the run may take (None: most of what is available)
         self.top = top  # predictions listed
         self.temperature = temperature  # softmax(logits / T)
         self.chat = chat  # wrap the text in the model's chat template first
@@ -48,15 +50,30 @@ def read_out(model, rows: np.ndarray, temperature: float) -> tuple[np.ndarray, n
         return logits, softmax_with_temperature(logits, temperature)
 
 
+def predict_keep(model, i: int, lens: bool):
+    """What predict keeps of a pass: the stream at position i only (after the last layer; with the lens, before and after every
+    layer), and no attention at all."""
+    from attn_cli.models.points import Keep
+
+    if lens:
+        return Keep(("resid_pre", "resid_post"), rows=[i])
+    return Keep(("resid_post",), layers=[model.n_layers - 1], rows=[i])
+
+
 def predict(model, text: str, settings: PredictSettings) -> PredictResult:
+    from attn_cli.models import footprint
+
     if model.predicts is None:
         raise InputError(f"{model.name} has no output head to predict with: an encoder without a masked-LM head (only its layers can be inspected)")
     tokens = model.tokenize(text, chat=settings.chat)
     i = position(model, tokens, settings.focus)
-    model.weights.prefetch_vocabulary()  # the output head's matrix, read while the layers run
-    trace = model.forward(tokens)
-    rows = trace.hidden[:, i]  # [L + 1, d]: the last is the model's own output, the others the lens's
-    last = (len(rows) - 1) // LENS_ROWS * LENS_ROWS if settings.lens else len(rows) - 1  # the block of rows the output is read in
+    rows = model.n_layers + 1 if settings.lens else 1
+    footprint.check(model, len(tokens.ids), lambda n: footprint.estimate(model, n, logits_rows=rows), "predict", settings.max_memory)
+    model.weights.prefetch_vocabulary()  # the output head's matrix, read while the layers run (when it is small)
+    trace = model.forward(tokens, keep=predict_keep(model, i, settings.lens))
+    rows = np.concatenate([trace.get("resid_pre", 0)] + [trace.get("resid_post", l) for l in range(model.n_layers)]) if settings.lens \
+        else trace.get("resid_post", model.n_layers - 1)  # [L + 1, d] or [1, d]: position i only
+    last = (len(rows) - 1) // LENS_ROWS * LENS_ROWS  # the block of rows the output is read in (the lens's last block)
     final, probabilities = outputs = read_out(model, rows[last:], settings.temperature)  # [m, V] each
     best = top_k(probabilities[-1], settings.top)
     label = lambda j: model.labels([int(j)], [model.tokenizer.id_to_token(int(j)) or f"#{j}"])[0]  # noqa: E731

@@ -299,9 +299,11 @@ class Transformer:
     def nearest(self, rows: np.ndarray, k: int, skip: list[int] | None = None) -> list[list[str]]:  # [m, d] -> m lists of k tokens
         """The k vocabulary tokens whose input embeddings are nearest by cosine to each row."""
         decode = self.tokenizer.id_to_token
-        from attn_cli.models.weights import EMBEDDING, TableKeys
+        from attn_cli.models.weights import EMBEDDING, PREFETCH_VOCABULARY, TableKeys
 
-        keys = MatrixKeys(self.weights.vocabulary()) if self.weights.whole_table_fits(EMBEDDING) else TableKeys(self.weights, EMBEDDING)
+        (table, _), = self.weights.plan[EMBEDDING]
+        small = 4 * table.size <= PREFETCH_VOCABULARY or self.weights.eager  # else Gemma's 262k rows would be 671 MB as float32
+        keys = MatrixKeys(self.weights.vocabulary()) if small else TableKeys(self.weights, EMBEDDING)
         return [[decode(int(i)) or f"#{i}" for i in row] for row in nearest_rows(keys, rows, k, skip)]
 
     def fold(self, text: str) -> str:
@@ -331,7 +333,7 @@ class Transformer:
     def logits(self, rows: np.ndarray) -> np.ndarray:  # [m, d] -> [m, V] float32
         """rows @ W_U^T, the output projection, a block of the vocabulary at a time."""
         out = np.empty((len(rows), self.spec.vocab_size), F32)
-        for start, block in self.weights.each_unembedding_block(LOGIT_ROWS):  # [c, d]
+        for start, block in self.weights.each_unembedding_block(LOGIT_ROWS):  # [c, d] float32
             out[:, start : start + len(block)] = rows @ block.T  # [m, d] x [d, c] -> [m, c]
         return out
 

@@ -24,7 +24,8 @@ EMBEDDING = "embed.tokens"
 EAGER_DTYPES = ("F32", "F16", "BF16", "F64", "F8_E4M3", "F8_E5M2")  # read at load; anything else (quantized) is dequantized layer by layer
 WORKERS = 2  # threads dequantizing ahead of the forward pass: the machines attn is made for have 2 cores
 AHEAD = 2  # layers read ahead (a layer of a 135M-parameter model is ~15 MB as float32)
-WHOLE_TABLE_BYTES = 256 << 20  # a quantized output head larger than this as float32 is read in blocks, never whole
+UNEMBEDDING_ROWS = 8192  # vocabulary rows per block of the logits: [8192, d] float32
+PREFETCH_VOCABULARY = 256 << 20  # an output projection up to this size as float32 is read whole, ahead, while the layers run
 CACHE_SHARE = 0.25  # of the memory available: what dequantized layers may keep, from a model's second forward pass on
 
 
@@ -86,7 +87,7 @@ class TensorPart:
 
 class TableKeys:
     """A vocabulary table as keys for the nearest-neighbour search (core.neighbors.key_scores): its rows a block at a time,
-    each dequantized from the file when the whole table would not fit (Weights.whole_table_fits)."""
+    each dequantized from the file (Weights.each_unembedding_block), for a table too large to hold whole."""
 
     norms = None
     BLOCK_ROWS = 8192
@@ -257,10 +258,17 @@ class Weights:
             self._workers = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="dequantize")
         return self._workers
 
+    def vocabulary_bytes(self) -> int:
+        """The output projection as float32, whole."""
+        (tensor, _), = self.plan[self.unembedding_key()]
+        return 4 * tensor.size
+
     def prefetch_vocabulary(self) -> None:
-        """Start reading the whole embedding matrix (for the output head) on the second thread, if it is not in memory
-        and fits (whole_table_fits)."""
-        if self._vocabulary is None and self._vocabulary_ahead is None and not self.eager and self.whole_table_fits():
+        """Start reading the whole output projection on the second thread, if it is not in memory and small enough
+        (PREFETCH_VOCABULARY bytes as float32): a larger one is read a block of rows at a time as the logits are made."""
+        if self.vocabulary_bytes() > PREFETCH_VOCABULARY:
+            return
+        if self._vocabulary is None and self._vocabulary_ahead is None and not self.eager:
             self._vocabulary_ahead = self._pool().submit(self.read, EMBEDDING if not self.has("unembed") else "unembed")
 
     def _keeps(self, nbytes: int) -> bool:
@@ -305,36 +313,36 @@ class Weights:
             self._vocabulary = ahead.result() if ahead is not None else self.read(EMBEDDING)
         return self._vocabulary
 
+    def unembedding_key(self) -> str:
+        return "unembed" if self.has("unembed") else EMBEDDING
+
+    def each_unembedding_block(self, rows: int = UNEMBEDDING_ROWS, key: str | None = None):
+        """(start, [c, d] float32) for blocks of c rows of the output projection (or of `key`'s table: EMBEDDING for the
+        nearest tokens), in order: slices of the whole table when it is in memory (or being read ahead), else each block
+        dequantized from the file alone (a quantized file's row range), so the [V, d] float32 table of a large vocabulary
+        never exists."""
+        key = key or self.unembedding_key()
+        whole = self._arrays.get(key) if key != EMBEDDING else self._vocabulary
+        if whole is None and self._vocabulary_ahead is not None:
+            whole = self.unembedding()
+        (tensor, _), = self.plan[key]
+        size = tensor.shape[0]
+        for start in range(0, size, rows):
+            end = min(size, start + rows)
+            if whole is not None:
+                yield start, whole[start:end]
+                continue
+            try:
+                yield start, tensor.rows(np.arange(start, end))
+            except DataError as e:
+                raise DataError(f"{self.where}: {e}") from None
+
     def unembedding(self) -> np.ndarray:  # -> [V, d] float32: logits = x @ W_U^T
         if not self.has("unembed"):
             return self.vocabulary()
         if "unembed" not in self._arrays and self._vocabulary_ahead is not None:
             self._arrays["unembed"] = self._vocabulary_ahead.result()
         return self.get("unembed")
-
-    def whole_table_fits(self, key: str | None = None) -> bool:
-        """The output head (or `key`, EMBEDDING) may be read whole as float32: it is in memory already, stored as floats, or
-        small (a quantized 262k-token vocabulary, Gemma's, would be 671 MB as float32: it is read a block at a time instead)."""
-        key = key or ("unembed" if self.has("unembed") else EMBEDDING)
-        (tensor, _), = self.plan[key]
-        held = self._vocabulary is not None if key == EMBEDDING else key in self._arrays
-        return held or self.eager or self._vocabulary_ahead is not None or 4 * tensor.size <= WHOLE_TABLE_BYTES
-
-    def each_unembedding_block(self, rows: int, key: str | None = None):  # -> (first row, [c, d] float32), ...
-        """The output head's rows (or `key`'s, EMBEDDING), a block of `rows` at a time: slices of the table when it fits in
-        memory whole, else each block dequantized from the file and dropped after use."""
-        key = key or ("unembed" if self.has("unembed") else EMBEDDING)
-        if self.whole_table_fits(key):
-            table = self.unembedding() if key != EMBEDDING else self.vocabulary()  # [V, d]
-            for start in range(0, len(table), rows):
-                yield start, table[start : start + rows]
-            return
-        (tensor, _), = self.plan[key]
-        for start in range(0, tensor.shape[0], rows):
-            try:
-                yield start, tensor.rows(np.arange(start, min(start + rows, tensor.shape[0])))
-            except DataError as e:
-                raise DataError(f"{self.where}: {e}") from None
 
     def parameter_counts(self) -> dict[str, int]:
         """Elements per group, counted from the tensors in the file (not from the config's claims)."""
