@@ -19,6 +19,7 @@ from attn_cli.records import Record
 
 TOP_ALTERNATIVES = 5  # the most probable tokens kept per step (the runner-up is the second)
 TOP_SOURCES = 3  # the positions a new token attended to most, per step
+HOLD_BYTES = 3 << 30  # the float32 layers kept for the whole run when they fit in this (SmolLM2: 0.5 GB); else read a layer a step
 
 
 class Sampling(Record):
@@ -90,9 +91,9 @@ def sources_of(attention: np.ndarray, head: tuple[int, int] | None, k: int = TOP
     return [(int(j), float(row[j])) for j in best]
 
 
-def generate(model, text: str, settings: GenerateSettings) -> Iterator:
+def generate(model, text: str, settings: GenerateSettings, cache=None) -> Iterator:
     """Yield the prompt's Tokens, then one Step per new token as it is made; the generator's return value is why it stopped
-    ("eos", "steps", "context")."""
+    ("eos", "steps", "context"). `cache`: the KVCache to fill (a new one if None)."""
     from attn_cli.models.cache import KVCache
     from attn_cli.models.points import Keep
 
@@ -107,7 +108,8 @@ def generate(model, text: str, settings: GenerateSettings) -> Iterator:
     rng = np.random.default_rng(settings.sampling.seed)
     stops = stop_ids(model)
     keep = Keep(points=("attn.pattern", "resid_post"), rows=[-1])  # the new token's row at every layer, nothing else
-    cache = KVCache(model)
+    cache = KVCache(model) if cache is None else cache
+    model.weights.hold(HOLD_BYTES)  # every step reads every layer: dequantize them once, not once a step
     new = list(tokens.ids)
     length = len(new)
     for index in range(settings.steps):
@@ -148,3 +150,41 @@ def special_pieces(model) -> frozenset:
             cached = frozenset()
         model._special_pieces = cached
     return cached
+
+
+class Generation:
+    """A run of `generate` as it goes: the steps made so far, the text they decode to, and why it stopped, so that
+    whatever stops it (the end, or Ctrl-C) leaves a whole result of what was made."""
+
+    def __init__(self, model, text: str, settings: GenerateSettings):
+        self.model, self.settings = model, settings
+        from attn_cli.models.cache import KVCache
+
+        self.cache = KVCache(model)
+        self._steps = generate(model, text, settings, self.cache)
+        self.tokens = next(self._steps)  # the prompt, tokenized (errors in it are raised here, before any output)
+        self.steps: list[Step] = []
+        self.stop = "interrupted"  # until the loop says otherwise
+
+    def __iter__(self) -> Iterator[Step]:
+        while True:
+            try:
+                step = next(self._steps)
+            except StopIteration as done:
+                self.stop = done.value
+                return
+            self.steps.append(step)
+            yield step
+
+    def text(self) -> str:
+        return self.model.tokenizer.decode([s.id for s in self.steps], skip_special_tokens=False)
+
+    def result(self):
+        from attn_cli.results.generate import GenerateResult
+
+        m, t, s = self.model, self.tokens, self.settings.sampling
+        prompt = m.tokenizer.decode(list(t.ids), skip_special_tokens=False)
+        return GenerateResult(model=m.summary(), prompt_text=prompt, prompt_ids=list(t.ids), prompt_tokens=list(t.labels),
+                              prompt_special=list(t.special), steps=list(self.steps), stop=self.stop, text=self.text(), head=self.settings.head,
+                              sampling={"temperature": s.temperature, "top_k": s.top_k, "top_p": s.top_p, "seed": s.seed},
+                              cache_bytes=self.cache.nbytes())
