@@ -56,8 +56,9 @@ def generate(
     settings = GenerateSettings(steps=steps, sampling=Sampling(temperature, top_k, top_p, seed), chat=chat, head=layer_head)
     run = Generation(chosen, prompt, settings)
     stopped = None
+    streamed = output is Format.table and sys.stdout.isatty()  # into a pipe or a file, the text comes whole, wrapped, at the end
     try:
-        if output is Format.table:
+        if streamed:
             stream_to_terminal(run)
         elif output is Format.jsonl:
             stream_lines(run)
@@ -69,7 +70,7 @@ def generate(
             raise
         stopped = e  # Ctrl-C: what was made is shown and written, then attn exits 130
     result = run.result()
-    finish(result, output, page, force, streamed=output is Format.table)
+    finish(result, output, page, force, streamed=streamed)
     if stopped is not None:
         raise stopped
 
