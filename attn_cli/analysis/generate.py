@@ -121,7 +121,9 @@ def generate(model, text: str, settings: GenerateSettings, cache=None) -> Iterat
         chosen = choose(logits, settings.sampling, rng)
         probabilities = np.exp(logits - logits.max())
         probabilities /= probabilities.sum()
-        top = [(int(j), label(model, int(j)), float(probabilities[j])) for j in np.argsort(-logits, kind="stable")[:TOP_ALTERNATIVES]]
+        best = np.argpartition(-logits, TOP_ALTERNATIVES)[:TOP_ALTERNATIVES]  # the top few without sorting the vocabulary
+        best = best[np.lexsort((best, -logits[best]))]  # most probable first; the lower id first on a tie
+        top = [(int(j), label(model, int(j)), float(probabilities[j])) for j in best]
         piece = model.tokenizer.id_to_token(chosen) or f"#{chosen}"
         yield Step(index, chosen, label(model, chosen), piece, chosen in stops or is_special(model, chosen), float(probabilities[chosen]),
                    float(logits[chosen]), top, attention.astype(np.float32), sources_of(attention, settings.head))

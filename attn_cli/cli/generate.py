@@ -13,7 +13,7 @@ from attn_cli.errors import InputError
 
 @app.command("generate", cls=RowsCommand, epilog=examples(
     'attn generate "The capital of France is" --model ./SmolLM2.Q4_1.gguf',
-    'attn generate "Tell me a story." --model ollama:smollm2 --chat -t 0.8 --seed 1',
+    'attn generate "A story?" --model ollama:smollm2 --chat -t 0.8 --seed 1',
     'attn generate "Once upon a time" --model m.gguf --jsonl | head -3',
 ))
 def generate(
