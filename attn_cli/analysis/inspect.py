@@ -19,11 +19,14 @@ from attn_cli.results.inspect import HeadView, InspectResult
 class InspectSettings(Record):
     """What `inspect` reports for each sentence (how a model runs is the model's own settings). A plain class: see attention.Head."""
 
-    __slots__ = ("heads", "words", "hide_special", "focus", "neighbors", "stage", "embeddings", "senses", "matrices", "weigh", "rollout")
+    __slots__ = ("heads", "words", "hide_special", "focus", "neighbors", "stage", "embeddings", "senses", "matrices", "weigh", "rollout",
+                 "ablate", "ablate_with")
 
     def __init__(self, heads: list[str] | None = None, words: bool = False, hide_special: bool = False, focus: str | None = None,
                  neighbors: int = 3, stage: str | None = None, embeddings: bool = False, senses=None, matrices: tuple | None = None,
-                 weigh: str = "weight", rollout: bool = False):
+                 weigh: str = "weight", rollout: bool = False, ablate: list[str] | None = None, ablate_with: str = "zero"):
+        self.ablate = ablate  # heads turned off ("3.1") before the run shown (analysis/ablate.py)
+        self.ablate_with = ablate_with
         self.heads = heads  # a checkpoint's "L.H" or "L" (every head of layer L); None: every head
         self.words = words  # merge word pieces into words
         self.hide_special = hide_special  # leave [CLS], [SEP], ... out of the view
@@ -66,9 +69,20 @@ def inspect(model: Model, text: str, settings: InspectSettings) -> InspectResult
         from attn_cli.io.memory import check_memory
 
         check_memory(len(tokens.ids), *settings.matrices)
-    trace = model.forward(tokens, keep_scores=settings.stage in ("scores", "masked"), keep_values=settings.weigh == "norm")
+    edits, ablation = [], None
+    if settings.ablate:
+        from attn_cli.analysis.ablate import ablation_edits, parse_ablation
+
+        if "layers" not in model.capabilities:
+            raise InputError("--ablate turns off a checkpoint's head (--model): the lesson's heads are chosen with --head instead")
+        ablation = parse_ablation(settings.ablate, settings.ablate_with, model)
+        edits = ablation_edits(model, tokens.ids, ablation)
+    trace = model.forward(tokens, keep_scores=settings.stage in ("scores", "masked"), keep_values=settings.weigh == "norm",
+                          **({"edits": edits} if edits else {}))
     if "layers" in model.capabilities:
-        return layered(model, trace, settings)
+        result = layered(model, trace, settings)
+        result.ablation = ablation
+        return result
     return one_layer(model, trace, settings)
 
 

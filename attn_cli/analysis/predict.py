@@ -20,9 +20,12 @@ LENS_TOP = 3  # tokens shown per layer of the lens
 
 
 class PredictSettings(Record):
-    __slots__ = ("top", "temperature", "chat", "lens", "focus")
+    __slots__ = ("top", "temperature", "chat", "lens", "focus", "ablate", "ablate_with")
 
-    def __init__(self, top: int = 10, temperature: float = 1.0, chat: bool = False, lens: bool = False, focus: str | None = None):
+    def __init__(self, top: int = 10, temperature: float = 1.0, chat: bool = False, lens: bool = False, focus: str | None = None,
+                 ablate: list[str] | None = None, ablate_with: str = "zero"):
+        self.ablate = ablate  # heads turned off ("3.1"): the prediction that follows, beside the model's own (analysis/ablate.py)
+        self.ablate_with = ablate_with
         self.top = top  # predictions listed
         self.temperature = temperature  # softmax(logits / T)
         self.chat = chat  # wrap the text in the model's chat template first
@@ -44,10 +47,20 @@ def position(model, tokens, focus: str | None) -> int:
 def predict(model, text: str, settings: PredictSettings) -> PredictResult:
     if model.predicts is None:
         raise InputError(f"{model.name} has no output head to predict with: an encoder without a masked-LM head (only its layers can be inspected)")
+    from attn_cli.analysis.ablate import ablation_edits, parse_ablation
+
+    ablation = parse_ablation(settings.ablate, settings.ablate_with, model)
     tokens = model.tokenize(text, chat=settings.chat)
     i = position(model, tokens, settings.focus)
     model.weights.prefetch_vocabulary()  # the output head's matrix, read while the layers run
-    trace = model.forward(tokens)
+    own = None
+    if ablation:  # the model's own prediction first, to show the ablated one beside it
+        from attn_cli.models.points import Keep
+
+        mine = model.forward(tokens, keep=Keep(points=("resid_post",), layers=[model.n_layers - 1], rows=[i]))
+        with np.errstate(over="ignore", under="ignore"):
+            own = softmax_with_temperature(model.lm_logits(mine.get("resid_post", model.n_layers - 1)).astype(np.float64), settings.temperature)[0]
+    trace = model.forward(tokens, edits=ablation_edits(model, tokens.ids, ablation))
     rows = trace.hidden[:, i] if settings.lens else trace.hidden[-1:, i]  # [L + 1, d] or [1, d]
     logits = model.lm_logits(rows).astype(np.float64)  # [m, V]
     with np.errstate(over="ignore", under="ignore"):
@@ -65,5 +78,10 @@ def predict(model, text: str, settings: PredictSettings) -> PredictResult:
                    for j in top_k(probabilities[l], LENS_TOP)]
             rank = int(np.sum(logits[l] > logits[l, winner])) + 1
             lens.append({"layer": l, "top": top, "final_probability": float(probabilities[l, winner]), "final_rank": rank})
+    before = None
+    if own is not None:
+        before = {"probabilities": {p.id: float(own[p.id]) for p in predictions},
+                  "top": [Prediction(int(j), label(j), model.tokenizer.id_to_token(int(j)), float(own[j]), float("nan")) for j in top_k(own, settings.top)]}
     return PredictResult(model=model.summary(), tokens=list(tokens.labels), position=i, predicts=model.predicts,
-                         temperature=settings.temperature, chat=settings.chat, predictions=predictions, lens=lens)
+                         temperature=settings.temperature, chat=settings.chat, predictions=predictions, lens=lens,
+                         ablation=ablation, before=before)

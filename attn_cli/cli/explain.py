@@ -5,6 +5,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
+from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt
 
 
 @app.command("explain", cls=RowsCommand, epilog=examples(
@@ -19,6 +20,8 @@ def explain(
     versus: Annotated[str | None, typer.Option("--versus", metavar="TOKEN", help="Split the logit difference target − this token instead (one token, or id:N).", show_default=False)] = None,
     focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="Explain the prediction after this token instead of the last one.", show_default=False)] = None,
     chat: Annotated[bool, typer.Option("--chat", help="Wrap the text in the model's own chat template as a user's message first.")] = False,
+    ablate: AblateOpt = None,
+    ablate_with: AblateWithOpt = AblateWith.zero,
     output: FormatOpt = Format.table,
 ) -> None:
     """Direct logit attribution: the target's logit split exactly into the embeddings, every head, every MLP and the biases.
@@ -35,7 +38,7 @@ def explain(
 
     lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
     chosen = load(model)
-    settings = ExplainSettings(target=target, versus=versus, focus=focus, chat=chat)
+    settings = ExplainSettings(target=target, versus=versus, focus=focus, chat=chat, ablate=ablate, ablate_with=ablate_with.value)
 
     def view(result, line: int) -> list:
         from attn_cli.views.explain import explain_view

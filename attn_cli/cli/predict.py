@@ -6,6 +6,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
+from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt
 from attn_cli.errors import InputError
 
 MAX_TOP = 100
@@ -24,6 +25,8 @@ def predict(
     chat: Annotated[bool, typer.Option("--chat", help="Wrap the text in the model's own chat template as a user's message first.")] = False,
     lens: Annotated[bool, typer.Option("--lens", help="Also read every layer's residual through the output head (the logit lens): what it would predict there.")] = False,
     focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="Predict from this token instead (default: the last one, or the [MASK]).", show_default=False)] = None,
+    ablate: AblateOpt = None,
+    ablate_with: AblateWithOpt = AblateWith.zero,
     output: FormatOpt = Format.table,
 ) -> None:
     """The model's own prediction: its logits at the last position through softmax over the whole vocabulary, the top tokens.
@@ -42,7 +45,7 @@ def predict(
     chosen = load(model)
     if chosen.predicts is None:
         raise InputError(f"{chosen.name} has no output head to predict with: an encoder without a masked-LM head (attn inspect --model shows its layers)")
-    settings = PredictSettings(top=top, temperature=temperature, chat=chat, lens=lens, focus=focus)
+    settings = PredictSettings(top=top, temperature=temperature, chat=chat, lens=lens, focus=focus, ablate=ablate, ablate_with=ablate_with.value)
 
     def view(result, line: int) -> list:
         from attn_cli.views.predict import predict_view

@@ -1,0 +1,37 @@
+"""`attn patch`: activation patching, which part of a prompt made the difference between two prompts."""
+
+from typing import Annotated
+
+import typer
+
+from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
+
+
+@app.command("patch", cls=RowsCommand, epilog=examples(
+    'attn patch "Ann and Bob ate. Bob thanked" "Ann and Bob ate. Ann thanked" --model m.gguf --target " Ann" --versus " Bob"',
+    'attn patch CLEAN CORRUPT --model m.gguf --target " Paris" --versus " Rome" --json',
+))
+def patch(
+    clean: Annotated[str, typer.Argument(metavar="CLEAN", help="The text whose activations are put back.", show_default=False)],
+    corrupt: Annotated[str, typer.Argument(metavar="CORRUPT", help="The text they are put into: as many tokens as CLEAN, a word or two different.", show_default=False)],
+    model: Annotated[str, typer.Option("--model", metavar="PATH|NAME", help="A decoder (or a masked LM, with [MASK] in both texts): a folder, a .gguf file, ollama:NAME[:TAG], or a name in the local Hugging Face cache.", show_default=False)],
+    target: Annotated[str, typer.Option("--target", metavar="TOKEN", help="The metric is the logit of this token (one token, its leading space included, or id:N) ...", show_default=False)],
+    versus: Annotated[str, typer.Option("--versus", metavar="TOKEN", help="... less the logit of this one, at the last position.", show_default=False)],
+    chat: Annotated[bool, typer.Option("--chat", help="Wrap both texts in the model's own chat template first.")] = False,
+    output: FormatOpt = Format.table,
+) -> None:
+    """Activation patching: run CORRUPT with one activation put back from CLEAN, for every layer and position and every head.
+
+    The metric is the logit difference TARGET − VERSUS at the last position. (a) The residual
+    stream entering each layer at each position, and (b) each head's output at every position, are
+    put back one at a time; the maps show how much of the clean difference each gives back.
+    """
+    from attn_cli.analysis.patch import PatchSettings, patch as run
+    from attn_cli.io import writers
+    from attn_cli.io.files import check_text
+    from attn_cli.models.loading import load
+
+    clean, corrupt = check_text(clean, "CLEAN"), check_text(corrupt, "CORRUPT")
+    chosen = load(model)
+    result = run(chosen, clean, corrupt, PatchSettings(target, versus, chat))
+    writers.write(result, output, "patch_view")
