@@ -178,3 +178,20 @@ def test_inspect_ablate_shows_the_attention_that_follows():
 def test_bad_ablations_are_one_line(args, message):
     r = cli("predict", "The cat", "--model", str(checkpoints.tiny_llama_folder()), *args)
     assert r.exit_code == 2 and message in r.stderr and r.stderr.count("\n") <= 2, r.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.floats
+def test_the_library_example_of_docs_explain_runs_and_says_what_the_commands_say(capsys):
+    import re
+
+    from tests import docs
+
+    page = (docs.DOCS / "explain.md").read_text(encoding="utf-8")
+    code = re.search(r"<!-- tested by tests/test_patch.py -->\s*```python\n(.*?)```", page, re.S)[1]
+    exec(code, {"SMOLLM2": str(checkpoints.smollm2_gguf())})
+    logit, ablated, _, head, best = capsys.readouterr().out.split()
+    o = oracle("smollm2")
+    assert abs(float(logit) - (float(o["dla_logit"][0]) - float(o["dla_logit"][1]))) <= 0.01  # the difference, as torch's hooks split it
+    assert abs(float(ablated) - 3.08) <= 0.01 and head == "23.3"  # what `explain --ablate 23.3` and the map show
+    assert abs(float(best) - float(np.max((o["patch_heads"] - o["corrupt_logit_diff"]) / (o["clean_logit_diff"] - o["corrupt_logit_diff"])))) <= 0.01

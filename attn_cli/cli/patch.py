@@ -8,8 +8,8 @@ from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
 
 
 @app.command("patch", cls=RowsCommand, epilog=examples(
-    'attn patch "Ann and Bob ate. Bob thanked" "Ann and Bob ate. Ann thanked" --model m.gguf --target " Ann" --versus " Bob"',
-    'attn patch CLEAN CORRUPT --model m.gguf --target " Paris" --versus " Rome" --json',
+    'attn patch "Jo met" "Al met" --model m.gguf --target " Al" --versus " Jo"',
+    'attn patch CLEAN CORRUPT --model m.gguf --target " A" --versus " B" --json',
 ))
 def patch(
     clean: Annotated[str, typer.Argument(metavar="CLEAN", help="The text whose activations are put back.", show_default=False)],

@@ -26,7 +26,7 @@ def patch_view(result) -> list:
         return [heading, tokens, corrupt, metric, Text("the two texts give the same difference: nothing to patch back", style="bold red")]
     labels = [f"{p}:{key_label(tok)}" for p, tok in enumerate(result.clean_tokens)]
     resid = Heatmap(result.normalised(result.resid_pre), [str(l) for l in range(len(result.resid_pre))], labels, kind="scores",
-                    corner="layer↓ pos→", legend=False)
+                    corner="layer↓ pos→", legend=False, columns="columns: positions, numbered as in the clean line above")
     heads = Heatmap(result.normalised(result.heads), [str(l) for l in range(len(result.heads))], [str(h) for h in range(result.heads.shape[1])],
                     kind="scores", corner="layer↓ head→")
     best_resid = np.unravel_index(np.nanargmax(result.normalised(result.resid_pre)), result.resid_pre.shape)
