@@ -195,3 +195,29 @@ def test_the_library_example_of_docs_explain_runs_and_says_what_the_commands_say
     assert abs(float(logit) - (float(o["dla_logit"][0]) - float(o["dla_logit"][1]))) <= 0.01  # the difference, as torch's hooks split it
     assert abs(float(ablated) - 3.08) <= 0.01 and head == "23.3"  # what `explain --ablate 23.3` and the map show
     assert abs(float(best) - float(np.max((o["patch_heads"] - o["corrupt_logit_diff"]) / (o["clean_logit_diff"] - o["corrupt_logit_diff"])))) <= 0.01
+
+
+@pytest.mark.skipif(__import__("tests.browser", fromlist=["Browser"]).Browser.find() is None, reason="no Chromium installed")
+@pytest.mark.parametrize("command", ["explain", "patch"])
+def test_the_page_names_the_cell_under_the_pointer(tmp_path, command):
+    from tests.browser import Browser
+
+    o = oracle("tiny-llama")
+    page = tmp_path / f"{command}.html"
+    texts = [str(o["clean_text"])] + ([str(o["corrupt_text"])] if command == "patch" else [])
+    r = cli(command, *texts, "--model", str(checkpoints.tiny_llama_folder()), "--target", f"id:{int(o['target'])}",
+            "--versus", f"id:{int(o['versus'])}", "--json", "--page", str(page))
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    with Browser() as browser:
+        browser.open(page)
+        box = browser.evaluate("(() => { const c = document.querySelectorAll('table.grid')[0].rows[2].cells[3].getBoundingClientRect(); "
+                               "return [c.x + c.width / 2, c.y + c.height / 2]; })()")  # layer 1, column 2
+        browser.hover(*box)
+        said = browser.evaluate("document.getElementById('hover').textContent")
+        assert browser.requests == [] or all(u.startswith("file:") for u in browser.requests)
+    if command == "explain":
+        part = next(c for c in doc["components"] if c["kind"] == "head" and c["layer"] == 1 and c["head"] == 2)
+        assert said.startswith("head 1.2: ") and float(said.split()[2]) == pytest.approx(part["logit"], abs=6e-5)
+    else:
+        assert said.startswith("layer 1, position 2 ") and f"(raw {doc['resid_pre'][1][2]:.3f})" in said

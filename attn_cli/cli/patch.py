@@ -1,5 +1,6 @@
 """`attn patch`: activation patching, which part of a prompt made the difference between two prompts."""
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -18,6 +19,8 @@ def patch(
     target: Annotated[str, typer.Option("--target", metavar="TOKEN", help="The metric is the logit of this token (one token, its leading space included, or id:N) ...", show_default=False)],
     versus: Annotated[str, typer.Option("--versus", metavar="TOKEN", help="... less the logit of this one, at the last position.", show_default=False)],
     chat: Annotated[bool, typer.Option("--chat", help="Wrap both texts in the model's own chat template first.")] = False,
+    page: Annotated[Path | None, typer.Option("--page", metavar="FILE", help="Also write an offline page of the maps: hover a cell to see what it is.", show_default=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace FILE of --page if it exists (a regular file only).")] = False,
     output: FormatOpt = Format.table,
 ) -> None:
     """Activation patching: run CORRUPT with one activation put back from CLEAN, for every layer and position and every head.
@@ -32,6 +35,14 @@ def patch(
     from attn_cli.models.loading import load
 
     clean, corrupt = check_text(clean, "CLEAN"), check_text(corrupt, "CORRUPT")
+    if page is not None:
+        from attn_cli.io.atomic import check_writable
+
+        check_writable(page, force)
     chosen = load(model)
     result = run(chosen, clean, corrupt, PatchSettings(target, versus, chat))
     writers.write(result, output, "patch_view")
+    if page is not None:
+        from attn_cli.io.grid_page import patch_page, write_page
+
+        write_page(page, patch_page(result), force=force)
