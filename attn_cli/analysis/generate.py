@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from attn_cli.core.softmax import softmax
 from attn_cli.errors import InputError
 from attn_cli.records import Record
 
@@ -77,8 +78,7 @@ def choose(logits: np.ndarray, sampling: Sampling, rng: np.random.Generator) -> 
     order = np.argsort(-z, kind="stable")  # most probable first; ties: the lower id first
     if sampling.top_k is not None:
         order = order[: sampling.top_k]
-    p = np.exp(z[order] - z[order[0]])
-    p /= p.sum()
+    p = softmax(z[order])
     if sampling.top_p is not None:
         keep = int(np.searchsorted(np.cumsum(p), sampling.top_p) + 1)  # the smallest prefix whose mass reaches p
         order, p = order[:keep], p[:keep] / p[:keep].sum()
@@ -119,8 +119,7 @@ def generate(model, text: str, settings: GenerateSettings, cache=None) -> Iterat
         attention = np.stack([trace.get("attn.pattern", l)[:, -1] for l in range(model.n_layers)])  # [L, H, t]
         logits = model.lm_logits(trace.get("resid_post", model.n_layers - 1)[-1:])[0].astype(np.float64)  # [V], final norm included
         chosen = choose(logits, settings.sampling, rng)
-        probabilities = np.exp(logits - logits.max())
-        probabilities /= probabilities.sum()
+        probabilities = softmax(logits)
         best = np.argpartition(-logits, TOP_ALTERNATIVES)[:TOP_ALTERNATIVES]  # the top few without sorting the vocabulary
         best = best[np.lexsort((best, -logits[best]))]  # most probable first; the lower id first on a tie
         top = [(int(j), label(model, int(j)), float(probabilities[j])) for j in best]

@@ -65,4 +65,6 @@ def explain(
     if page is not None:
         from attn_cli.io.grid_page import explain_page, write_page
 
-        write_page(page, explain_page(results[0]), force=force)
+        from attn_cli.cli.app import say
+
+        say(write_page(page, explain_page(results[0]), force=force))

@@ -137,4 +137,6 @@ def finish(result, output: Format, page, force: bool, *, streamed: bool) -> None
     if page is not None:
         from attn_cli.io.generate_page import write_page
 
-        write_page(page, result, force=force)
+        from attn_cli.cli.app import say
+
+        say(write_page(page, result, force=force))

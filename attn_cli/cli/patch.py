@@ -45,4 +45,6 @@ def patch(
     if page is not None:
         from attn_cli.io.grid_page import patch_page, write_page
 
-        write_page(page, patch_page(result), force=force)
+        from attn_cli.cli.app import say
+
+        say(write_page(page, patch_page(result), force=force))

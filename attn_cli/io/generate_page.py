@@ -106,13 +106,17 @@ def page_html(result) -> str:
                            heading=html.escape(heading), caption=html.escape(caption), data=text, script=SCRIPT)
 
 
-def write_page(path, result, *, force: bool) -> None:
-    """The page, written whole under a temporary name and renamed (an interruption leaves no half page); its place and
-    size on stderr."""
-    from attn_cli.cli.app import say
+def write_page(path, result, *, force: bool) -> str:
+    """The page, written whole under a temporary name and renamed (an interruption leaves no half page): where it went
+    and its size, for the command to say."""
+    return write_html(path, page_html(result), force=force)
+
+
+def write_html(path, text: str, *, force: bool) -> str:
     from attn_cli.io.atomic import write_atomic
     from attn_cli.io.files import display_path
 
-    body = page_html(result).encode("utf-8")
+    body = text.encode("utf-8")
     written = write_atomic(path, lambda f: f.write(body), force=force)
-    say(f"wrote {display_path(written)} ({len(body) / 1e6:.1f} MB)" if len(body) >= 1e5 else f"wrote {display_path(written)} ({len(body) / 1e3:.0f} kB)")
+    size = f"{len(body) / 1e6:.1f} MB" if len(body) >= 1e5 else f"{len(body) / 1e3:.0f} kB"
+    return f"wrote {display_path(written)} ({size})"

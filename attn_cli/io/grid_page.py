@@ -64,14 +64,11 @@ def page_html(heading: str, caption: str, maps: list[dict]) -> str:
                            heading=html.escape(heading), caption=html.escape(printable(caption)), data=text, script=SCRIPT)
 
 
-def write_page(path, body_html: str, *, force: bool) -> None:
-    from attn_cli.cli.app import say
-    from attn_cli.io.atomic import write_atomic
-    from attn_cli.io.files import display_path
+def write_page(path, body_html: str, *, force: bool) -> str:
+    """Written whole or not at all (io.atomic): where it went and its size, for the command to say."""
+    from attn_cli.io.generate_page import write_html
 
-    body = body_html.encode("utf-8")
-    written = write_atomic(path, lambda f: f.write(body), force=force)
-    say(f"wrote {display_path(written)} ({len(body) / 1e3:.0f} kB)")
+    return write_html(path, body_html, force=force)
 
 
 def finite(x: float):
