@@ -20,13 +20,16 @@ class InspectSettings(Record):
     """What `inspect` reports for each sentence (how a model runs is the model's own settings). A plain class: see attention.Head."""
 
     __slots__ = ("heads", "words", "hide_special", "focus", "neighbors", "stage", "embeddings", "senses", "matrices", "weigh", "rollout",
-                 "max_memory", "json")
+                 "max_memory", "json", "ablate", "ablate_with")
 
     def __init__(self, heads: list[str] | None = None, words: bool = False, hide_special: bool = False, focus: str | None = None,
                  neighbors: int = 3, stage: str | None = None, embeddings: bool = False, senses=None, matrices: tuple | None = None,
-                 weigh: str = "weight", rollout: bool = False, max_memory: int | None = None, json: bool = False):
+                 weigh: str = "weight", rollout: bool = False, max_memory: int | None = None, json: bool = False,
+                 ablate: list[str] | None = None, ablate_with: str = "zero"):
         self.max_memory = max_memory  # bytes a checkpoint's run may take (None: most of what is available)
         self.json = json  # the heads shown go out as JSON numbers (else a terminal view)
+        self.ablate = ablate  # heads turned off ("3.1") before the run shown (analysis/ablate.py)
+        self.ablate_with = ablate_with
         self.heads = heads  # a checkpoint's "L.H" or "L" (every head of layer L); None: every head
         self.words = words  # merge word pieces into words
         self.hide_special = hide_special  # leave [CLS], [SEP], ... out of the view
@@ -69,13 +72,25 @@ def inspect(model: Model, text: str, settings: InspectSettings) -> InspectResult
         from attn_cli.io.memory import check_memory
 
         check_memory(len(tokens.ids), *settings.matrices)
+    edits, ablation = [], None
+    if settings.ablate:
+        from attn_cli.analysis.ablate import ablation_edits, parse_ablation
+
+        if "layers" not in model.capabilities:
+            raise InputError("--ablate turns off a checkpoint's head (--model): the lesson's heads are chosen with --head instead")
+        ablation = parse_ablation(settings.ablate, settings.ablate_with, model)
+        edits = ablation_edits(model, tokens.ids, ablation)
     if "layers" in model.capabilities:
         check_footprint(model, settings, len(tokens.ids))
         if not keeps_everything(settings, len(tokens.ids)):
-            return shown_only(model, tokens, settings)
-    trace = model.forward(tokens, keep_scores=settings.stage in ("scores", "masked"), keep_values=settings.weigh == "norm")
+            result = shown_only(model, tokens, settings, edits)
+            result.ablation = ablation
+            return result
+    trace = model.forward(tokens, keep_scores=settings.stage in ("scores", "masked"), keep_values=settings.weigh == "norm", edits=edits)
     if "layers" in model.capabilities:
-        return layered(model, trace, settings)
+        result = layered(model, trace, settings)
+        result.ablation = ablation
+        return result
     return one_layer(model, trace, settings)
 
 
@@ -108,7 +123,7 @@ def keeps_everything(settings: InspectSettings, n: int) -> bool:
         or settings.senses is not None
 
 
-def shown_only(model: Model, tokens, settings: InspectSettings) -> InspectResult:
+def shown_only(model: Model, tokens, settings: InspectSettings, edits=()) -> InspectResult:
     """A checkpoint's pass keeping only the heads shown in full (the model view of a long text: every head pooled into
     blocks of tokens), the rest of the figures made by watchers as the pass runs (analysis.kept)."""
     from attn_cli.analysis.kept import FirstToken, Pooled, StreamNumbers, watchers
@@ -127,7 +142,7 @@ def shown_only(model: Model, tokens, settings: InspectSettings) -> InspectResult
     heads = sorted({h for _, h in selected})
     keep = Keep(points if selected else (), layers={l for l, _ in selected}, heads=heads,
                 watch={"attn.pattern": watchers(first.watch, None if pooled is None else pooled.watch), **stream.watch()})
-    trace = model.forward(tokens, keep=keep)
+    trace = model.forward(tokens, keep=keep, edits=list(edits))
     allowed = visible_units(model.causal, members)  # [n, n] or None
     kept = lambda point, l, h: trace.get(point, l)[heads.index(h)] if trace.has(point, l) else None  # noqa: E731
     views = [HeadView(f"{l}.{h}", model.d_k, kept("attn.pattern", l, h), windowed(model, l, members, list(range(n)), allowed), layer=l,

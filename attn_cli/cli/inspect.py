@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import HELP_PANELS, Format, FormatOpt, RowsCommand, app, examples, say
-from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, complete_sense_sets, load_vectors
+from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, complete_sense_sets, load_vectors
 from attn_cli.core.attention import Mask, Stage
 from attn_cli.errors import InputError
 from attn_cli.lesson.directions import MAX_NEIGHBORS
@@ -64,7 +64,8 @@ def line_text(line: str | bytes) -> str:
 HELP_PANELS["inspect"] = {name: panel for panel, names in {  # inspect --help, option by option
     "Sentence and word vectors": ("mask", "position", "scale", "max_tokens", "vectors_path", "limit", "trust_pickle", "oov"),
     "Heads": ("head", "seed"),
-    "Model (--model: a real checkpoint instead of the word vectors)": ("model", "layer", "words", "hide_special", "rollout", "max_memory"),
+    "Model (--model: a real checkpoint instead of the word vectors)": ("model", "layer", "words", "hide_special", "rollout", "max_memory",
+                                                                       "ablate", "ablate_with"),
     "Views": ("stage", "weigh", "transpose", "focus", "neighbors", "per_head", "picture", "sense", "sense_set"),
     "Output format": ("output", "spreadsheet", "embeddings"),
     "Output files (besides stdout)": ("svg", "html", "export_view", "width", "colors", "page", "force"),
@@ -118,6 +119,8 @@ def inspect(
     colors: Annotated[Colors, typer.Option("--colors", help="Colours of the --svg/--html picture: truecolor, or 256 or 16 as xterm shows them (never the terminal's own).")] = Colors.truecolor,
     export_view: Annotated[str | None, typer.Option("--export-view", metavar="VIEW", callback=check_export_view, autocompletion=complete_export_view, help="Save one view alone in --svg/--html, as a figure: titled, with its legend, as wide as it needs. VIEW: heatmap (the heads in full, side by side), overview (--model), shift, layers, residual, senses or picture.", show_default=False)] = None,
     page: Annotated[Path | None, typer.Option("--page", metavar="FILE", help="Also write an interactive page, one .html file that loads nothing: hover a token to see its attention, pick a layer and a head.", show_default=False)] = None,
+    ablate: AblateOpt = None,
+    ablate_with: AblateWithOpt = AblateWith.zero,
     force: ForceOpt = False,
     vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
@@ -144,7 +147,8 @@ def inspect(
     given = {"--vectors": vectors_path, "--sense": sense, "--sense-set": sense_set, "--mask": mask, "--per-head": per_head or None,
              "--embeddings": embeddings or None, "--no-position": None if position else True, "--no-scale": None if scale else True,
              "--limit": limit, "--oov": None if oov == Oov.error else oov, "--neighbors": neighbors if neighbors and focus is None else None,
-             "--layer": layer, "--max-memory": max_memory, "--words": words or None, "--hide-special": hide_special or None, "--rollout": rollout or None}
+             "--layer": layer, "--max-memory": max_memory, "--words": words or None, "--hide-special": hide_special or None,
+             "--rollout": rollout or None, "--ablate": ablate or None}
     if weigh is Weigh.norm and stage not in (None, Stage.weights):
         raise InputError("--weigh norm weighs the weights; drop --stage")
     if model is not None:
@@ -159,6 +163,11 @@ def inspect(
                                            stage=stage, output=output, weigh=weigh.value, rollout=rollout, senses=checkpoint_senses(sense, sense_set, focus),
                                            max_memory=max_memory)
         overview = not (head or layer is not None)
+        if ablate:
+            from attn_cli.analysis.ablate import parse_ablation
+
+            parse_ablation(ablate, ablate_with.value, chosen)  # a head that does not exist: an error before any sentence
+            settings.ablate, settings.ablate_with = ablate, ablate_with.value
     else:
         from attn_cli.models.glove import Settings
 
@@ -196,6 +205,7 @@ OPTION_NEEDS = {
     "--vectors": "word-vectors", "--limit": "word-vectors", "--oov": "word-vectors", "--sense": SENSES, "--sense-set": SENSES,
     "--mask": "settings", "--no-position": "settings", "--no-scale": "settings", "--per-head": "shift", "--embeddings": "shift",
     "--neighbors": "shift", "--layer": "layers", "--max-memory": "layers", "--words": "pieces", "--hide-special": "pieces", "--rollout": "layers",
+    "--ablate": "layers",
 }  # --neighbors: the keys nearest E and E'; with --focus, a checkpoint's token path takes it too
 
 

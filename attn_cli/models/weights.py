@@ -111,6 +111,7 @@ class Weights:
         self.tensors = {strip_prefix(name): t for name, t in tensors.items()}  # source tensors, by name without a task model's prefix
         self.table, self.optional = table, optional
         self.plan: dict[str, list] = {}  # canonical name ("layers.3.attn.qkv.w" or "embed.norm.w") -> [(tensor, layout)]
+        self._layer_keys: dict[int, list[str]] = {}  # layer -> its keys of the plan (layer_keys)
         for canonical, stored in table.items():
             for l in range(spec.n_layers) if "{l}" in "".join(stored.names) else [None]:
                 key = canonical if l is None else f"layers.{l}.{canonical}"
@@ -216,7 +217,7 @@ class Weights:
         now, the next layer's on a second thread meanwhile (NumPy leaves the interpreter lock while it works)."""
         prefix = f"layers.{l}."
         if self.eager or self._kept(l):
-            return {k[len(prefix):]: self._arrays[k] for k in self.plan if k.startswith(prefix)}
+            return {k[len(prefix):]: self._arrays[k] for k in self.layer_keys(l)}
         ahead = self._ahead.pop(l, None)
         for next_layer in range(l + 1, min(l + 1 + AHEAD, self.spec.n_layers)):
             if next_layer not in self._ahead and not self._kept(next_layer):
@@ -233,8 +234,15 @@ class Weights:
         return layer  # one sentence never holds a quantized model as float32
 
     def _kept(self, l: int) -> bool:  # layer l's tensors are all in memory
-        prefix = f"layers.{l}."
-        return all(k in self._arrays for k in self.plan if k.startswith(prefix))
+        return all(k in self._arrays for k in self.layer_keys(l))
+
+    def layer_keys(self, l: int) -> list[str]:
+        """The plan's keys of layer l ("layers.3.attn.o.w", ...), found once: a decoding loop asks for every layer at every step."""
+        keys = self._layer_keys
+        if l not in keys:
+            prefix = f"layers.{l}."
+            keys[l] = [k for k in self.plan if k.startswith(prefix)]
+        return keys[l]
 
     def release(self, l: int) -> None:
         """The forward pass is done with layer l's tensors: a quantized file's next layers are dequantized into their memory.

@@ -71,6 +71,7 @@ SLOTS = (
     "value_norms", "special_shares", "rollout",  # --weigh norm (a checkpoint's every head [L, H, g, g]; weight and norm on special tokens), --rollout [g, g]
     "sense_meter",  # every model's: one word read against its senses at each layer (E and E' for the lesson's heads), and alone
     "layer_allowed",  # [L, g, g] each layer's visible keys when some layer has a sliding window (else None: `allowed` for all)
+    "ablation",  # --ablate: the heads turned off before the run shown (analysis.ablate.Ablation)
 )
 
 
@@ -239,6 +240,8 @@ class InspectResult(Record):
         output.Rows, rounded block by block as output.write_json writes them: the same text, never whole in memory."""
         weights, per_token, per_head = self.rounded_numbers(with_weights=not stream)
         out = {} if self.model is None else {"model": self.model}
+        if self.ablation:
+            out.update(ablated=self.ablation.names, ablated_with=self.ablation.mode)
         out["tokens"] = self.tokens
         if self.pieces is not None:
             out.update(pieces=self.pieces, special=self.special, words=self.words, hide_special=self.hide_special)
