@@ -34,9 +34,12 @@ class Sampling(Record):
 
 
 class GenerateSettings(Record):
-    __slots__ = ("steps", "sampling", "chat", "head")
+    __slots__ = ("steps", "sampling", "chat", "head", "attention")
 
-    def __init__(self, steps: int = 32, sampling: Sampling | None = None, chat: bool = False, head: tuple[int, int] | None = None):
+    def __init__(self, steps: int = 32, sampling: Sampling | None = None, chat: bool = False, head: tuple[int, int] | None = None,
+                 attention: bool = True):
+        self.attention = attention  # keep each step's [L, H, t] rows (the page draws them); else only its sources, so memory
+        #                             grows with the KV cache alone
         self.steps = steps  # new tokens at most
         self.sampling = sampling or Sampling()
         self.chat = chat  # wrap the text in the model's chat template first
@@ -55,7 +58,7 @@ class Step(Record):
         self.probability = probability  # softmax of the raw logits (T = 1), whatever was sampled with
         self.logit = logit
         self.top = top  # [(id, token, probability)], most probable first
-        self.attention = attention  # [L, H, t] float32: the row of the token this step read from (the previous one) over all before it
+        self.attention = attention  # [L, H, t] float16: the row of the token this step read from over all before it (None: not kept)
         self.sources = sources  # [(position, weight)], the most attended positions (pooled over heads, or --head)
 
 
@@ -125,7 +128,7 @@ def generate(model, text: str, settings: GenerateSettings, cache=None) -> Iterat
         top = [(int(j), label(model, int(j)), float(probabilities[j])) for j in best]
         piece = model.tokenizer.id_to_token(chosen) or f"#{chosen}"
         yield Step(index, chosen, label(model, chosen), piece, chosen in stops or is_special(model, chosen), float(probabilities[chosen]),
-                   float(logits[chosen]), top, attention.astype(np.float32), sources_of(attention, settings.head))
+                   float(logits[chosen]), top, attention.astype(np.float16) if settings.attention else None, sources_of(attention, settings.head))
         if chosen in stops:
             return "eos"
         new = [chosen]

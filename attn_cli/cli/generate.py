@@ -53,7 +53,8 @@ def generate(
         check_writable(page, force)
     prompt = check_text(stdin_text("TEXT") if text == "-" else text, "TEXT")
     chosen = load(model)
-    settings = GenerateSettings(steps=steps, sampling=Sampling(temperature, top_k, top_p, seed), chat=chat, head=layer_head)
+    settings = GenerateSettings(steps=steps, sampling=Sampling(temperature, top_k, top_p, seed), chat=chat, head=layer_head,
+                                attention=page is not None)  # only the page draws every step's rows
     run = Generation(chosen, prompt, settings)
     stopped = None
     streamed = output is Format.table and sys.stdout.isatty()  # into a pipe or a file, the text comes whole, wrapped, at the end

@@ -13,7 +13,7 @@ import json
 
 import numpy as np
 
-SCALE = 65535  # weights as uint16: within 1e-5 of the result, below the 2 decimals shown
+SCALE = 65535  # weights as uint16: as close as the float16 rows kept (3 significant digits), below the 2 decimals shown
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:1.2em;background:#111;color:#ddd}
@@ -89,7 +89,7 @@ def page_html(result) -> str:
     from attn_cli.results.generate import STOPS
 
     m = result.model
-    flat = [np.rint(np.clip(s.attention, 0, 1) * SCALE).astype("<u2").ravel() for s in result.steps]
+    flat = [np.rint(np.clip(s.attention.astype(np.float64), 0, 1) * SCALE).astype("<u2").ravel() for s in result.steps]
     offsets = np.cumsum([0] + [a.size for a in flat])[:-1].tolist()
     data = {
         "layers": m["layers"], "heads": m["heads"], "prompt": result.prompt_tokens, "prompt_special": result.prompt_special,
@@ -101,7 +101,7 @@ def page_html(result) -> str:
     text = json.dumps(data, ensure_ascii=True).replace("</", "<\\/")  # no "</script>" can end the data early
     heading = printable(f"{m['name']}: {len(result.steps)} new tokens; stopped: {STOPS[result.stop]}")
     caption = ("Each new token was read from the token before it: the shading is that query's attention over every earlier "
-               "position, at the layer and head chosen. Weights stored to 1/65535.")
+               "position, at the layer and head chosen. Weights kept to 3 significant digits (float16).")
     return TEMPLATE.format(script_hash=digest(SCRIPT), style_hash=digest(STYLE), title=html.escape(heading), style=STYLE,
                            heading=html.escape(heading), caption=html.escape(caption), data=text, script=SCRIPT)
 
