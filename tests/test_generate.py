@@ -196,3 +196,34 @@ def test_the_page_steps_through_the_tokens_and_shows_each_ones_attention(tmp_pat
     assert [float(x) for x in shown[:t]] == pytest.approx([round(float(w), 2) for w in want], abs=0.0051)
     assert all(x == "" for x in shown[t:])
     assert info.startswith(f"step 3: {json.dumps(doc['tokens'][3]['token'])}")
+
+
+def test_on_a_terminal_the_text_streams_before_the_table(tmp_path):
+    """stdout a terminal (a pty): the prompt, then the new text as it is made, then the table; the text is the decoded ids."""
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "attn_cli", "generate", "The cat sat on the", "--model", str(checkpoints.tiny_llama_folder()),
+                          "--steps", "12"], stdout=slave, stderr=subprocess.PIPE, env=os.environ | {"COLUMNS": "80", "NO_COLOR": "1",
+                                                                                                  "PYTHONPATH": str(ROOT)})
+    os.close(slave)
+    out = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 60)
+        try:
+            chunk = os.read(master, 65536) if ready else b""
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert p.wait(timeout=60) == 0, p.stderr.read()
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out.decode().replace("\r\n", "\n"))  # the styles (dim, bold) a terminal gets
+    run = run_steps(model("tiny-llama"), "The cat sat on the", steps=12)
+    streamed = text.split("\n", 1)[1]  # after the model's line: the prompt and the new text, as written
+    assert streamed.startswith(model("tiny-llama").tokenizer.decode(list(run.tokens.ids), skip_special_tokens=False))
+    assert run.text() in streamed.replace("\n", "") or run.text().replace("\n", "") in streamed.replace("\n", "")
+    assert text.index("new tokens; stopped") > text.index(run.steps[0].token)
