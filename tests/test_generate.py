@@ -22,6 +22,8 @@ ROWS = 1e-3  # a step's attention row as kept: float16 (3 significant digits of 
 ROOT = checkpoints.FIXTURES.parents[2]
 FAMILIES = {"tiny-llama": checkpoints.tiny_llama_folder, "tiny-qwen2": checkpoints.tiny_qwen2_folder,
             "tiny-gpt2": checkpoints.tiny_gpt2_folder, "tiny-llama-gguf": lambda: checkpoints.gguf_fixture("tiny-llama", "Q8_0"),
+            **{name: (lambda name=name: checkpoints.FIXTURES / name) for name in ("tiny-qwen3", "tiny-phi3", "tiny-gemma2", "tiny-gemma3")},
+            "llama2-spm-gguf": lambda: checkpoints.FIXTURES / "gguf" / "llama2-spm.F16.gguf",
             "smollm2": checkpoints.smollm2_gguf}
 SLOW = {"smollm2"}  # 30 layers, a full pass per step to compare with: seconds
 
@@ -44,7 +46,7 @@ def run_steps(m, text, **kw):
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow, pytest.mark.floats] if n in SLOW else []) for n in FAMILIES])
 def test_every_cached_step_gives_the_logits_of_the_full_pass(name):
     m = model(name)
-    run = run_steps(m, "The cat sat on the", steps=6)
+    run = run_steps(m, "The cat sat on the warm stone wall by the old mill, and the", steps=6)  # longer than the tiny Gemmas' windows
     ids = list(run.tokens.ids)
     for step in run.steps:
         full = m.lm_logits(m.forward(ids).hidden[-1][-1:])[0]

@@ -35,7 +35,7 @@ def explain(
     "dot products as alignment", read backwards from the answer.
     """
     from attn_cli.analysis.explain import ExplainSettings, explain as run
-    from attn_cli.cli.inspect import emit, line_text, stdin_lines
+    from attn_cli.cli.emit import emit, line_text, stdin_lines
     from attn_cli.io.files import check_text
     from attn_cli.models.loading import load
 

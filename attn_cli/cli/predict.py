@@ -36,7 +36,7 @@ def predict(
     over the next token". A masked-LM encoder (BERT with its head) predicts a [MASK] instead.
     """
     from attn_cli.analysis.predict import PredictSettings, predict as run
-    from attn_cli.cli.inspect import emit, line_text, stdin_lines
+    from attn_cli.cli.emit import emit, line_text, stdin_lines
     from attn_cli.io.files import check_text
     from attn_cli.models.loading import load
 
