@@ -177,6 +177,8 @@ class Model(Protocol):
 
     def nearest(self, rows: np.ndarray, k: int) -> list[list[str]]: ...  # [m, d] -> the k nearest vocabulary entries of each
 
+    def window(self, layer: int) -> int | None: ...  # the layer's sliding window (its queries see their last `window` keys), or None
+
     def fold(self, text: str) -> str: ...  # a word as the model's tokens are compared with it (--focus)
 
     def summary(self) -> dict: ...  # name, type, layers, heads, d_model, d_k

@@ -134,6 +134,9 @@ class GloveModel:
 
         return [-1 if i is None else i for i in key_rows(tokens, self.vectors)]
 
+    def window(self, layer: int) -> None:  # the lesson's heads see every key their mask allows: no sliding window
+        return None
+
     def fold(self, text: str) -> str:
         """A word as GloVe's tokens are: lower case, its quotes straightened, one token (or several, joined)."""
         from attn_cli.vectors.tokens import tokenize

@@ -14,12 +14,13 @@ from pathlib import Path
 import numpy as np
 
 from attn_cli.core.blocked import attend_rows
-from attn_cli.core.blocks import ACTIVATIONS, F32, MLPS, NORMS, rotary_frequencies, rotary_tables, rotate
+from attn_cli.core.blocks import ACTIVATIONS, F32, MLPS, NORMS, rotary_attention_factor, rotary_frequencies, rotary_tables, rotate, soft_cap
 from attn_cli.core.neighbors import MatrixKeys, nearest_rows
 from attn_cli.errors import DataError, InputError
 from attn_cli.models.base import Tokens, Trace
 from attn_cli.models.cache import KVCache
-from attn_cli.models.points import AXES, PATTERNS, Keep, Start, Zero, apply_edits, edits_at
+from attn_cli.models.points import PATTERNS, Keep, Start
+from attn_cli.models.run import Run
 from attn_cli.models.spec import Spec
 from attn_cli.models.weights import Weights
 
@@ -50,7 +51,7 @@ class Transformer:
         self.kind = spec.family
         self.causal = spec.causal
         self.n_layers, self.n_heads, self.d_model = spec.n_layers, spec.n_heads, spec.d_model
-        self._rotary = None
+        self._rotary = {}  # (RoPE base, long factors) -> cos, sin tables
 
     @property
     def d_k(self) -> int:
@@ -74,7 +75,10 @@ class Transformer:
             raise InputError("no tokens in the input")
         if len(enc.ids) > self.spec.max_positions:
             raise InputError(f"{len(enc.ids):,} tokens, more than the {self.spec.max_positions:,} positions {self.name} has; split the text")
-        return Tokens(list(enc.ids), list(enc.tokens), [bool(s) for s in enc.special_tokens_mask], list(enc.word_ids), list(enc.offsets), text,
+        from attn_cli.models.pieces import sentencepiece_words
+
+        words = sentencepiece_words(self.tokenizer, enc.tokens, enc.word_ids)
+        return Tokens(list(enc.ids), list(enc.tokens), [bool(s) for s in enc.special_tokens_mask], words, list(enc.offsets), text,
                       labels=self.labels(enc.ids, enc.tokens))
 
     def unencodable(self, text: str) -> str:
@@ -120,19 +124,33 @@ class Transformer:
             e = e + (types[0] if types is not None else F32(0))  # one sentence: segment 0
         if spec.embed_norm:
             e = self.norm(e, self.weights.get("embed.norm.w"), self.weights.get("embed.norm.b"))
+        if spec.embed_scale is not None:
+            e *= F32(spec.embed_scale)
         return e
 
-    def norm(self, x: np.ndarray, g: np.ndarray, b: np.ndarray | None) -> np.ndarray:  # [n, d] -> [n, d]
-        return NORMS[self.spec.norm](x, g, b, self.spec.eps)
+    def norm(self, x: np.ndarray, g: np.ndarray, b: np.ndarray | None) -> np.ndarray:  # [..., d] -> [..., d]
+        return NORMS[self.spec.norm](x, g + F32(self.spec.norm_offset) if self.spec.norm_offset else g, b, self.spec.eps)
 
-    def rotary(self, n: int, offset: int = 0):  # -> cos, sin [n, d_head] for rotary positions offset .. offset + n - 1, else None
-        if self.spec.position != "rotary":
+    def window(self, l: int) -> int | None:
+        """Layer l's sliding window (a query sees its own key and the window - 1 before it), or None: every earlier key."""
+        return self.spec.window(l)
+
+    def rotary(self, n: int, offset: int = 0, l: int = 0):  # -> cos, sin [n, d_head] for rotary positions offset .. offset + n - 1, else None
+        """Layer l's RoPE tables: its base (a windowed layer of Gemma 3 has its own, unscaled), and for longrope the
+        short or long factors as the text's length asks."""
+        spec = self.spec
+        if spec.position != "rotary":
             return None
         end = offset + n
-        if self._rotary is None or len(self._rotary[0]) < end:
-            inv = rotary_frequencies(self.spec.d_head, self.spec.rope_theta, self.spec.rope_scaling, self.spec.rope_factors)
-            self._rotary = rotary_tables(max(end, 64), inv)
-        return self._rotary[0][offset:end], self._rotary[1][offset:end]
+        local = spec.rope_base(l) != spec.rope_theta
+        scaling = None if local else spec.rope_scaling
+        long = bool(scaling) and end > int(scaling.get("original_max_position_embeddings") or 0)
+        key = (spec.rope_base(l), long)
+        if key not in self._rotary or len(self._rotary[key][0]) < end:
+            inv = rotary_frequencies(spec.d_head, spec.rope_base(l), scaling, None if local else spec.rope_factors, end)
+            self._rotary[key] = rotary_tables(max(end, 64), inv, rotary_attention_factor(scaling, spec.max_positions))
+        cos, sin = self._rotary[key]
+        return cos[offset:end], sin[offset:end]
 
     def attention(self, x: np.ndarray, w: dict, l: int, run: "Run") -> np.ndarray:  # [B, n, d] -> [B, n, d]
         """Every head at once: Q, K, V, RoPE, attention a block of query rows at a time (core.blocked), attn.z, W_O.
@@ -147,6 +165,8 @@ class Transformer:
         q = qkv[..., : h * d_head].reshape(batch, n, h, d_head).transpose(0, 2, 1, 3)  # [B, h, n, d_head]
         k = qkv[..., h * d_head : (h + h_kv) * d_head].reshape(batch, n, h_kv, d_head).transpose(0, 2, 1, 3)  # [B, h_kv, n, d_head]
         v = qkv[..., (h + h_kv) * d_head :].reshape(batch, n, h_kv, d_head).transpose(0, 2, 1, 3)  # [B, h_kv, n, d_head]
+        if spec.qk_norm:  # each head's queries and keys normed on their own (Qwen3, Gemma 3)
+            q, k = self.norm(q, w["attn.q_norm.w"], None), self.norm(k, w["attn.k_norm.w"], None)
         if run.rotary is not None:
             q, k = rotate(q, *run.rotary), rotate(k, *run.rotary)
         if run.cache is not None:  # the keys and values of the earlier positions first: [h_kv, t, d_head]
@@ -157,8 +177,8 @@ class Transformer:
         heads = None if run.keep.heads is None else [b * h + i for b in range(batch) for i in run.keep.heads]
         watch = {p: (lambda block, p=p: run.keep.watch[p](l, block)) for p in PATTERNS if p in run.keep.watch}
         out = attend_rows(np.ascontiguousarray(q).reshape(batch * h, n, d_head), np.ascontiguousarray(k).reshape(batch * h_kv, t, d_head),
-                          np.ascontiguousarray(v).reshape(batch * h_kv, t, d_head), run.offset, root=F32(math.sqrt(d_head)),
-                          causal=spec.causal, keep=patterns, heads=heads, rows=run.keep.rows, watch=watch,
+                          np.ascontiguousarray(v).reshape(batch * h_kv, t, d_head), run.offset,
+                          root=F32(spec.query_root or math.sqrt(d_head)), causal=spec.causal, window=self.window(l), cap=spec.attn_softcap, keep=patterns, heads=heads, rows=run.keep.rows, watch=watch,
                           edit=run.block_editor(l, batch, h))
         if out.overflow:
             self.overflowed(l, "scores")
@@ -223,8 +243,8 @@ class Transformer:
             else:
                 x = np.asarray(start.resid, dtype=F32).reshape(-1, n, spec.d_model)  # [B, n, d]
                 first = start.layer
-            run.rotary = self.rotary(n, offset)
             for l in range(first, spec.n_layers):
+                run.rotary = self.rotary(n, offset, l)
                 x = self.layer_pass(x, self.weights.layer(l), l, run)
                 self.weights.release(l)  # nothing after the layer reads its weights
             output = self.norm(x, self.weights.get("final_norm.w"), self.weights.get("final_norm.b")) if spec.final_norm else x
@@ -242,10 +262,10 @@ class Transformer:
         x = run.point("resid_pre", l, x)
         if spec.pre_norm:  # the updates add to the stream as they are
             normed = self.held(self.norm(x, w["attn.norm.w"], w.get("attn.norm.b")), l, "attn.norm")
-            a = run.point("attn.out", l, self.attention(normed, w, l, run))
+            a = run.point("attn.out", l, self.sandwiched(self.attention(normed, w, l, run), w, "attn.post_norm.w", l, "o"))
             mid = run.point("resid_mid", l, self.held(x + a, l, "o", norms=True))
             normed = self.held(self.norm(mid, w["mlp.norm.w"], w.get("mlp.norm.b")), l, "mlp.norm")
-            m = run.point("mlp_out", l, self.mlp(normed, w, l))
+            m = run.point("mlp_out", l, self.sandwiched(self.mlp(normed, w, l), w, "mlp.post_norm.w", l, "mlp.out"))
             out = self.held(mid + m, l, "mlp.out", norms=True)
         else:  # post-norm: each block's update includes the norm after it
             a = run.point("attn.out", l, self.attention(x, w, l, run))
@@ -264,6 +284,10 @@ class Transformer:
             self.attention((self.norm(x, w["attn.norm.w"], w.get("attn.norm.b")) if self.spec.pre_norm else x)[None], w, l, run)
         self.weights.release(l)
         return run.store[("attn.pattern", l)][0]
+
+    def sandwiched(self, update: np.ndarray, w: dict, norm: str, l: int, stage: str) -> np.ndarray:  # [..., n, d] -> [..., n, d]
+        """A block's update, normed once more before it is added when the family has sandwich norms (Gemma 2 and 3)."""
+        return self.held(self.norm(update, w[norm], None), l, stage) if self.spec.sandwich_norm else update
 
     def run(self, text: str, keep_scores: bool = False) -> Trace:
         return self.forward(self.tokenize(text), keep_scores=keep_scores)
@@ -287,7 +311,12 @@ class Transformer:
     def nearest(self, rows: np.ndarray, k: int, skip: list[int] | None = None) -> list[list[str]]:  # [m, d] -> m lists of k tokens
         """The k vocabulary tokens whose input embeddings are nearest by cosine to each row."""
         decode = self.tokenizer.id_to_token
-        return [[decode(int(i)) or f"#{i}" for i in row] for row in nearest_rows(MatrixKeys(self.weights.vocabulary()), rows, k, skip)]
+        from attn_cli.models.weights import EMBEDDING, PREFETCH_VOCABULARY, TableKeys
+
+        (table, _), = self.weights.plan[EMBEDDING]
+        small = 4 * table.size <= PREFETCH_VOCABULARY or self.weights.eager  # else Gemma's 262k rows would be 671 MB as float32
+        keys = MatrixKeys(self.weights.vocabulary()) if small else TableKeys(self.weights, EMBEDDING)
+        return [[decode(int(i)) or f"#{i}" for i in row] for row in nearest_rows(keys, rows, k, skip)]
 
     def fold(self, text: str) -> str:
         """A word as its pieces are compared with it (--focus): lower case, without a piece's space marker (Ġ, ▁) or ##."""
@@ -310,7 +339,8 @@ class Transformer:
                 h = ACTIVATIONS[self.spec.activation](rows @ w.get("mlm.dense.w") + w.get("mlm.dense.b"))  # [m, d] x [d, d] -> [m, d]
                 return self.logits(self.norm(h, w.get("mlm.norm.w"), w.get("mlm.norm.b"))) + w.get("mlm.bias")
             x = self.norm(rows, self.weights.get("final_norm.w"), self.weights.get("final_norm.b")) if self.spec.final_norm else rows
-            return self.logits(x)
+            logits = self.logits(x)
+            return logits if self.spec.final_softcap is None else soft_cap(logits, self.spec.final_softcap)
 
     def logits(self, rows: np.ndarray) -> np.ndarray:  # [m, d] -> [m, V] float32
         """rows @ W_U^T, the output projection, a block of the vocabulary at a time."""
@@ -322,56 +352,3 @@ class Transformer:
     def summary(self) -> dict:
         return {"name": self.name, "type": self.kind, "layers": self.n_layers, "heads": self.n_heads, "d_model": self.d_model, "d_k": self.d_k}
 
-
-class Run:
-    """One forward pass's bookkeeping: what it keeps and edits, where it starts, and what it has stored."""
-
-    __slots__ = ("keep", "edits", "cache", "offset", "batched", "store", "rotary")
-
-    def __init__(self, keep: Keep, edits: list, cache: KVCache | None, offset: int, batched: bool):
-        self.keep, self.edits, self.cache, self.offset, self.batched = keep, edits, cache, offset, batched
-        self.store: dict = {}
-        self.rotary = None
-
-    def unbatched(self, value: np.ndarray) -> np.ndarray:  # [B, ...] -> [...] when the pass has no batch axis
-        return value if self.batched else value[0]
-
-    def point(self, name: str, l: int | None, value: np.ndarray) -> np.ndarray:
-        """`value` ([B, ...]) at point (name, l): edited, shown to its watcher, stored as kept; returns what the pass goes on with."""
-        if self.edits:
-            value = apply_edits(self.edits, name, l, value)
-        keep = self.keep
-        if name in keep.watch:
-            keep.watch[name](l, self.unbatched(value))
-        if keep.wants(name, l):
-            kept = value
-            axes = AXES[name]
-            if keep.rows is not None and "n" in axes:
-                kept = np.take(kept, keep.row_index(value.shape[axes.index("n") - len(axes)]), axis=axes.index("n") - len(axes))
-            if keep.heads is not None and "H" in axes:
-                kept = np.take(kept, keep.heads, axis=axes.index("H") - len(axes))
-            self.store[(name, l)] = self.unbatched(kept)
-        return value
-
-    def block_editor(self, l: int, batch: int, h: int):
-        """The edits of layer l's attn.scores and attn.pattern as attend_rows makes them, a block of rows at a time (None: none)."""
-        mine = [e for p in ("attn.scores", "attn.pattern") for e in edits_at(self.edits, p, l)]
-        if not mine:
-            return None
-
-        def edit(point: str, r0: int, r1: int, lo: int, block: np.ndarray) -> None:  # block [B h, b, k]
-            view = block.reshape(batch, h, r1 - r0, block.shape[-1])  # [B, h, b, k]
-            for e in mine:
-                if e.point != point:
-                    continue
-                rows = np.arange(r0, r1) if e.positions is None else e.positions[(e.positions >= r0) & (e.positions < r1)]
-                heads = slice(None) if e.head is None else [e.head]
-                target = np.ix_(range(batch), range(h) if e.head is None else heads, rows - r0, range(block.shape[-1]))
-                if isinstance(e, Zero):  # scores: 0 on the keys the query sees (the mask stays)
-                    view[target] = 0 if point == "attn.pattern" else np.where(np.isneginf(view[target]), view[target], 0)
-                else:  # Patch: the other run's [.., h, n, t] at these heads, rows and keys
-                    source = e.value if e.value.ndim == 4 else e.value[None]
-                    view[target] = source[np.ix_(range(source.shape[0]), range(h) if e.head is None else heads, rows,
-                                                 range(lo, lo + block.shape[-1]))]
-
-        return edit
