@@ -221,7 +221,8 @@ class Transformer:
     def nearest(self, rows: np.ndarray, k: int, skip: list[int] | None = None) -> list[list[str]]:  # [m, d] -> m lists of k tokens
         """The k vocabulary tokens whose input embeddings are nearest by cosine to each row."""
         decode = self.tokenizer.id_to_token
-        return [[decode(int(i)) or f"#{i}" for i in row] for row in nearest_rows(MatrixKeys(self.weights.vocabulary()), rows, k, skip)]
+        found = nearest_rows(MatrixKeys(self.weights.vocabulary()), rows, k, skip)
+        return [self.labels([int(i) for i in row], [decode(int(i)) or f"#{i}" for i in row]) for row in found]  # as a reader sees them
 
     def fold(self, text: str) -> str:
         """A word as its pieces are compared with it (--focus): lower case, without a piece's space marker (Ġ, ▁) or ##."""

@@ -107,8 +107,14 @@ def overview(result: "InspectResult", options) -> list:
     return [Rule(style="dim"), Text(f"model view: each square is one head's {what}, queries ↓ keys →; dark = 0, yellow = 1"
                  + ("" if result.allowed is None else "; black = masked"), style="dim"),
             ModelOverview(result, matrices=by_head_largest(result.value_norms) if weighed else None),
-            *([Text(sink_note(result), style="dim")] if result.first_token is not None else []),
-            Text("pick heads to see in full with --head LAYER.HEAD (or --layer L)", style="dim")]
+            *([Text(sink_note(result), style="dim")] if result.first_token is not None else [])]
+
+
+def next_step(result: "InspectResult", options) -> list:
+    """The model view's last word, under the tables that follow it: how to see a head of it in full."""
+    from rich.text import Text
+
+    return [Text("see a head of the model view above in full: --head LAYER.HEAD, or --layer L", style="dim")]
 
 
 def by_head_largest(norms):  # [L, H, g, g] -> [L, H, g, g] in [0, 1]

@@ -4,7 +4,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from attn_cli.views.base import Bar, FitTable, key_label
+from attn_cli.views.base import Bar, FitTable, key_label, quoted
 from attn_cli.views.softmax import fmt_probability
 
 
@@ -18,7 +18,7 @@ def predict_view(result) -> list:
         tokens.append(token + " ", style="bold cyan" if i == result.position else "")
     t = result.temperature
     scale = "softmax of the logits" if t == 1 else "argmax (T = 0)" if t == 0 else f"softmax of logits / {t:g}"
-    title = f"{what} {result.tokens[result.position]!r} (#{result.position}): {scale} over the whole vocabulary"
+    title = f"{what} {quoted(result.tokens[result.position])} (#{result.position}): {scale} over the whole vocabulary"
     table = FitTable(box=box.SIMPLE, title=title, title_justify="left")
     for name, justify in (("", "right"), ("token", "left"), ("logit", "right"), ("probability", "right"), ("", "left")):
         table.add_column(name, justify=justify)
@@ -35,7 +35,7 @@ def lens_table(result) -> Table:
     """Each layer's residual at the position through the model's output head."""
     winner = result.predictions[0].token
     table = FitTable(box=box.SIMPLE, title=f"logit lens: each layer's residual at #{result.position} through the output head",
-                  title_justify="left", caption=f"p, rank: of the model's final prediction {winner!r}, had it stopped at that layer")
+                  title_justify="left", caption=f"p, rank: of the model's final prediction {quoted(winner)}, had it stopped at that layer")
     for name, justify in (("layer", "right"), ("top tokens", "left"), ("p", "right"), ("rank", "right"), ("", "left")):
         table.add_column(name, justify=justify)
     for row in result.lens:
