@@ -20,14 +20,46 @@ LENS_TOP = 3  # tokens shown per layer of the lens
 
 
 class PredictSettings(Record):
-    __slots__ = ("top", "temperature", "chat", "lens", "focus")
+    __slots__ = ("top", "temperature", "chat", "lens", "focus", "asked")
 
-    def __init__(self, top: int = 10, temperature: float = 1.0, chat: bool = False, lens: bool = False, focus: str | None = None):
+    def __init__(self, top: int = 10, temperature: float = 1.0, chat: bool = False, lens: bool = False, focus: str | None = None,
+                 asked: list[str] | None = None):
         self.top = top  # predictions listed
         self.temperature = temperature  # softmax(logits / T)
         self.chat = chat  # wrap the text in the model's chat template first
         self.lens = lens  # also read every layer's residual through the output head
         self.focus = focus  # the position to predict from (default: the last token, or the [MASK])
+        self.asked = asked or []  # --token: texts of one token each, or "id:N", whose probability and rank are wanted
+
+
+def token_text(tokenizer, token_id: int) -> str:
+    """What a token adds to a text, decoded: the same for byte-level BPE (" Paris" from "ĠParis") and SentencePiece
+    (" Paris" from "▁Paris", whose decoder drops a leading space at the start of a text): the token decoded after
+    itself, less the token decoded alone. U+FFFD where the token is only some of a character's bytes."""
+    alone = tokenizer.decode([token_id], skip_special_tokens=False)
+    twice = tokenizer.decode([token_id, token_id], skip_special_tokens=False)
+    return twice[len(alone):] if twice.startswith(alone) and len(twice) > len(alone) else alone
+
+
+def asked_id(model, text: str) -> int:
+    """--token TEXT: the id of a text that is one token, or of id:N; a text of several tokens is an error listing them."""
+    vocabulary = model.spec.vocab_size
+    if text.startswith("id:"):
+        try:
+            i = int(text[3:])
+        except ValueError:
+            raise InputError(f"--token {text!r}: after id: comes a token id, a whole number from 0 to {vocabulary - 1}") from None
+        if not 0 <= i < vocabulary:
+            raise InputError(f"--token {text}: {model.name} has ids 0 to {vocabulary - 1}")
+        return i
+    ids = model.tokenizer.encode(text, add_special_tokens=False).ids
+    if len(ids) != 1:
+        from attn_cli.io.files import printable
+
+        pieces = " ".join(f"{i}:'{printable(token_text(model.tokenizer, i))}'" for i in ids)
+        raise InputError(f"--token {text!r} is {len(ids)} tokens for {model.name}, not one: {pieces or '(none)'}; "
+                         "ask for one of them (id:N, or its text)")
+    return int(ids[0])
 
 
 def position(model, tokens, focus: str | None) -> int:
@@ -44,6 +76,7 @@ def position(model, tokens, focus: str | None) -> int:
 def predict(model, text: str, settings: PredictSettings) -> PredictResult:
     if model.predicts is None:
         raise InputError(f"{model.name} has no output head to predict with: an encoder without a masked-LM head (only its layers can be inspected)")
+    asked = [asked_id(model, t) for t in settings.asked]  # before the forward pass: a bad --token costs nothing
     tokens = model.tokenize(text, chat=settings.chat)
     i = position(model, tokens, settings.focus)
     model.weights.prefetch_vocabulary()  # the output head's matrix, read while the layers run
@@ -54,16 +87,25 @@ def predict(model, text: str, settings: PredictSettings) -> PredictResult:
         probabilities = softmax_with_temperature(logits, settings.temperature)  # [m, V]
     final = logits[-1]
     best = top_k(probabilities[-1], settings.top)
-    label = lambda j: model.labels([int(j)], [model.tokenizer.id_to_token(int(j)) or f"#{j}"])[0]  # noqa: E731
-    predictions = [Prediction(int(j), label(j), model.tokenizer.id_to_token(int(j)), float(probabilities[-1, j]), float(final[j])) for j in best]
+    def prediction(j, l: int = -1) -> Prediction:
+        j = int(j)
+        piece = model.tokenizer.id_to_token(j)
+        return Prediction(j, model.labels([j], [piece or f"#{j}"])[0], piece, float(probabilities[l, j]), float(logits[l, j]),
+                          token_text(model.tokenizer, j))
+
+    predictions = [prediction(j) for j in best]
+    asked = [(prediction(j), rank(final, j)) for j in asked]
     lens = None
     if settings.lens:
         winner = int(best[0])
         lens = []
         for l in range(len(rows)):
-            top = [Prediction(int(j), label(j), model.tokenizer.id_to_token(int(j)), float(probabilities[l, j]), float(logits[l, j]))
-                   for j in top_k(probabilities[l], LENS_TOP)]
-            rank = int(np.sum(logits[l] > logits[l, winner])) + 1
-            lens.append({"layer": l, "top": top, "final_probability": float(probabilities[l, winner]), "final_rank": rank})
+            top = [prediction(j, l) for j in top_k(probabilities[l], LENS_TOP)]
+            lens.append({"layer": l, "top": top, "final_probability": float(probabilities[l, winner]), "final_rank": rank(logits[l], winner)})
     return PredictResult(model=model.summary(), tokens=list(tokens.labels), position=i, predicts=model.predicts,
-                         temperature=settings.temperature, chat=settings.chat, predictions=predictions, lens=lens)
+                         temperature=settings.temperature, chat=settings.chat, predictions=predictions, lens=lens, asked=asked)
+
+
+def rank(logits: np.ndarray, j: int) -> int:  # [V], a token -> 1 for the top token
+    """Where token j stands among all tokens by logit: 1 + how many have a larger one (a tie shares the better rank)."""
+    return int(np.sum(logits > logits[j])) + 1

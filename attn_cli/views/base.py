@@ -128,6 +128,25 @@ def quoted(token: str) -> str:
     return f"'{token}'"
 
 
+TOKENS_AT_EACH_END = 16  # a long text's token list shows this many at its start and at its end, and counts the rest
+
+
+def token_line(tokens: list[str], mark: int | None = None, special: list[bool] | None = None) -> Text:
+    """"tokens 0:The 1:cat ...": every token of a short text; of a long one its start, its end, the one marked, and how
+    many are left out between them (--json lists every one)."""
+    n, keep = len(tokens), TOKENS_AT_EACH_END
+    shown = list(range(n)) if n <= 3 * keep else sorted({*range(keep), *range(n - keep, n), *([mark] if mark is not None else [])})
+    text = Text("tokens ", style="bold")
+    for k, i in enumerate(shown):
+        if k and i > shown[k - 1] + 1:
+            text.append(f"… {i - shown[k - 1] - 1:,} more … ", style="yellow")
+        text.append(f"{i}:", style="dim")
+        text.append(tokens[i] + " ", style="bold cyan" if i == mark else "magenta" if special and special[i] else "")
+    if len(shown) < n:
+        text.append(f"({n:,} tokens)", style="dim")
+    return text
+
+
 SHADES = " ░▒▓█"  # weight 0 .. 1 where there is no colour
 
 
