@@ -34,7 +34,7 @@ class InspectSettings(Record):
         self.senses = senses  # (ad-hoc senses, sense set, its name) for the sense meter, or None
         self.matrices = matrices  # (n x n matrices a sentence keeps, what they are for): checked against memory before the forward pass
         self.weigh = weigh  # "norm": also each head's value-weighted attention ||alpha_ij f(x_j)|| (analysis.flow)
-        self.rollout = rollout  # also the attention rollout through the layers (analysis.flow)
+        self.rollout = rollout  # also the attention rollout: True through every layer, (A, B) through layers A to B (analysis.flow)
 
 
 def parse_heads(specs: list[str] | None, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
@@ -74,7 +74,7 @@ def inspect(model: Model, text: str, settings: InspectSettings) -> InspectResult
 
 def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectResult:
     """A checkpoint: every head's weights over the units shown, the heads picked shown in full, the residual stream."""
-    from attn_cli.analysis.flow import piece_flows
+    from attn_cli.analysis.flow import piece_flows, rollout_span
     from attn_cli.analysis.residual import layer_numbers, residual
 
     selected = parse_heads(settings.heads, model.n_layers, model.n_heads)
@@ -120,6 +120,7 @@ def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectRes
         hide_special=settings.hide_special, weights=weights, allowed=allowed, special_weight=special_weight, **layer_numbers(trace),
         focus=None if focus is None else u, focus_piece=None if focus is None else focus[0], residual=None if focus is None else focus[1],
         focus_path=None if focus is None else trace.hidden[:, focus[0]], special_shares=shares, sense_meter=sense_meter, senses_note=note, **flows,
+        rollout_layers=rollout_span(settings.rollout, model.n_layers),
     )
 
 
