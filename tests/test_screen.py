@@ -111,3 +111,14 @@ def test_side_by_side_in_a_rich_console_of_80x24(monkeypatch):
     lines = out.getvalue().rstrip("\n").split("\n")
     grid = [l for l in lines if "9 returned" in l]
     assert len(grid) == 1 and grid[0].count("9 returned") == 2 and all(len(l) <= 80 for l in lines)
+
+
+def test_a_focus_tokens_title_and_its_nearest_tokens_read_as_text_not_byte_level_pieces(run):
+    out = run("inspect", "the grey cat sat", "--model", checkpoints.FIXTURES / "tiny-llama", "--focus", "cat", "--neighbors", "3",
+              env={"COLUMNS": "100"}).stdout
+    title = next(l for l in out.split("\n") if l.startswith("how "))
+    assert title.startswith("how 'cat' (piece #4) moves through the layers")  # the piece is "Ġcat"
+    table = out[out.index(title):]
+    assert "Ġ" not in table and "Ċ" not in table
+    doc = run("inspect", "the grey cat sat", "--model", checkpoints.FIXTURES / "tiny-llama", "--focus", "cat", "--json").stdout
+    assert '"token": "Ġcat"' in doc  # JSON keeps the piece as the tokenizer wrote it

@@ -132,5 +132,5 @@ def sink_note(result) -> str:
     first = np.asarray(result.first_token)  # [L, H]
     l, h = np.unravel_index(int(np.argmax(first)), first.shape)
     heavy = int((first > 0.5).sum())
-    return (f"first token: {first.mean():.0%} of a head's weight on average (queries after it), most in {l}.{h} ({first[l, h]:.0%}); "
-            f"{heavy} of {first.size} heads put over half their weight there")
+    return (f"first token: {first.mean():.0%} of a head's weight on average (queries after it)\n"  # a phrase a line: 80 columns cut none
+            f"most in {l}.{h} ({first[l, h]:.0%}); {heavy} of {first.size} heads put over half their weight there")

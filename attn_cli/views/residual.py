@@ -18,7 +18,7 @@ def layer_table(result: "InspectResult") -> Table:
 
 def residual_table(result: "InspectResult") -> Table:
     i = result.focus_piece
-    table = FitTable(box=box.SIMPLE, title=f"how {quoted(result.tokens[result.focus])} (piece #{i}) moves through the layers: E′ = E + ΔE, layer after layer",
+    table = FitTable(box=box.SIMPLE, title=f"how {quoted(result.tokens[result.focus])} (piece #{i}) moves through the layers: E′ = E + ΔE, layer by layer",
                   title_justify="left")
     neighbors = any(row.nearest for row in result.residual)
     for name in ("layer", "‖x‖", "‖Δ attention‖", "‖Δ MLP‖", "cos prev", "cos E") + (("nearest vocabulary tokens",) if neighbors else ()):
