@@ -122,3 +122,23 @@ def test_a_focus_tokens_title_and_its_nearest_tokens_read_as_text_not_byte_level
     assert "Ġ" not in table and "Ċ" not in table
     doc = run("inspect", "the grey cat sat", "--model", checkpoints.FIXTURES / "tiny-llama", "--focus", "cat", "--json").stdout
     assert '"token": "Ġcat"' in doc  # JSON keeps the piece as the tokenizer wrote it
+
+
+def test_side_by_side_never_pools_a_grid_to_fit_more_heads_a_row(monkeypatch):
+    import numpy as np
+    from rich.text import Text
+
+    from attn_cli.views.heatmap import Heatmap
+    from attn_cli.views.heatmaps import ScreenFit
+
+    monkeypatch.setenv("LINES", "24")
+    n = 26
+    weights = np.tril(np.ones((n, n)))
+    weights /= weights.sum(axis=1, keepdims=True)  # [n, n]: each row spread evenly over the keys it may see
+    tokens = [f"word{i}" for i in range(n)]
+    fit = ScreenFit([Text(f"head {h}") for h in range(4)], [Heatmap(weights, tokens, tokens) for _ in range(4)])
+    out = io.StringIO()
+    Console(file=out, width=80, height=24, color_system=None).print(fit)
+    lines = out.getvalue().split("\n")
+    assert max(l.count("9 word9") for l in lines) == 2  # two heads a row, each grid whole: four would pool 26 tokens into blocks
+    assert not any("block" in l for l in lines) and sum(l.count("↑ head") for l in lines) == 4

@@ -130,7 +130,12 @@ class ScreenFit:
 
 
 def shows_grid(heatmap: Heatmap, width: int) -> bool:
-    """Whether a heatmap in `width` columns still draws its cells (a grid, numbered or compact), not a list of its largest entries."""
-    from attn_cli.views.heatmap import COMPACT_MIN_CELLS
+    """Whether a heatmap in `width` columns still draws a cell for every weight with its rows labelled by token (a grid,
+    or a compact grid that is not pooled): narrower than that, side by side would show less than one after another."""
+    from attn_cli.views.heatmap import MIN_ROW_WORD, ROW_LABEL_WIDTH, cells
 
-    return heatmap.layout(width, None) is not None or width - heatmap.index_width() - 1 >= COMPACT_MIN_CELLS
+    if heatmap.layout(width, None) is not None:
+        return True
+    index, columns = heatmap.index_width(), len(heatmap.col_labels)
+    label = min(index + 1 + min(cells(heatmap.row_labels), ROW_LABEL_WIDTH), width - columns - 1)  # as Heatmap.compact lays it out
+    return label >= index + MIN_ROW_WORD and columns <= width - label - 1
