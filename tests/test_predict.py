@@ -244,3 +244,12 @@ def test_a_token_is_quoted_as_a_reader_sees_it_and_a_long_token_list_is_cut_in_t
     assert long.index("tokens ") < long.index("the next token") and long[:long.index("the next token")].count("\n") <= 5
     middle = shown([f"w{i}" for i in range(1063)], 500)  # the token predicted from is shown wherever it is: 16..499 and 501..1046 left out
     assert "500:w500" in middle and "… 484 more … 500:w500 … 546 more …" in middle.replace("\n", " ").replace("  ", " ")
+
+
+def test_a_token_the_vocabulary_lacks_or_an_empty_one_is_refused_not_ranked_as_unknown(run):
+    out = run("predict", "the cat [MASK] on the mat", "--model", BERT_MLM, "--token", "sat")
+    assert out.exit_code == 2 and out.stderr == "attn: --token 'sat' is not in tiny-bert-mlm's vocabulary: its tokenizer makes it [UNK]\n"
+    asked = parse_json(run("predict", "the cat [MASK] on the mat", "--model", BERT_MLM, "--token", "[UNK]", "--token", "the", "--json"))["asked"]
+    assert [a["piece"] for a in asked] == ["[UNK]", "the"]  # [UNK] itself may be asked for
+    out = run("predict", "the grey cat", "--model", LLAMA, "--token", "")
+    assert out.exit_code == 2 and "has no tokens for tiny-llama" in out.stderr and out.stderr.count("\n") == 1

@@ -41,6 +41,14 @@ def token_text(tokenizer, token_id: int) -> str:
     return twice[len(alone):] if twice.startswith(alone) and len(twice) > len(alone) else alone
 
 
+def unknown_id(tokenizer) -> int | None:
+    """The id a WordPiece or word-level tokenizer gives a word it lacks ([UNK]); None for byte-level BPE, which lacks none."""
+    import json
+
+    name = json.loads(tokenizer.to_str()).get("model", {}).get("unk_token")
+    return None if name is None else tokenizer.token_to_id(name)
+
+
 def asked_id(model, text: str) -> int:
     """--token TEXT: the id of a text that is one token, or of id:N; a text of several tokens is an error listing them."""
     vocabulary = model.spec.vocab_size
@@ -53,6 +61,11 @@ def asked_id(model, text: str) -> int:
             raise InputError(f"--token {text}: {model.name} has ids 0 to {vocabulary - 1}")
         return i
     ids = model.tokenizer.encode(text, add_special_tokens=False).ids
+    if not ids:
+        raise InputError(f"--token {text!r} has no tokens for {model.name}: give a text that is one token, or id:N")
+    unknown = unknown_id(model.tokenizer)
+    if unknown in ids and text.strip() != model.tokenizer.id_to_token(unknown):  # a word the vocabulary lacks: its rank would be [UNK]'s
+        raise InputError(f"--token {text!r} is not in {model.name}'s vocabulary: its tokenizer makes it {model.tokenizer.id_to_token(unknown)}")
     if len(ids) != 1:
         from attn_cli.io.files import printable
 
