@@ -3,7 +3,7 @@
 from rich import box
 from rich.table import Table
 
-from attn_cli.views.base import FitTable, Footnote, quoted
+from attn_cli.views.base import FitTable, Footnote, key_label, quoted
 
 def layer_table(result: "InspectResult") -> Table:
     table = FitTable(box=box.SIMPLE, title="the residual stream, layer by layer (mean over tokens)", title_justify="left")
@@ -27,7 +27,7 @@ def residual_table(result: "InspectResult") -> Table:
         opt = lambda x, f: "" if x is None else format(x, f)  # noqa: E731
         cells = ["E" if row.layer == 0 else str(row.layer - 1), f"{row.norm:.2f}", opt(row.attn_update, ".2f"),
                  opt(row.mlp_update, ".2f"), opt(row.cosine_previous, ".3f"), f"{row.cosine_input:.3f}"]
-        table.add_row(*cells, *([", ".join(row.nearest)] if neighbors else []))
+        table.add_row(*cells, *([", ".join(key_label(t) for t in row.nearest)] if neighbors else []))
     if neighbors:
         table.caption, table.caption_justify = "nearest by cosine to the input embeddings of the whole vocabulary", "left"
     return table
