@@ -186,11 +186,11 @@ def test_a_bad_layer_range_is_a_usage_error_of_one_line(run, text, says):
         flow.layer_range(text, 2)
 
 
-def test_a_decoders_rollout_first_token_is_absorbing_and_the_screen_says_so():
+def test_under_a_causal_mask_the_first_tokens_rollout_row_stays_on_itself_and_rows_sum_to_one():
     from hypothesis import given, settings, strategies as st
     from hypothesis.extra.numpy import arrays
 
-    @settings(max_examples=50, deadline=None)
+    @settings(max_examples=20, deadline=None)
     @given(arrays(np.float64, (3, 2, 5, 5), elements=st.floats(0.01, 1.0)))
     def absorbing(raw):
         causal = np.tril(raw)
