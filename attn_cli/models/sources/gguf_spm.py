@@ -21,6 +21,7 @@ CONTROL, USER_DEFINED = 3, 4  # tokenizer.ggml.token_type values (llama.cpp's LL
 # differently: its tokens of spaces are stored as spaces but looked up as "▁", and its merges rank by the tokens' order in
 # the file (its scores are -1000 for the tokens that are not normal, whatever their place)
 BY_POSITION = ("gemma", "gemma2", "gemma3")
+PREPENDED = ("phi3",)  # and (phi3_tokenizer) a Phi-3's "▁" comes before every text, one that starts with a space too
 EXACT_CHECK = 64  # tokens longer than this have their merges checked string by string: no hash of a short string collides by design
 
 
@@ -59,6 +60,7 @@ class Vocabulary:
         unk = _get(file, "tokenizer.ggml.unknown_token_id", int)
         self.unk_id = unk if unk is not None and 0 <= unk < len(self.tokens) else None
         self.prefix = _get(file, "tokenizer.ggml.add_space_prefix", bool, default=not self.by_position)
+        self.prepended = self.prefix and _get(file, "general.architecture", str, default="") in PREPENDED
         self.bos = _get(file, "tokenizer.ggml.bos_token_id", int) if add_bos else None
         self.eos = _get(file, "tokenizer.ggml.eos_token_id", int) if add_eos else None
         self._ids = None
@@ -95,6 +97,8 @@ def make_tokenizer(vocab: Vocabulary, keep: np.ndarray | None = None, control: l
         tok = Tokenizer(BPE(vocab=words, merges=list(zip(strings[left].tolist(), strings[right].tolist())), unk_token=unk, fuse_unk=True, byte_fallback=True))
         if vocab.by_position:  # GemmaTokenizer's: every space a "▁", no prefix
             tok.normalizer = normalizers.Replace(" ", "\u2581")
+        elif vocab.prepended:  # transformers' phi3_tokenizer: "▁" before the whole text, whatever it starts with
+            tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
         else:  # LlamaTokenizer's: the prefix before the text's first piece only
             tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first" if vocab.prefix else "never", split=False)
         steps = [decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()]
