@@ -63,13 +63,19 @@ class Vocabulary:
         self.prepended = self.prefix and _get(file, "general.architecture", str, default="") in PREPENDED
         self.bos = _get(file, "tokenizer.ggml.bos_token_id", int) if add_bos else None
         self.eos = _get(file, "tokenizer.ggml.eos_token_id", int) if add_eos else None
-        self._ids = None
+        self._ids = self._strings = None
 
     @property
     def ids(self) -> dict:  # string -> id, the last of a string spelled twice
         if self._ids is None:
             self._ids = dict(zip(self.tokens, range(len(self.tokens))))
         return self._ids
+
+    @property
+    def strings(self) -> np.ndarray:  # [V] the tokens as an object array: gathered by id in C, not a Python loop
+        if self._strings is None:
+            self._strings = np.array(self.tokens, dtype=object)
+        return self._strings
 
     def control(self) -> list[int]:
         return [i for i, k in enumerate(self.types) if k == CONTROL]
@@ -85,7 +91,7 @@ def make_tokenizer(vocab: Vocabulary, keep: np.ndarray | None = None, control: l
     from tokenizers import AddedToken, Tokenizer, decoders, normalizers, pre_tokenizers
     from tokenizers.models import BPE
 
-    strings = np.array(vocab.tokens, dtype=object)  # [V]: gathered by id in C, not a Python loop
+    strings = vocab.strings
     ids = np.arange(len(vocab.tokens)) if keep is None else keep
     left, right = derive_merges(strings[ids].tolist() if keep is not None else vocab.tokens, vocab.ranks[ids])
     left, right = ids[left], ids[right]
