@@ -290,3 +290,12 @@ def test_a_phi3_file_puts_its_prefix_before_every_text():
         assert tok.encode(text).ids == ids == tok.whole.encode(text).ids, repr(text)
         assert tok.encode(text, add_special_tokens=False).ids == plain, repr(text)
     assert want["ids"][2] != ORACLE["models"]["llama2-spm.F16.gguf"]["ids"][2]  # " leading space": "▁▁leading", not "▁leading"
+
+
+@pytest.mark.parametrize("bos", ["$A", "$B:1", "a b", "x:1"])
+def test_a_bos_spelled_as_template_syntax_is_still_one_bos(bos):
+    file = read_file(FIXTURES / "gguf" / "mistral-spm.F16.gguf")
+    file.metadata["tokenizer.ggml.tokens"][1] = bos
+    tok = build_tokenizer(file, True, True)
+    enc = tok.encode("hi")
+    assert enc.ids[0] == 1 and enc.ids[-1] == 2 and enc.tokens[0] == bos and enc.ids.count(1) == 1

@@ -120,17 +120,19 @@ def make_tokenizer(vocab: Vocabulary, keep: np.ndarray | None = None, control: l
 
 
 def _bos_eos(vocab: Vocabulary):
-    """BOS before the text and EOS after it, as tokenizer.ggml.add_bos_token / add_eos_token say (None: nothing added)."""
+    """BOS before the text and EOS after it, as tokenizer.ggml.add_bos_token / add_eos_token say (None: nothing added).
+    The template names them by fixed keys, each given its id and text: a file's token text never enters the template,
+    where "$A" or "x:1" would be read as its syntax."""
     from tokenizers import processors
 
-    tokens = vocab.tokens
-    first = [tokens[vocab.bos]] if vocab.bos is not None else []
-    last = [tokens[vocab.eos]] if vocab.eos is not None else []
-    if not first and not last:
+    single, specials = ["$A"], []
+    for key, i, at in (("[bos]", vocab.bos, 0), ("[eos]", vocab.eos, None)):
+        if i is not None:
+            single.insert(len(single) if at is None else at, key)
+            specials.append({"id": key, "ids": [i], "tokens": [vocab.tokens[i]]})
+    if not specials:
         return None
-    specials = list(dict.fromkeys([(tokens[i], i) for i in (vocab.bos, vocab.eos) if i is not None]))
-    single = first + ["$A"] + last
-    pair = single + [f"{t}:1" for t in first] + ["$B:1"] + [f"{t}:1" for t in last]
+    pair = single + ["$B:1" if p == "$A" else f"{p}:1" for p in single]
     return processors.TemplateProcessing(single=single, pair=pair, special_tokens=specials)
 
 
