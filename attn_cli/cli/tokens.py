@@ -28,7 +28,7 @@ def tokens(
     or GGUF file says), the same chat template with --chat. Without --model, the word vectors'
     tokenizer: each word and its row in the vectors (none for a word without a vector).
     """
-    from attn_cli.cli.inspect import emit, line_text, stdin_lines
+    from attn_cli.cli.emit import emit, line_text, stdin_lines
     from attn_cli.errors import InputError
     from attn_cli.io.files import check_text
 
