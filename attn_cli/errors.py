@@ -19,6 +19,12 @@ class DataError(AttnError):
     exit_code = 1
 
 
+def is_panic(e: BaseException) -> bool:
+    """A Rust panic inside a compiled extension (tokenizers, safetensors): pyo3's PanicException, which
+    derives from BaseException, so `except Exception` lets it through."""
+    return type(e).__name__ == "PanicException"
+
+
 def reason(e: BaseException) -> str:
     """Why reading a damaged file failed, in a few words: the first line of the library's own message."""
     if isinstance(e, EOFError):

@@ -89,7 +89,7 @@ def interruption(e: BaseException | None) -> BaseException | None:
     message of its own: such an error is the interruption, not a failure to report."""
     for _ in range(100):  # a chain of causes is short; never loop on a cyclic one
         if e is None or not isinstance(e, (Exception, SystemExit, GeneratorExit)):
-            return e
+            return None if type(e).__name__ == "PanicException" else e  # a Rust panic (errors.is_panic) reported as an error
         e = e.__cause__ or e.__context__
     return None
 
@@ -138,6 +138,13 @@ class AttnGroup(typer.core.TyperGroup):
             if os.environ.get(DEBUG_VAR):  # a bug: one line, not a traceback
                 raise
             say(f"internal error ({type(e).__name__}: {e}); please report it with the command that caused it ({DEBUG_VAR}=1 shows where)")
+            raise typer.Exit(1) from None
+        except BaseException as e:
+            from attn_cli.errors import is_panic, reason
+
+            if not is_panic(e):
+                raise
+            say(f"a compiled library failed on this input ({reason(e)}); the model's files are probably damaged")  # a Rust panic
             raise typer.Exit(1) from None
 
 

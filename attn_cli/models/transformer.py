@@ -64,9 +64,13 @@ class Transformer:
             text = self.chat_prompt(text)
         try:
             enc = self.tokenizer.encode(text, add_special_tokens=not chat)
-        except Exception as e:  # the tokenizers package raises plain Exception: a WordPiece vocabulary without [UNK] meets a word it cannot split
-            from attn_cli.errors import reason
+        except BaseException as e:  # tokenizers raises plain Exception (a WordPiece vocabulary without [UNK] meets a word it cannot
+            from attn_cli.errors import DataError, is_panic, reason  # split), and a Rust panic as a BaseException
 
+            if is_panic(e):
+                raise DataError(f"{self.name}'s tokenizer failed inside the tokenizers library ({reason(e)})") from None
+            if not isinstance(e, Exception):
+                raise
             raise InputError(f"{self.name}'s tokenizer cannot encode {self.unencodable(text)} ({reason(e)})") from None
         if not enc.ids:
             raise InputError("no tokens in the input")
