@@ -125,3 +125,86 @@ def test_a_panic_in_the_tokenizer_is_one_line_in_a_real_process():
     assert "Traceback" not in done.stderr and "PanicException" not in done.stderr, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("attn: ") and "tokenizer failed inside the tokenizers library" in last, done.stderr
+
+
+# --- chat templates: a budget of time, output and memory that holds while they render -----------------------------
+
+
+def with_template(path: Path, template: str) -> Path:
+    return write_gguf(path, {"tokenizer.chat_template": (template, STRING)})
+
+
+BOMBS = {  # template -> what the one line says (or one of what it may say)
+    "{% for i in range(10**12) %}x{% endfor %}": "a range of more than 100,000 items",
+    "{{ 'x' * 3000000000 }}": "a repetition of 3,000,000,000 characters",
+    "{{ 3000000000 * 'x' }}": "a repetition of 3,000,000,000 characters",
+    "{{ (range(100000)|list) * 100000 }}": "a repetition of 10,000,000,000 characters",
+    "{{ 10 ** (10 ** 10) }}": "a power 10 ** 10000000000",
+    "{{ 'x'|center(3000000000) }}": "a width of 3,000,000,000",
+    "{{ 'x'.rjust(3000000000) }}": "a width of 3,000,000,000",
+    "{{ '{:>3000000000}'.format('x') }}": "a format with a width of a million or more",
+    "{{ '%*s'|format(3000000000, 'x') }}": "a width of 3,000,000,000",
+    "{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}": "a prompt of more than 1,048,576 characters",
+    "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}": "a concatenation of 2,097,152",
+    "{% set ns = namespace(s='xx') %}{% for i in range(40) %}{% set ns.s = ns.s.replace('x', 'xx') %}{% endfor %}": "a replacement of",
+    "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}": ("needs more than 256 MB", "takes more than 0.3 s"),  # ~ is not interceptable
+    "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}": "takes more than 0.3 s",
+    "{% set s = 'x' * 100000 %}{% for a in s %}{% for b in s %}{% endfor %}{% endfor %}": "takes more than 0.3 s",
+}
+
+
+@pytest.fixture(scope="module")
+def bomb_models(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bombs")
+    return {template: with_template(folder / f"bomb{i}.gguf", template) for i, template in enumerate(BOMBS)}
+
+
+@pytest.mark.parametrize("template", list(BOMBS))
+def test_a_chat_template_bomb_stops_while_it_renders_with_one_line(bomb_models, monkeypatch, template):
+    import resource
+    import time
+
+    from attn_cli.models import chat
+
+    monkeypatch.setattr(chat, "RENDER_SECONDS", 0.3)  # the real budget is 2 s
+    start, peak, limit = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrlimit(resource.RLIMIT_AS)
+    out = one_line(attn("predict", "hello", "--model", bomb_models[template], "--chat"), 1, "chat template", "refused")
+    says = BOMBS[template] if isinstance(BOMBS[template], tuple) else (BOMBS[template],)
+    assert any(part in out.stderr for part in says), out
+    assert time.monotonic() - start < 3, out
+    grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak) << 10
+    assert grown < chat.RENDER_MEMORY + (64 << 20), f"the peak grew by {grown:,} bytes"
+    assert resource.getrlimit(resource.RLIMIT_AS) == limit, "the address-space limit is put back"
+
+
+def test_a_sound_chat_template_renders_as_before(tmp_path):
+    from attn_cli.models import chat
+
+    model = with_template(tmp_path / "ok.gguf", "{{ bos_token }}{% for m in messages %}{{ m['role'] ~ ': ' ~ m['content'] * 2 }}{% endfor %}"
+                                                "{{ '%5s|%-3s|'|format('a', 'b') }}{{ 'ab'|center(6) }}{{ 'x'.zfill(3) }}{{ 2 ** 10 }}")
+    assert chat.render(gguf.load(model).chat_template, [{"role": "user", "content": "hi"}], bos_token="<s>") == "<s>user: hihi    a|b  |  ab  00x1024"
+    assert check(attn("predict", "hello", "--model", model, "--chat", "--json")).code == 0
+
+
+@needs_script
+def test_a_repetition_bomb_stops_early_in_a_real_process_under_a_memory_limit(tmp_path):
+    """{{ 'x' * 3000000000 }} took 2.9 GB before "not enough memory": under a 1.5 GB address space it is refused at once."""
+    prlimit = shutil.which("prlimit")
+    if prlimit is None:
+        pytest.skip("no prlimit")
+    model = with_template(tmp_path / "bomb.gguf", "{{ 'x' * 3000000000 }}")
+    done = subprocess.run([prlimit, f"--as={3 << 29}", ATTN, "predict", "hello", "--model", str(model), "--chat"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 1 and done.stdout == "", done
+    assert done.stderr.count("\n") == 1 and "a repetition of 3,000,000,000 characters" in done.stderr, done.stderr
+
+
+@pytest.mark.slow
+@needs_script
+def test_a_loop_bomb_stops_at_the_real_budget_in_a_real_process(tmp_path):
+    import time
+
+    model = with_template(tmp_path / "loop.gguf", "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}")
+    start = time.monotonic()
+    out = one_line(attn_process("predict", "hello", "--model", str(model), "--chat"), 1, "takes more than 2 s to render; refused")
+    assert time.monotonic() - start < 10, out
