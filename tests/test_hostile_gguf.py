@@ -208,3 +208,40 @@ def test_a_loop_bomb_stops_at_the_real_budget_in_a_real_process(tmp_path):
     start = time.monotonic()
     out = one_line(attn_process("predict", "hello", "--model", str(model), "--chat"), 1, "takes more than 2 s to render; refused")
     assert time.monotonic() - start < 10, out
+
+
+# --- names, paths and stores -----------------------------------------------------------------------------------------
+
+
+def test_a_store_under_the_home_of_a_user_that_does_not_exist_is_one_line(tmp_path):
+    from tests.test_hostile_models import no_such_user
+
+    user = no_such_user()
+    one_line(attn("model", "info", "ollama:smollm2", env={"OLLAMA_MODELS": f"~{user}/models"}), 2, "OLLAMA_MODELS", f"no user named {user}")
+
+
+@pytest.mark.parametrize("forged", ["x\nFAKE: 999 layers", "x\rFAKE", "x\x1b[2J\x1b[31mFAKE", "x\u2028FAKE", "x\x85FAKE"])
+def test_a_name_from_the_file_is_one_line_wherever_it_is_shown(tmp_path, forged):
+    """A blob is named by its digest, so general.name names the model: a newline in it forged lines of `model info`."""
+    model = write_gguf(tmp_path / ("sha256-" + "1" * 64 + ".gguf"), {"general.name": (forged, STRING)})
+    for command in (["model", "info", model], ["inspect", "hello world", "--model", model], ["predict", "hello world", "--model", model]):
+        out = check(attn(*command))
+        assert out.code == 0 and "FAKE" in out.text, out
+        lines = [line for line in out.text.splitlines() if "FAKE" in line]
+        assert len(lines) == 1 and lines[0].lstrip().startswith("x"), out  # FAKE never begins a line of its own
+        assert not set(out.text) & ({"\r", "\x1b", "\u2028", "\x85"}), out
+    assert json.loads(check(attn("model", "info", model, "--json")).text)["name"].startswith("x\\")
+
+
+@needs_script
+def test_a_blob_linked_to_a_file_that_is_not_gguf_says_so_without_its_content(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    root = tmp_path / "store"
+    spec = as_ollama_store(root, BASE)
+    blob = next((root / "blobs").iterdir())
+    blob.unlink()
+    blob.symlink_to(secret)
+    for out in (attn("model", "info", spec, env={"OLLAMA_MODELS": str(root)}), attn_process("model", "info", spec, env={"OLLAMA_MODELS": str(root)})):
+        one_line(out, 1, "not a GGUF file")
+        assert "root" not in out.stderr.replace(str(root), "") and "b'" not in out.stderr, out

@@ -145,6 +145,19 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
+LINE_BREAKING = ("Cc", "Zl", "Zp")  # control characters and the Unicode line and paragraph separators
+
+
+def one_line(text: str) -> str:
+    """`text` with every character that could break or steer a line (control characters, U+2028, U+2029) as an
+    escape, and nothing else changed: a name a file gives is then one line wherever it is shown."""
+    import unicodedata
+
+    if text.isprintable() or not any(unicodedata.category(c) in LINE_BREAKING for c in text):
+        return text
+    return "".join(repr(c)[1:-1] if unicodedata.category(c) in LINE_BREAKING else c for c in text)
+
+
 def user_path(spec: str | os.PathLike, where: str) -> Path:
     """`spec` as a path, a leading ~ or ~USER expanded; a USER that does not exist (or no home folder
     at all) is InputError naming `where` (the option or variable that gave the path)."""

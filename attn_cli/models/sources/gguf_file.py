@@ -195,7 +195,7 @@ def read_file(path) -> GGUFFile:
         raise DataError(f"{path}: cannot read it ({e.strerror or e})") from None
     r = _Reader(buffer, size, path)
     if buffer[:4] != MAGIC:
-        raise DataError(f"{path}: not a GGUF file (it starts with {bytes(buffer[:4])!r}, not b'GGUF')")
+        raise DataError(f"{path}: not a GGUF file (it does not start with the bytes 'GGUF')")  # what it does start with is not shown: it may be any file
     r.pos = 4
     version = r.scalar("<I", "the version")
     if version not in VERSIONS:

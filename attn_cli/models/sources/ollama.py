@@ -28,8 +28,10 @@ MAX_MANIFEST_BYTES = 1 << 20
 
 def store() -> Path:
     """$OLLAMA_MODELS if set, else ~/.ollama/models (where `ollama pull` writes)."""
+    from attn_cli.io.files import user_path
+
     env = os.environ.get("OLLAMA_MODELS")
-    return Path(env).expanduser() if env else Path.home() / ".ollama" / "models"
+    return user_path(env, "OLLAMA_MODELS") if env else user_path("~/.ollama/models", "the Ollama store")
 
 
 def is_ollama(spec: str) -> bool:
