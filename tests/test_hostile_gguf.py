@@ -245,3 +245,38 @@ def test_a_blob_linked_to_a_file_that_is_not_gguf_says_so_without_its_content(tm
     for out in (attn("model", "info", spec, env={"OLLAMA_MODELS": str(root)}), attn_process("model", "info", spec, env={"OLLAMA_MODELS": str(root)})):
         one_line(out, 1, "not a GGUF file")
         assert "root" not in out.stderr.replace(str(root), "") and "b'" not in out.stderr, out
+
+
+# --- text bounded by bytes, whatever positions the file claims ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def endless_context(tmp_path_factory):
+    """llama.context_length = 2^31 - 1: the guard of 32 characters a position allowed a 30 MB line into the Rust tokenizer."""
+    return write_gguf(tmp_path_factory.mktemp("ctx") / "ctx.gguf", {"llama.context_length": (2**31 - 1, UINT32)})
+
+
+@pytest.mark.parametrize("text", ["hello world " * 2_500_000, "a" * 30_000_000, "\u00e9" * 200_000], ids=["30 MB line", "30 MB word", "400 KB of é"])
+@pytest.mark.parametrize("command", ["inspect", "predict"])
+def test_a_huge_line_is_refused_by_its_bytes_before_the_tokenizer(endless_context, command, text):
+    import time
+
+    start = time.monotonic()
+    size = len(text.encode())
+    one_line(attn(command, text, "--model", endless_context), 2, f"a line of {size:,} bytes, more than the 262,144")
+    assert time.monotonic() - start < 2
+
+
+@needs_script
+def test_a_huge_line_on_stdin_is_refused_quickly_in_a_real_process(endless_context):
+    import time
+
+    start = time.monotonic()
+    out = check(attn_process("predict", "-", "--model", str(endless_context), stdin=b"a" * 30_000_000 + b"\nhello world\n"))
+    assert time.monotonic() - start < 10 and out.code == 2, out
+    assert "line 1: a line of 30,000,000 bytes" in out.stderr and "Traceback" not in out.stderr, out
+    assert out.stdout.count(b"\n") > 1  # the next line is answered
+
+
+def test_a_line_within_the_bytes_is_read_whatever_the_file_claims(endless_context):
+    assert check(attn("predict", "hello world " * 100, "--model", endless_context, "--json")).code == 0

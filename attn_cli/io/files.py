@@ -76,12 +76,14 @@ def decode_utf8(raw: bytes, where: str) -> str:
 def check_text(text: str, where: str) -> str:
     """An argument as text. Python keeps argument bytes that are not UTF-8 as lone surrogates
     (U+DC80..U+DCFF); such an argument raises InputError naming the byte and its offset."""
-    for i, c in enumerate(text):
-        if "\ud800" <= c <= "\udfff":
-            offset = len(text[:i].encode("utf-8", "surrogateescape"))
-            byte = f"byte 0x{ord(c) - 0xDC00:02x}" if "\udc80" <= c <= "\udcff" else f"U+{ord(c):04X}"
-            raise InputError(f"{where}: not UTF-8 text: {byte} at byte offset {offset}")
-    return text
+    try:
+        text.encode("utf-8")  # in C: a per-character loop took 5 s on a 30 MB argument
+        return text
+    except UnicodeEncodeError as e:
+        i, c = e.start, text[e.start]
+    offset = len(text[:i].encode("utf-8", "surrogateescape"))
+    byte = f"byte 0x{ord(c) - 0xDC00:02x}" if "\udc80" <= c <= "\udcff" else f"U+{ord(c):04X}"
+    raise InputError(f"{where}: not UTF-8 text: {byte} at byte offset {offset}")
 
 
 def stdin_bytes() -> bytes:
