@@ -280,3 +280,68 @@ def test_a_huge_line_on_stdin_is_refused_quickly_in_a_real_process(endless_conte
 
 def test_a_line_within_the_bytes_is_read_whatever_the_file_claims(endless_context):
     assert check(attn("predict", "hello world " * 100, "--model", endless_context, "--json")).code == 0
+
+
+# --- the header: arrays attn does not use are walked past, and what it keeps is bounded ------------------------------
+
+
+def with_unused_strings(path: Path, n: int, base: Path = BASE) -> Path:
+    """`base` with an extra key general.tags holding n two-byte strings, spliced in after the preamble (built with NumPy:
+    gguf-py's writer takes seconds a million strings). The insert is padded to the alignment, so the tensors' offsets,
+    relative to the end of the header, still hold."""
+    import struct
+
+    data = base.read_bytes()
+    def kv(key: bytes, body: bytes, kind: int) -> bytes:
+        return struct.pack("<Q", len(key)) + key + struct.pack("<I", kind) + body
+    items = np.zeros(n, dtype=[("length", "<u8"), ("text", "S2")])
+    items["length"], items["text"] = 2, b"ab"
+    tags = kv(b"general.tags", struct.pack("<IQ", STRING, n) + items.tobytes(), ARRAY)
+    pad = kv(b"general.padding", struct.pack("<Q", 0), STRING)
+    pad = kv(b"general.padding", struct.pack("<Q", -(len(tags) + len(pad)) % 32) + b"p" * (-(len(tags) + len(pad)) % 32), STRING)
+    n_tensors, n_keys = struct.unpack_from("<QQ", data, 8)
+    path.write_bytes(data[:8] + struct.pack("<QQ", n_tensors, n_keys + 2) + tags + pad + data[24:])
+    return path
+
+
+def peak_mb(*args: str) -> tuple[int, float]:
+    """(exit code, peak resident MB) of `attn args` in a process of its own."""
+    probe = ("import resource, subprocess, sys\n"
+             f"done = subprocess.run({[ATTN, *args]!r}, capture_output=True)\n"
+             "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    code, kilobytes = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120).stdout.split()
+    return int(code), int(kilobytes) / 1024
+
+
+def test_an_unused_array_is_walked_past_and_kept_as_its_length(tmp_path):
+    model = with_unused_strings(tmp_path / "tags.gguf", 1000)
+    file = gguf_file.read_file(model)
+    unread = file.metadata["general.tags"]
+    assert isinstance(unread, gguf_file.UnreadArray) and (unread.item_type, unread.count) == (STRING, 1000)
+    assert file.value_types["general.tags"] == (ARRAY, STRING)
+    base = gguf_file.read_file(BASE)
+    assert file.metadata["tokenizer.ggml.tokens"] == base.metadata["tokenizer.ggml.tokens"]  # what attn reads, as before
+    assert [(t.name, t.offset - file.data_start) for t in file.tensors.values()] == [(t.name, t.offset - base.data_start) for t in base.tensors.values()]
+    predicted = [json.loads(check(attn("predict", "hello world", "--model", m, "--json")).text) for m in (model, BASE)]
+    assert [{k: v for k, v in p.items() if k != "model"} for p in predicted] == [{k: v for k, v in predicted[1].items() if k != "model"}] * 2
+    damaged = tmp_path / "damaged.gguf"
+    data = model.read_bytes()
+    at = data.index(b"general.tags") + len(b"general.tags") + 4 + 4 + 8 + 500 * 10  # item 500's length
+    damaged.write_bytes(data[:at] + (1 << 40).to_bytes(8, "little") + data[at + 8:])
+    one_line(attn("model", "info", damaged), 1, "item 500 of metadata 'general.tags' is 1,099,511,627,776 bytes long")
+
+
+def test_a_kept_array_of_more_strings_than_any_vocabulary_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(gguf_file, "MAX_KEPT_STRINGS", 100)
+    one_line(attn("model", "info", BASE), 1, "tokenizer.ggml.tokens' holds 512 strings; attn reads at most 100")
+
+
+@needs_script
+@pytest.mark.parametrize("n", [1 << 20, pytest.param(1 << 24, marks=pytest.mark.slow)], ids=["2^20 strings, 11 MB", "2^24 strings, 168 MB"])
+def test_reading_a_header_with_a_huge_unused_array_costs_about_its_size(tmp_path, n):
+    """2^24 two-byte strings in an unused key made `model info` peak at 2.3 GB on a 167 MB file: each string was made an object."""
+    model = with_unused_strings(tmp_path / "tags.gguf", n)
+    size = model.stat().st_size / (1 << 20)
+    (code, base), (hostile_code, peak) = peak_mb("model", "info", str(BASE)), peak_mb("model", "info", str(model))
+    assert code == hostile_code == 0
+    assert peak - base < 1.2 * size + 16, f"{size:.0f} MB file: {base:.0f} MB for the tiny model alone, {peak:.0f} MB with the array"
