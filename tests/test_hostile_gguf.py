@@ -345,3 +345,62 @@ def test_reading_a_header_with_a_huge_unused_array_costs_about_its_size(tmp_path
     (code, base), (hostile_code, peak) = peak_mb("model", "info", str(BASE)), peak_mb("model", "info", str(model))
     assert code == hostile_code == 0
     assert peak - base < 1.2 * size + 16, f"{size:.0f} MB file: {base:.0f} MB for the tiny model alone, {peak:.0f} MB with the array"
+
+
+# --- no NumPy warning, whatever the weights hold ---------------------------------------------------------------------
+
+
+def norm_as(path: Path, type_id: int, raw: bytes, name: str = "blk.0.attn_norm.weight") -> Path:
+    return write_gguf(path, tensors={name: (type_id, raw)})
+
+
+def hostile_weights(folder: Path) -> dict:
+    """Norm weights that overflow a sum, F16 NaNs and infinities, F64 beyond float32, and every 32-value block type filled
+    with random bytes (damaged scales): name -> file."""
+    rng = np.random.default_rng(7)
+    files = {
+        "huge attn_norm": norm_as(folder / "huge.gguf", 0, np.full(64, 3e38, np.float32).tobytes()),
+        "huge output_norm": norm_as(folder / "huge_out.gguf", 0, np.full(64, 3e38, np.float32).tobytes(), "output_norm.weight"),
+        "F64 beyond float32": norm_as(folder / "f64.gguf", 28, np.full(64, 1e300).tobytes()),
+        "F16 random": norm_as(folder / "f16.gguf", 1, rng.integers(0, 256, 128, dtype=np.uint8).tobytes()),
+    }
+    for type_id, (name, block, block_bytes) in gguf_file.GGML_TYPES.items():
+        if block == 32:
+            files[f"{name} random"] = norm_as(folder / f"{name}.gguf", type_id, rng.integers(0, 256, 2 * block_bytes, dtype=np.uint8).tobytes())
+    return files
+
+
+@pytest.fixture(scope="module")
+def weight_files(tmp_path_factory):
+    return hostile_weights(tmp_path_factory.mktemp("weights"))
+
+
+def test_hostile_weights_are_read_without_a_numpy_warning(weight_files):
+    """At the source, not only at the CLI: each tensor is read with every warning an error."""
+    import warnings
+
+    from attn_cli.errors import DataError
+
+    for name, path in weight_files.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            try:
+                for tensor in gguf.load(path).tensors.values():
+                    tensor.array()
+            except DataError as e:
+                assert "NaN or infinite" in str(e) or "not supported" in str(e), (name, e)
+
+
+@pytest.mark.parametrize("command", [["model", "info", "{m}"], ["predict", "hello world", "--model", "{m}"]])
+def test_hostile_weights_give_an_answer_or_one_line_and_no_warning(weight_files, command):
+    for name, path in weight_files.items():
+        out = check(attn(*[a.replace("{m}", str(path)) for a in command]))
+        assert out.code == 0 or out.stderr.count("\n") == 1, (name, out)
+
+
+@needs_script
+def test_no_numpy_warning_reaches_stderr_in_a_real_process(weight_files):
+    for name, command in (("huge attn_norm", "info"), ("huge attn_norm", "predict"), ("F64 beyond float32", "predict")):
+        path = str(weight_files[name])
+        out = check(attn_process(*(["model", "info", path] if command == "info" else ["predict", "hello world", "--model", path])))
+        assert "RuntimeWarning" not in out.stderr and out.stderr.count("\n") <= 1, (name, out)

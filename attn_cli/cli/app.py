@@ -120,8 +120,12 @@ class AttnGroup(typer.core.TyperGroup):
         sys.exit(code)
 
     def invoke(self, ctx):
+        import warnings
+
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():  # NumPy's floating-point warnings: attn checks what it computes and says so in one line
+                warnings.filterwarnings("ignore", r".*(overflow|invalid value|divide by zero|underflow) encountered", RuntimeWarning)
+                return super().invoke(ctx)
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise
         except Exception as e:
