@@ -404,3 +404,33 @@ def test_no_numpy_warning_reaches_stderr_in_a_real_process(weight_files):
         path = str(weight_files[name])
         out = check(attn_process(*(["model", "info", path] if command == "info" else ["predict", "hello world", "--model", path])))
         assert "RuntimeWarning" not in out.stderr and out.stderr.count("\n") <= 1, (name, out)
+
+
+# --- memory running out while computing -------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@needs_script
+def test_memory_running_out_during_the_forward_pass_says_so():
+    """An anonymous mapping refused under an address-space limit is an OSError (ENOMEM): it was reported as a failed write
+    to standard output."""
+    prlimit = shutil.which("prlimit")
+    if prlimit is None:
+        pytest.skip("no prlimit")
+    text = " ".join(["the cat sat on the mat and"] * 1000)  # 7,001 tokens: [4, n, n] float32 matrices of 784 MB a layer
+    done = subprocess.run([prlimit, f"--as={700 << 20}", ATTN, "predict", text, "--model", str(BASE)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout == "", done
+    assert done.stderr.startswith("attn: not enough memory") and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_an_out_of_memory_oserror_is_told_from_a_failed_write(monkeypatch):
+    import errno
+
+    from attn_cli.models import transformer
+
+    def refuse(*args, **kwargs):
+        raise OSError(errno.ENOMEM, os.strerror(errno.ENOMEM))  # as mmap.mmap(-1, ...) raises it
+
+    monkeypatch.setattr(transformer.Transformer, "forward", refuse)
+    for command in ("inspect", "predict"):
+        one_line(attn(command, "hello world", "--model", BASE), 1, "not enough memory")

@@ -94,6 +94,14 @@ def interruption(e: BaseException | None) -> BaseException | None:
     return None
 
 
+def out_of_memory(e: OSError) -> bool:
+    """An OSError that is memory running out while computing (an anonymous mapping refused: ENOMEM, no file named),
+    not a failed write."""
+    import errno
+
+    return e.errno == errno.ENOMEM and e.filename is None
+
+
 class AttnGroup(typer.core.TyperGroup):
     """Turns the library's exceptions into one line on stderr and the exception's exit code."""
 
@@ -134,9 +142,9 @@ class AttnGroup(typer.core.TyperGroup):
             if isinstance(e, AttnError):
                 say(str(e))
                 raise typer.Exit(e.exit_code) from None
-            if isinstance(e, OSError):
+            if isinstance(e, OSError) and not out_of_memory(e):
                 raise  # attn_cli.cli.main says it, as it says a write that fails after the command
-            if isinstance(e, MemoryError):
+            if isinstance(e, (MemoryError, OSError)):
                 say("not enough memory for this input; give it less (fewer tokens, a smaller --limit)")
                 raise typer.Exit(1) from None
             if os.environ.get(DEBUG_VAR):  # a bug: one line, not a traceback
