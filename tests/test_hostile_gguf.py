@@ -238,7 +238,7 @@ def test_a_blob_linked_to_a_file_that_is_not_gguf_says_so_without_its_content(tm
     secret = tmp_path / "secret.txt"
     secret.write_text("root:x:0:0:root:/root:/bin/bash\n")
     root = tmp_path / "store"
-    spec = as_ollama_store(root, BASE)
+    spec = as_ollama_store(root, BASE, size=secret.stat().st_size)  # the size agrees: the content is what is wrong
     blob = next((root / "blobs").iterdir())
     blob.unlink()
     blob.symlink_to(secret)
@@ -434,3 +434,40 @@ def test_an_out_of_memory_oserror_is_told_from_a_failed_write(monkeypatch):
     monkeypatch.setattr(transformer.Transformer, "forward", refuse)
     for command in ("inspect", "predict"):
         one_line(attn(command, "hello world", "--model", BASE), 1, "not enough memory")
+
+
+# --- Ollama blobs: the size always, the sha256 with --verify, and which was done ---------------------------------------
+
+
+def test_a_blob_of_another_size_than_its_manifest_says_is_refused(tmp_path):
+    root = tmp_path / "store"
+    spec = as_ollama_store(root, BASE, size=BASE.stat().st_size + 1)
+    for command in (["model", "info", spec], ["inspect", "hello", "--model", spec], ["predict", "hello", "--model", spec]):
+        one_line(attn(*command, env={"OLLAMA_MODELS": str(root)}), 1, f"{BASE.stat().st_size:,} bytes, but the manifest", "says")
+    spec = as_ollama_store(tmp_path / "odd", BASE, size="12")  # type: ignore[arg-type]
+    one_line(attn("model", "info", spec, env={"OLLAMA_MODELS": str(tmp_path / "odd")}), 1, "size '12' is not a number of bytes")
+
+
+def test_a_blob_whose_bytes_do_not_match_its_digest_is_refused_with_verify(tmp_path):
+    """Same size, one byte changed in a tensor: only the digest tells, and only --verify reads the whole blob to compute it."""
+    data = bytearray(BASE.read_bytes())
+    data[-1] ^= 0x01
+    changed = tmp_path / "changed.gguf"
+    changed.write_bytes(bytes(data))
+    root = tmp_path / "store"
+    spec = as_ollama_store(root, changed, digest=hashlib.sha256(BASE.read_bytes()).hexdigest())  # the digest of the original
+    env = {"OLLAMA_MODELS": str(root)}
+    plain = json.loads(check(attn("model", "info", spec, "--json", env=env)).text)
+    assert plain["checked"] == ["size"]
+    assert "its size matches the manifest; --verify also checks its sha256" in check(attn("model", "info", spec, env=env)).text
+    one_line(attn("model", "info", spec, "--verify", env=env), 1, "its sha256 is " + hashlib.sha256(bytes(data)).hexdigest(), "not the sha256:")
+
+
+def test_verify_says_what_was_checked(tmp_path):
+    root = tmp_path / "store"
+    spec = as_ollama_store(root, BASE)
+    env = {"OLLAMA_MODELS": str(root)}
+    assert json.loads(check(attn("model", "info", spec, "--verify", "--json", env=env)).text)["checked"] == ["size", "sha256"]
+    assert "size and sha256 match the manifest" in check(attn("model", "info", spec, "--verify", env=env)).text
+    assert json.loads(check(attn("model", "info", BASE, "--json")).text)["checked"] is None  # a file has no manifest
+    one_line(attn("model", "info", BASE, "--verify"), 2, "--verify checks an Ollama blob")

@@ -27,6 +27,7 @@ class ModelInfo:
     position: str = "learned"  # "learned" | "rotary"
     mlp: str = "dense"  # "dense" | "gated"
     description: str = ""  # what kind of model it is, in a line (the view's; not in JSON)
+    checked: list | None = None  # an Ollama blob: what was compared with its manifest ("size", "sha256"); None for other sources
 
     def to_dict(self) -> dict:
         out = asdict(self)

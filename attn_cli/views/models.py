@@ -25,6 +25,10 @@ def model_info(info: "ModelInfo") -> Table:
     table.add_row("MLP width", str(info.d_ff), f"{info.activation}, {'gated: (act(x W_gate) * x W_up) W_down' if info.mlp == 'gated' else 'act(x W_in) W_out'}")
     table.add_row("norm · positions", f"{info.norm} · {info.position}", "RMSNorm" if info.norm == "rms" else "LayerNorm")
     table.add_row("vocabulary", f"{info.vocabulary:,}", f"up to {info.max_positions:,} positions")
+    if info.checked is not None:
+        verified = "sha256" in info.checked
+        table.add_row("blob checked", " and ".join(info.checked), "size and sha256 match the manifest" if verified
+                      else "its size matches the manifest; --verify also checks its sha256")
     p = info.per_head
     table.add_section()
     d, k = p["w_q"]
