@@ -471,3 +471,58 @@ def test_verify_says_what_was_checked(tmp_path):
     assert "size and sha256 match the manifest" in check(attn("model", "info", spec, "--verify", env=env)).text
     assert json.loads(check(attn("model", "info", BASE, "--json")).text)["checked"] is None  # a file has no manifest
     one_line(attn("model", "info", BASE, "--verify"), 2, "--verify checks an Ollama blob")
+
+
+# --- SVG exports are well-formed XML, whatever the text and the file hold --------------------------------------------
+
+HOSTILE_TEXT = "the \x1bcat\x07 sat\x08 down"
+SVG_EXPORTS = {  # what each export is made from: (options with {m} for the model), the views of both kinds of model
+    "model view": ["--model", "{m}", "--head", "0.0"],
+    "model heatmap": ["--model", "{m}", "--head", "0.0", "--export-view", "heatmap"],
+    "model overview": ["--model", "{m}", "--export-view", "overview"],
+    "model layers": ["--model", "{m}", "--export-view", "layers"],
+    "model residual": ["--model", "{m}", "--focus", "sat", "--export-view", "residual"],
+    "model picture": ["--model", "{m}", "--focus", "sat", "--export-view", "picture"],
+    "lesson view": ["--oov", "zero", "--head", "adjective"],
+    "lesson heatmap": ["--oov", "zero", "--head", "adjective", "--export-view", "heatmap"],
+    "lesson shift": ["--oov", "zero", "--export-view", "shift"],
+    "lesson picture": ["--oov", "zero", "--export-view", "picture"],
+    "lesson senses": ["--oov", "zero", "--sense", "animal=mammal,burrow", "--sense", "sit=chair,seat", "--export-view", "senses"],
+}
+
+
+@pytest.fixture(scope="module")
+def named_by_digest(tmp_path_factory):
+    """A blob-like file, so general.name (with ESC and BEL in it) names the model in every picture."""
+    return write_gguf(tmp_path_factory.mktemp("named") / ("sha256-" + "2" * 64 + ".gguf"), {"general.name": ("evil\x1b[2J\x07name", STRING)})
+
+
+def well_formed_svg(path: Path) -> str:
+    import xml.etree.ElementTree as ET
+
+    text = path.read_text(encoding="utf-8")
+    root = ET.fromstring(text)  # raises on a character XML cannot hold
+    assert root.tag.endswith("svg")
+    assert not set(text) & {chr(c) for c in (*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0))}
+    return text
+
+
+@pytest.mark.parametrize("export", list(SVG_EXPORTS))
+def test_every_svg_export_is_well_formed_xml_with_control_characters_escaped(tmp_path, named_by_digest, export):
+    svg = tmp_path / "out.svg"
+    options = [a.replace("{m}", str(named_by_digest)) for a in SVG_EXPORTS[export]]
+    out = check(attn("inspect", HOSTILE_TEXT, *options, "--svg", svg))
+    assert out.code == 0, out
+    text = well_formed_svg(svg)
+    assert "\\x1b" in text  # shown as the terminal shows it
+    if "model" in export:
+        assert "evil\\x1b[2J\\x07name" in text
+
+
+def test_an_svg_of_several_lines_and_an_html_picture_hold_no_control_character(tmp_path, named_by_digest):
+    svg, page = tmp_path / "lines.svg", tmp_path / "lines.html"
+    out = check(attn("inspect", "-", "--model", named_by_digest, "--head", "0.0", "--svg", svg, stdin=f"{HOSTILE_TEXT}\nthe \x1b[1mdog\n".encode()))
+    assert out.code == 0, out
+    well_formed_svg(svg)
+    check(attn("inspect", HOSTILE_TEXT, "--model", named_by_digest, "--html", page))
+    assert not set(page.read_text(encoding="utf-8")) & {"\x1b", "\x07", "\x08"}
