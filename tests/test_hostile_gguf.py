@@ -120,11 +120,10 @@ main()
 def test_a_panic_in_the_tokenizer_is_one_line_in_a_real_process():
     """pyo3's PanicException derives from BaseException: `except Exception` let it through as a traceback."""
     done = subprocess.run([sys.executable, "-c", PANICKING, "inspect", "hello world", "--model", str(BASE)], capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "RUST_BACKTRACE": "0", "COLUMNS": "100"})
+                          text=True, timeout=60, env={**os.environ, "RUST_BACKTRACE": "1", "COLUMNS": "100"})
     assert done.returncode == 1 and done.stdout == "", done
-    assert "Traceback" not in done.stderr and "PanicException" not in done.stderr, done.stderr
-    last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("attn: ") and "tokenizer failed inside the tokenizers library" in last, done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("attn: "), done.stderr  # no Rust report, no backtrace
+    assert "tokenizer failed inside the tokenizers library (index out of bounds" in done.stderr, done.stderr
 
 
 # --- chat templates: a budget of time, output and memory that holds while they render -----------------------------

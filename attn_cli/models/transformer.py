@@ -62,8 +62,11 @@ class Transformer:
         check_line_length(text, self.spec.max_positions, self.name)  # before the tokenizer: a huge line would cost it gigabytes
         if chat:
             text = self.chat_prompt(text)
+        from attn_cli.errors import native_stderr_held
+
         try:
-            enc = self.tokenizer.encode(text, add_special_tokens=not chat)
+            with native_stderr_held():  # a Rust panic's report is dropped: it is said in one line below
+                enc = self.tokenizer.encode(text, add_special_tokens=not chat)
         except BaseException as e:  # tokenizers raises plain Exception (a WordPiece vocabulary without [UNK] meets a word it cannot
             from attn_cli.errors import DataError, is_panic, reason  # split), and a Rust panic as a BaseException
 
