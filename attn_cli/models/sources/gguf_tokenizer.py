@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from attn_cli.errors import DataError, is_panic
+from attn_cli.errors import DataError, is_panic, native_stderr_held
 from attn_cli.models.sources.gguf_file import GGUFFile, _get
 
 # tokenizer.ggml.pre -> llama.cpp's split regexes (llama-vocab.cpp), applied one after another, then the byte alphabet
@@ -71,7 +71,7 @@ def special_tokens_processor(tokens: list[str], bos_id: int | None, eos_id: int 
 def build_tokenizer(file: GGUFFile, add_bos: bool, add_eos: bool):
     """A `tokenizers` byte-level BPE from tokenizer.ggml.*: llama.cpp's split regexes for `pre`, the file's
     merges, control tokens as specials (user-defined ones as added tokens), BOS/EOS as the file says."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, pre_tokenizers, processors
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, pre_tokenizers
     from tokenizers.models import BPE
 
     tokens = file.metadata["tokenizer.ggml.tokens"]
@@ -86,19 +86,20 @@ def build_tokenizer(file: GGUFFile, add_bos: bool, add_eos: bool):
             raise DataError(f"{file.path}: merge {k:,} ({merge[:40]!r}) is not two tokens separated by a space")
         merges.append((left, right))
     try:
-        options = {"ignore_merges": True} if pre in LLAMA3_PRES else {}
-        tok = Tokenizer(BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False, **options))
-        tok.pre_tokenizer = pre_tokenizers.Sequence(
-            [pre_tokenizers.Split(Regex(p), behavior="isolated") for p in PRE_TOKENIZERS[pre]]
-            + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]
-        )
-        tok.decoder = decoders.ByteLevel()
-        tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, k in zip(tokens, types) if k == CONTROL])
-        tok.add_tokens([AddedToken(t, special=False, normalized=False) for t, k in zip(tokens, types) if k == USER_DEFINED])
-        bos_id, eos_id = _get(file, "tokenizer.ggml.bos_token_id", int), _get(file, "tokenizer.ggml.eos_token_id", int)
-        post = special_tokens_processor(tokens, bos_id if add_bos else None, eos_id if add_eos else None)
-        if post is not None:
-            tok.post_processor = post
+        with native_stderr_held():  # a Rust panic's report is dropped: it is said in one line
+            options = {"ignore_merges": True} if pre in LLAMA3_PRES else {}
+            tok = Tokenizer(BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False, **options))
+            tok.pre_tokenizer = pre_tokenizers.Sequence(
+                [pre_tokenizers.Split(Regex(p), behavior="isolated") for p in PRE_TOKENIZERS[pre]]
+                + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]
+            )
+            tok.decoder = decoders.ByteLevel()
+            tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, k in zip(tokens, types) if k == CONTROL])
+            tok.add_tokens([AddedToken(t, special=False, normalized=False) for t, k in zip(tokens, types) if k == USER_DEFINED])
+            bos_id, eos_id = _get(file, "tokenizer.ggml.bos_token_id", int), _get(file, "tokenizer.ggml.eos_token_id", int)
+            post = special_tokens_processor(tokens, bos_id if add_bos else None, eos_id if add_eos else None)
+            if post is not None:
+                tok.post_processor = post
     except BaseException as e:  # tokenizers raises plain Exception for a bad vocabulary, and a Rust panic as a BaseException
         if not isinstance(e, Exception) and not is_panic(e):
             raise
