@@ -185,13 +185,18 @@ class _watchdog:
         self.seconds, self.lock, self.done = seconds, threading.Lock(), False
 
     def fire(self) -> None:
-        import ctypes
-
         with self.lock:
             if not self.done:
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.thread), ctypes.py_object(Timeout))
+                self.api.PyThreadState_SetAsyncExc(self.ctypes.c_ulong(self.thread), self.ctypes.py_object(Timeout))
 
     def __enter__(self):
+        try:
+            import ctypes
+
+            self.ctypes, self.api = ctypes, ctypes.pythonapi
+        except (ImportError, AttributeError):  # not CPython: the size checks and the memory limit still hold
+            self.api = None
+            return self
         self.thread = threading.get_ident()
         self.timer = threading.Timer(self.seconds, self.fire)
         self.timer.daemon = True
@@ -199,13 +204,13 @@ class _watchdog:
         return self
 
     def __exit__(self, *exc):
-        import ctypes
-
+        if self.api is None:
+            return False
         with self.lock:
             self.done = True
         self.timer.cancel()
         self.timer.join()  # gone before the next render counts the threads
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.thread), None)  # one fired too late is dropped
+        self.api.PyThreadState_SetAsyncExc(self.ctypes.c_ulong(self.thread), None)  # one fired too late is dropped
         return False
 
 
