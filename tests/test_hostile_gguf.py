@@ -263,7 +263,7 @@ def test_a_huge_line_is_refused_by_its_bytes_before_the_tokenizer(endless_contex
     start = time.monotonic()
     size = len(text.encode())
     one_line(attn(command, text, "--model", endless_context), 2, f"a line of {size:,} bytes, more than the 262,144")
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 5  # the tokenizer took minutes or aborted; reading the line is what is left
 
 
 @needs_script
