@@ -25,10 +25,6 @@ def model_info(info: "ModelInfo") -> Table:
     table.add_row("MLP width", str(info.d_ff), f"{info.activation}, {'gated: (act(x W_gate) * x W_up) W_down' if info.mlp == 'gated' else 'act(x W_in) W_out'}")
     table.add_row("norm · positions", f"{info.norm} · {info.position}", "RMSNorm" if info.norm == "rms" else "LayerNorm")
     table.add_row("vocabulary", f"{info.vocabulary:,}", f"up to {info.max_positions:,} positions")
-    if info.checked is not None:
-        verified = "sha256" in info.checked
-        table.add_row("blob checked", " and ".join(info.checked), "size and sha256 match the manifest" if verified
-                      else "its size matches the manifest; --verify also checks its sha256")
     p = info.per_head
     table.add_section()
     d, k = p["w_q"]
@@ -43,6 +39,11 @@ def model_info(info: "ModelInfo") -> Table:
         share = counts[name] / counts["total"] if counts["total"] else 0.0
         table.add_row(name.replace("_", " "), f"{counts[name]:,}", share_text(share))
     table.add_row("total", f"{counts['total']:,}", "counted from the tensors in the file (a pooler, or an output head the view does not use, left out)")
+    if info.checked is not None:  # an Ollama blob
+        table.add_section()
+        verified = "sha256" in info.checked
+        table.add_row("blob checked", " and ".join(info.checked), "size and sha256 match the manifest" if verified
+                      else "its size matches the manifest; --verify also checks its sha256")
     return table
 
 
