@@ -71,7 +71,7 @@ def special_tokens_processor(tokens: list[str], bos_id: int | None, eos_id: int 
 def build_tokenizer(file: GGUFFile, add_bos: bool, add_eos: bool):
     """A `tokenizers` byte-level BPE from tokenizer.ggml.*: llama.cpp's split regexes for `pre`, the file's
     merges, control tokens as specials (user-defined ones as added tokens), BOS/EOS as the file says."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, pre_tokenizers
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, pre_tokenizers, processors
     from tokenizers.models import BPE
 
     tokens = file.metadata["tokenizer.ggml.tokens"]
