@@ -3,7 +3,9 @@
 `gguf.GGUFReader` builds a NumPy view per field and per string, which takes seconds on a vocabulary
 of 50-150k tokens before any number is used; this reads the same header in tens of milliseconds.
 The file is treated as hostile: every length, count and offset is checked against the bytes left
-before anything is allocated from it, and anything wrong is a one-line DataError.
+before anything is allocated from it, and anything wrong is a one-line DataError. Only the arrays attn
+reads (KEPT_ARRAYS: the tokenizer's) become Python objects; any other is walked past and kept as an
+UnreadArray, so a header costs about what attn uses of it, not ten times the file.
 
 Layout (little-endian): "GGUF", u32 version (2 or 3), u64 tensor count, u64 key count; the keys
 (string key, u32 type, value); the tensor infos (string name, u32 n_dims, u64 dims[n_dims] with the
