@@ -20,7 +20,7 @@ from tests.oracle import ATTN, attn, attn_process, check, one_line
 
 BASE = checkpoints.gguf_fixture("tiny-llama", "F32")
 needs_script = pytest.mark.skipif(ATTN is None, reason="the attn console script is not installed")
-STRING, ARRAY, UINT32, FLOAT32, BOOL = 8, 9, 4, 6, 7  # GGUF value types
+STRING, ARRAY, UINT32, BOOL = 8, 9, 4, 7  # GGUF value types
 
 
 def write_gguf(path: Path, keys: dict | None = None, drop: tuple = (), tensors: dict | None = None, base: Path = BASE) -> Path:
@@ -37,8 +37,7 @@ def write_gguf(path: Path, keys: dict | None = None, drop: tuple = (), tensors: 
         writer.add_key_value(key, value, gguf_py.GGUFValueType(kind[0] if item else kind), sub_type=item)
     for name, info in src.tensors.items():
         type_id, raw = tensors.get(name, (info.type_id, np.array(src.raw(info))))
-        rows = int(np.prod(info.dims[1:]))
-        raw = np.frombuffer(bytes(raw), np.uint8).reshape(*reversed(info.dims[1:]), -1) if rows else raw
+        raw = np.frombuffer(bytes(raw), np.uint8).reshape(*reversed(info.dims[1:]), -1)  # bytes in the tensor's shape, rows last
         writer.add_tensor(name, raw, raw_dtype=gguf_py.GGMLQuantizationType(type_id))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
