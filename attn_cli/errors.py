@@ -19,6 +19,50 @@ class DataError(AttnError):
     exit_code = 1
 
 
+def is_panic(e: BaseException) -> bool:
+    """A Rust panic inside a compiled extension (tokenizers, safetensors): pyo3's PanicException, which
+    derives from BaseException, so `except Exception` lets it through."""
+    return type(e).__name__ == "PanicException"
+
+
+class native_stderr_held:
+    """File descriptor 2 sent to a scratch file while a compiled library runs, and what it wrote passed on after, unless
+    the block ends in a Rust panic: the panic's own report (its message, a note, perhaps a backtrace of hundreds of
+    lines) is then dropped, and the caller says it in one line. Cheap: two dup2 calls, one scratch file a process."""
+
+    scratch = None
+
+    def __enter__(self):
+        import os
+        import tempfile
+
+        try:
+            if native_stderr_held.scratch is None:
+                native_stderr_held.scratch = tempfile.TemporaryFile()
+            self.saved = os.dup(2)
+            os.dup2(native_stderr_held.scratch.fileno(), 2)
+        except OSError:
+            self.saved = None
+        return self
+
+    def __exit__(self, kind, e, tb):
+        import os
+
+        if self.saved is None:
+            return False
+        os.dup2(self.saved, 2)
+        os.close(self.saved)
+        scratch = native_stderr_held.scratch
+        written = os.lseek(scratch.fileno(), 0, os.SEEK_CUR)
+        if written:
+            if e is None or not is_panic(e):
+                os.lseek(scratch.fileno(), 0, os.SEEK_SET)
+                os.write(2, os.read(scratch.fileno(), written))
+            os.ftruncate(scratch.fileno(), 0)
+            os.lseek(scratch.fileno(), 0, os.SEEK_SET)
+        return False
+
+
 def reason(e: BaseException) -> str:
     """Why reading a damaged file failed, in a few words: the first line of the library's own message."""
     if isinstance(e, EOFError):

@@ -319,7 +319,7 @@ def header_field(data: bytes, name: bytes, after: int = 0) -> int:
 
 def test_wrong_magic_versions_and_tiny_files(tmp_path):
     data = SMALL.read_bytes()
-    assert "not a GGUF file (it starts with b'GGUG'" in one_line_error(damaged(tmp_path, b"GGUG" + data[4:]))
+    assert "not a GGUF file (it does not start with the bytes 'GGUF')" in one_line_error(damaged(tmp_path, b"GGUG" + data[4:]))
     assert "GGUF version 1 is not supported" in one_line_error(damaged(tmp_path, data[:4] + struct.pack("<I", 1) + data[8:]))
     assert "GGUF version 99 is not supported" in one_line_error(damaged(tmp_path, data[:4] + struct.pack("<I", 99) + data[8:]))
     assert "big-endian" in one_line_error(damaged(tmp_path, data[:4] + struct.pack(">I", 3) + data[8:]))

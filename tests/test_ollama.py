@@ -106,8 +106,8 @@ def write_manifest(store, manifest) -> None:
     (store / MANIFEST.relative_to(STORE)).write_text(manifest if isinstance(manifest, str) else json.dumps(manifest))
 
 
-def model_layer(digest: str) -> dict:
-    return {"schemaVersion": 2, "layers": [{"mediaType": ollama.MODEL_MEDIA_TYPE, "digest": digest, "size": 1}]}
+def model_layer(digest: str, size: int = 1) -> dict:
+    return {"schemaVersion": 2, "layers": [{"mediaType": ollama.MODEL_MEDIA_TYPE, "digest": digest, "size": size}]}
 
 
 @pytest.mark.parametrize("manifest, message", [
@@ -138,7 +138,7 @@ def test_a_blob_that_is_a_folder_or_not_gguf(store):
     with pytest.raises(DataError, match="is missing"):
         ollama.resolve("ollama:tiny-llama:q8_0", store)
     (store / "blobs" / ("sha256-" + "2" * 64)).write_bytes(b"not a model at all, just some text")
-    write_manifest(store, model_layer("sha256:" + "2" * 64))
+    write_manifest(store, model_layer("sha256:" + "2" * 64, size=34))
     with pytest.raises(DataError, match="not a GGUF file"):
         ollama.load("ollama:tiny-llama:q8_0", store)
 

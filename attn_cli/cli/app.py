@@ -89,9 +89,17 @@ def interruption(e: BaseException | None) -> BaseException | None:
     message of its own: such an error is the interruption, not a failure to report."""
     for _ in range(100):  # a chain of causes is short; never loop on a cyclic one
         if e is None or not isinstance(e, (Exception, SystemExit, GeneratorExit)):
-            return e
+            return None if type(e).__name__ == "PanicException" else e  # a Rust panic (errors.is_panic) reported as an error
         e = e.__cause__ or e.__context__
     return None
+
+
+def out_of_memory(e: OSError) -> bool:
+    """An OSError that is memory running out while computing (an anonymous mapping refused: ENOMEM, no file named),
+    not a failed write."""
+    import errno
+
+    return e.errno == errno.ENOMEM and e.filename is None
 
 
 class AttnGroup(typer.core.TyperGroup):
@@ -120,8 +128,12 @@ class AttnGroup(typer.core.TyperGroup):
         sys.exit(code)
 
     def invoke(self, ctx):
+        import warnings
+
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():  # NumPy's floating-point warnings: attn checks what it computes and says so in one line
+                warnings.filterwarnings("ignore", r".*(overflow|invalid value|divide by zero|underflow) encountered", RuntimeWarning)
+                return super().invoke(ctx)
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise
         except Exception as e:
@@ -130,14 +142,21 @@ class AttnGroup(typer.core.TyperGroup):
             if isinstance(e, AttnError):
                 say(str(e))
                 raise typer.Exit(e.exit_code) from None
-            if isinstance(e, OSError):
+            if isinstance(e, OSError) and not out_of_memory(e):
                 raise  # attn_cli.cli.main says it, as it says a write that fails after the command
-            if isinstance(e, MemoryError):
+            if isinstance(e, (MemoryError, OSError)):
                 say("not enough memory for this input; give it less (fewer tokens, a smaller --limit)")
                 raise typer.Exit(1) from None
             if os.environ.get(DEBUG_VAR):  # a bug: one line, not a traceback
                 raise
             say(f"internal error ({type(e).__name__}: {e}); please report it with the command that caused it ({DEBUG_VAR}=1 shows where)")
+            raise typer.Exit(1) from None
+        except BaseException as e:
+            from attn_cli.errors import is_panic, reason
+
+            if not is_panic(e):
+                raise
+            say(f"a compiled library failed on this input ({reason(e)}); the model's files are probably damaged")  # a Rust panic
             raise typer.Exit(1) from None
 
 

@@ -119,18 +119,29 @@ def seamless(page: str) -> str:
     return CELL.sub(r'<span class="cell" style="\1">\2</span>', page)
 
 
-def save(console, svg: Path | None, html_path: Path | None, *, title: str, force: bool) -> None:
-    """Write the recorded view as SVG and/or HTML (each whole, then renamed into place)."""
-    from attn_cli.io.atomic import write_atomic
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")  # XML 1.0 forbids them (C1 and DEL: discouraged)
 
+
+def xml_safe(text: str) -> str:
+    """A picture's text with each character XML cannot hold written as its escape (\\x1b), as the terminal view shows it."""
+    return NOT_XML.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def save(console, svg: Path | None, html_path: Path | None, *, title: str, force: bool) -> None:
+    """Write the recorded view as SVG and/or HTML (each whole, then renamed into place); every character XML cannot hold,
+    in the title or the view, is written as its escape, so that the file is well-formed."""
+    from attn_cli.io.atomic import write_atomic
+    from attn_cli.io.files import printable
+
+    title = printable(title)
     most = console.width - 10  # the SVG's title bar is as wide as the picture; a longer title would run over its buttons
     title = title if len(title) <= most else title[:most - 1] + "…"
     if svg is not None:
-        picture = console.export_svg(title=title, theme=theme(console), code_format=svg_format(),
-                                     font_aspect_ratio=FONT_ASPECT, clear=html_path is None).encode("utf-8")
+        picture = xml_safe(console.export_svg(title=title, theme=theme(console), code_format=svg_format(),
+                                              font_aspect_ratio=FONT_ASPECT, clear=html_path is None)).encode("utf-8")
         write_atomic(svg, lambda f: f.write(picture), force=force)
     if html_path is not None:
-        page = seamless(console.export_html(theme=theme(console), code_format=html_format(title), inline_styles=True)).encode("utf-8")
+        page = xml_safe(seamless(console.export_html(theme=theme(console), code_format=html_format(title), inline_styles=True))).encode("utf-8")
         write_atomic(html_path, lambda f: f.write(page), force=force)
 
 

@@ -13,6 +13,8 @@ MEMORY_SHARE = 0.5  # of the memory available, what one sentence may take
 STANDARD_TOKENS = 512  # inspect's default --max-tokens: never refused up front
 ALWAYS_FITS = 16 << 20  # matrices this small are not checked: no system has less free, and asking costs a file read per streamed line
 CHARACTERS_PER_POSITION = 32  # a model's line may hold this many characters per position (text averages 1.5 to 5 a token)
+MAX_LINE_BYTES = 1 << 18  # UTF-8 bytes of a line, whatever positions a file claims: ~60k tokens of text, beyond what a
+# trace of n x n matrices holds; a byte-level BPE takes 0.9 s and 120 MB on this much, 3.4 s and 400 MB on 1 MB (one word)
 
 
 def available_memory() -> int | None:
@@ -63,8 +65,9 @@ def check_memory(n: int, matrices: int, what: str) -> None:
 
 
 def check_line_length(text: str, positions: int, what: str) -> None:
-    """Refuse, before a model's tokenizer sees it, a line longer than CHARACTERS_PER_POSITION characters
-    for each of the model's `positions` (InputError). A tokenizer holds 85 to 250 bytes per character
+    """Refuse, before a model's tokenizer sees it, a line of more than MAX_LINE_BYTES, or longer than
+    CHARACTERS_PER_POSITION characters for each of the model's `positions` (InputError): a file may claim any
+    number of positions. A tokenizer holds 85 to 250 bytes per character
     of its input (measured with MiniLM's WordPiece and tiny-gpt2's byte-level BPE: a 10 MB line takes
     up to 2.4 GB) before it can say how many tokens there are, for a line far longer than any sentence
     that fits the positions."""
@@ -72,6 +75,9 @@ def check_line_length(text: str, positions: int, what: str) -> None:
     if len(text) > limit:
         raise InputError(f"a line of {len(text):,} characters, more than the {limit:,} ({CHARACTERS_PER_POSITION} for each of "
                          f"the {positions:,} positions) that {what} reads; a line holds one sentence")
+    size = len(text) if len(text) * 4 <= MAX_LINE_BYTES or text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_LINE_BYTES:
+        raise InputError(f"a line of {size:,} bytes, more than the {MAX_LINE_BYTES:,} a line may hold; a line holds one sentence")
 
 
 def check_max_tokens(max_tokens: int, matrices: int, what: str) -> None:

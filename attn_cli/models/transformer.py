@@ -16,7 +16,7 @@ import numpy as np
 from attn_cli.core.blocked import attend_rows
 from attn_cli.core.blocks import ACTIVATIONS, F32, MLPS, NORMS, rotary_attention_factor, rotary_frequencies, rotary_tables, rotate, soft_cap
 from attn_cli.core.neighbors import MatrixKeys, nearest_rows
-from attn_cli.errors import DataError, InputError
+from attn_cli.errors import DataError, InputError, is_panic, native_stderr_held, reason
 from attn_cli.models.base import Tokens, Trace
 from attn_cli.models.cache import KVCache
 from attn_cli.models.points import PATTERNS, Keep, Start
@@ -66,10 +66,13 @@ class Transformer:
         if chat:
             text = self.chat_prompt(text)
         try:
-            enc = self.tokenizer.encode(text, add_special_tokens=not chat)
-        except Exception as e:  # the tokenizers package raises plain Exception: a WordPiece vocabulary without [UNK] meets a word it cannot split
-            from attn_cli.errors import reason
-
+            with native_stderr_held():  # a Rust panic's report is dropped: it is said in one line below
+                enc = self.tokenizer.encode(text, add_special_tokens=not chat)
+        except BaseException as e:  # tokenizers raises plain Exception (a WordPiece vocabulary without [UNK] meets a word it cannot
+            if is_panic(e):  # split), and a Rust panic as a BaseException
+                raise DataError(f"{self.name}'s tokenizer failed inside the tokenizers library ({reason(e)})") from None
+            if not isinstance(e, Exception):
+                raise
             raise InputError(f"{self.name}'s tokenizer cannot encode {self.unencodable(text)} ({reason(e)})") from None
         if not enc.ids:
             raise InputError("no tokens in the input")

@@ -23,6 +23,7 @@ class ModelInfo:
     per_head: dict  # W_Q, W_K, W_V shapes [d, d_k], W_O's share [d_k, d]; weights and biases counted
     parameters: dict  # embeddings, attention, mlp, layer_norms, total: counted from the loaded tensors
     kv_heads: int = 0  # key/value heads per layer (fewer than heads: grouped-query attention)
+    checked: list | None = None  # an Ollama blob: what was compared with its manifest ("size", "sha256"); None for other sources
     norm: str = "layer"  # "layer" | "rms"
     position: str = "learned"  # "learned" | "rotary"
     mlp: str = "dense"  # "dense" | "gated"

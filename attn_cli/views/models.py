@@ -69,6 +69,11 @@ def model_info(info: "ModelInfo") -> Table:
         share = counts[name] / counts["total"] if counts["total"] else 0.0
         table.add_row(name.replace("_", " "), f"{counts[name]:,}", share_text(share))
     table.add_row("total", f"{counts['total']:,}", "counted from the tensors in the file (a pooler, or an output head the view does not use, left out)")
+    if info.checked is not None:  # an Ollama blob
+        table.add_section()
+        verified = "sha256" in info.checked
+        table.add_row("blob checked", " and ".join(info.checked), "size and sha256 match the manifest" if verified
+                      else "its size matches the manifest; --verify also checks its sha256")
     return table
 
 

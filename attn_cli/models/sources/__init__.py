@@ -16,6 +16,7 @@ which is a GGUF blob). Nothing here touches the network.
 
 from pathlib import Path
 
+from attn_cli.io.files import one_line
 from attn_cli.records import Record
 
 
@@ -29,7 +30,7 @@ class Source(Record):
                  eos_token_id: int | None = None, add_bos_token: bool = False, add_eos_token: bool = False, tokenizer_factory=None,
                  bos_token: str | None = None, eos_token: str | None = None):
         self.path = path  # the file (or folder) the weights are read from
-        self.name = name  # what to call the model (see each reader)
+        self.name = one_line(name)  # what to call the model (see each reader); a file's name for it is one line
         self.config = config  # Hugging Face config.json keys (model_type, hidden_size, num_key_value_heads, ...)
         self.tensors = tensors  # Hugging Face name -> lazy tensor (.name, .shape, .dtype, .array(), .rows(ids))
         self.chat_template = chat_template  # Jinja, as in tokenizer_config.json

@@ -95,9 +95,10 @@ def _decode(blocks: np.ndarray, dtype: str, name: str, out: np.ndarray | None = 
         values = blocks.view(PLAIN_VIEWS[dtype])
         if dtype == "BF16":
             values = (values.astype(np.uint32) << 16).view(np.float32)
-        if out is None:
-            return values.astype(np.float32)
-        np.copyto(out, values, casting="same_kind")
+        with np.errstate(over="ignore"):  # an F64 beyond float32 becomes inf, which _finite reports in one line
+            if out is None:
+                return values.astype(np.float32)
+            np.copyto(out, values, casting="same_kind")
         return out
     if dtype not in QUANTIZED:
         raise DataError(f"tensor {name}: type {dtype} is not supported; attn reads {', '.join(READABLE)}")
@@ -124,7 +125,9 @@ def _decode(blocks: np.ndarray, dtype: str, name: str, out: np.ndarray | None = 
 
 
 def _finite(name: str, w: np.ndarray) -> np.ndarray:
-    if not np.isfinite(w.sum()) and not np.isfinite(w).all():  # one pass in the common case
+    with np.errstate(over="ignore", invalid="ignore"):  # huge finite values overflow the sum: then each value is looked at
+        total = w.sum()
+    if not np.isfinite(total) and not np.isfinite(w).all():  # one pass in the common case
         raise DataError(f"tensor {name}: holds NaN or infinite values")
     return w
 

@@ -3,7 +3,9 @@
 `gguf.GGUFReader` builds a NumPy view per field and per string, which takes seconds on a vocabulary
 of 50-150k tokens before any number is used; this reads the same header in tens of milliseconds.
 The file is treated as hostile: every length, count and offset is checked against the bytes left
-before anything is allocated from it, and anything wrong is a one-line DataError.
+before anything is allocated from it, and anything wrong is a one-line DataError. Only the arrays attn
+reads (KEPT_ARRAYS: the tokenizer's) become Python objects; any other is walked past and kept as an
+UnreadArray, so a header costs about what attn uses of it, not ten times the file.
 
 Layout (little-endian): "GGUF", u32 version (2 or 3), u64 tensor count, u64 key count; the keys
 (string key, u32 type, value); the tensor infos (string name, u32 n_dims, u64 dims[n_dims] with the
@@ -25,6 +27,8 @@ MAX_DIMS = 4  # GGML_MAX_DIMS
 MAX_KEY_BYTES = 65535
 MAX_NAME_BYTES = 256  # ggml allows 63; a little room, no more
 MAX_COUNT = 1 << 24  # tensors, keys or array items: far above any real model, far below a hostile u64
+MAX_KEPT_STRINGS = 1 << 21  # strings of an array that is kept (a vocabulary or merges: 262k and 500k at most in real files)
+KEPT_ARRAYS = ("tokenizer.ggml.",)  # the arrays attn reads; any other is walked past, never made into objects
 
 # value types: id -> (name, struct format or None for string/array)
 VALUE_TYPES = {
@@ -56,6 +60,18 @@ READABLE = PLAIN + QUANTIZED
 # --- the header -------------------------------------------------------------------------------------
 
 
+class UnreadArray:
+    """An array attn does not use, left in the file: its item type and length, and where it starts."""
+
+    __slots__ = ("item_type", "count", "offset")
+
+    def __init__(self, item_type: int, count: int, offset: int):
+        self.item_type, self.count, self.offset = item_type, count, offset
+
+    def __repr__(self) -> str:
+        return f"UnreadArray({VALUE_TYPES[self.item_type][0]} x {self.count:,})"
+
+
 class TensorInfo:
     """One tensor's entry in the header: where its bytes are, never the bytes themselves."""
 
@@ -79,7 +95,7 @@ class GGUFFile:
     def __init__(self, path: Path, version: int, metadata: dict, value_types: dict, tensors: dict, alignment: int, data_start: int, buffer):
         self.path = path
         self.version = version
-        self.metadata = metadata  # key -> int | float | bool | str | list[str] | np.ndarray (numeric arrays)
+        self.metadata = metadata  # key -> int | float | bool | str | list[str] | np.ndarray (numeric arrays) | UnreadArray
         self.value_types = value_types  # key -> value type id (for an array: (9, item type id))
         self.tensors = tensors  # GGUF name -> TensorInfo, in file order
         self.alignment = alignment
@@ -129,9 +145,11 @@ class _Reader:
         except UnicodeDecodeError:
             self.fail(f"{what} at byte {self.pos - n:,} is not UTF-8")
 
-    def strings(self, n: int, what: str) -> list[str]:
-        """n strings in a row: one struct call per string, no NumPy object per item (a vocabulary is 50-150k of them)."""
-        buffer, pos, size, out = self.buffer, self.pos, self.size, [None] * n
+    def strings(self, n: int, what: str, keep: bool = True) -> list[str] | None:
+        """n strings in a row: one struct call per string, no NumPy object per item (a vocabulary is 50-150k of them),
+        each decoded as it is read (one copy at a time); with `keep` False only walked past (checked, nothing made)."""
+        buffer, pos, size = self.buffer, self.pos, self.size
+        out = [None] * n if keep else None
         unpack = struct.Struct("<Q").unpack_from
         for i in range(n):
             if pos + 8 > size:
@@ -142,16 +160,17 @@ class _Reader:
             if length > size - pos:
                 self.pos = pos
                 self.fail(f"item {i:,} of {what} is {length:,} bytes long, more than is left")
-            out[i] = buffer[pos:pos + length]
+            if keep:
+                try:
+                    out[i] = buffer[pos:pos + length].decode("utf-8")
+                except UnicodeDecodeError:
+                    self.fail(f"item {i:,} of {what} is not UTF-8")
             pos += length
         self.pos = pos
-        try:
-            return [b.decode("utf-8") for b in out]
-        except UnicodeDecodeError:
-            bad = next(i for i, b in enumerate(out) if not _utf8(b))
-            self.fail(f"item {bad:,} of {what} is not UTF-8")
+        return out
 
-    def value(self, type_id: int, what: str):
+    def value(self, type_id: int, what: str, keep: bool = True):
+        """The value at the cursor; an array with `keep` False is walked past and left as an UnreadArray."""
         if type_id not in VALUE_TYPES:
             self.fail(f"{what} has value type {type_id}, not a GGUF type")
         name, fmt = VALUE_TYPES[type_id]
@@ -166,20 +185,19 @@ class _Reader:
         if item == 9:
             self.fail(f"{what} is an array of arrays, which no model file holds")
         if item == 8:
-            return self.strings(self.count(f"the length of {what}", 8), what)
+            start, n = self.pos, self.count(f"the length of {what}", 8)
+            if keep and n > MAX_KEPT_STRINGS:
+                self.fail(f"{what} holds {n:,} strings; attn reads at most {MAX_KEPT_STRINGS:,}")
+            strings = self.strings(n, what, keep)
+            return strings if keep else UnreadArray(item, n, start)
         dtype = np.dtype(NUMPY_TYPES[item])
-        n = self.count(f"the length of {what}", dtype.itemsize)
+        start, n = self.pos, self.count(f"the length of {what}", dtype.itemsize)
+        if not keep:
+            self.pos += n * dtype.itemsize
+            return UnreadArray(item, n, start)
         values = np.frombuffer(self.buffer, dtype=dtype, count=n, offset=self.pos).copy()
         self.pos += n * dtype.itemsize
         return values.astype(bool) if item == 7 else values
-
-
-def _utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-        return True
-    except UnicodeDecodeError:
-        return False
 
 
 def read_file(path) -> GGUFFile:
@@ -195,7 +213,7 @@ def read_file(path) -> GGUFFile:
         raise DataError(f"{path}: cannot read it ({e.strerror or e})") from None
     r = _Reader(buffer, size, path)
     if buffer[:4] != MAGIC:
-        raise DataError(f"{path}: not a GGUF file (it starts with {bytes(buffer[:4])!r}, not b'GGUF')")
+        raise DataError(f"{path}: not a GGUF file (it does not start with the bytes 'GGUF')")  # what it does start with is not shown: it may be any file
     r.pos = 4
     version = r.scalar("<I", "the version")
     if version not in VERSIONS:
@@ -213,7 +231,7 @@ def read_file(path) -> GGUFFile:
             r.fail(f"metadata key {key!r} appears twice")
         type_id = r.scalar("<I", f"the value type of {key!r}")
         start = r.pos
-        metadata[key] = r.value(type_id, f"metadata {key!r}")
+        metadata[key] = r.value(type_id, f"metadata {key!r}", keep=key.startswith(KEPT_ARRAYS))
         value_types[key] = (type_id, struct.unpack_from("<I", buffer, start)[0]) if type_id == 9 else type_id
 
     alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
@@ -282,7 +300,8 @@ def _get(file: GGUFFile, key: str, kind, default=None, required: bool = False):
         return value
     if kind is str and isinstance(value, str):
         return value
-    raise DataError(f"{file.path}: GGUF metadata {key} should be {kind.__name__}, got {type(value).__name__}")
+    got = "an array" if isinstance(value, (UnreadArray, list, np.ndarray)) else type(value).__name__
+    raise DataError(f"{file.path}: GGUF metadata {key} should be {kind.__name__}, got {got}")
 
 
 def _shortest(value, type_id) -> float:

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from attn_cli.errors import DataError
+from attn_cli.errors import DataError, is_panic, native_stderr_held
 from attn_cli.models.sources.gguf_file import GGUFFile, _get
 from attn_cli.models.sources.gguf_spm import check_spm
 from attn_cli.models.sources.gguf_spm_text import build_spm_tokenizer
@@ -51,6 +51,27 @@ def _check_tokenizer(file: GGUFFile, config: dict) -> None:
         raise DataError(f"{file.path}: {len(tokens):,} tokens but token_embd.weight has {rows:,} rows")
 
 
+def special_tokens_processor(tokens: list[str], bos_id: int | None, eos_id: int | None):
+    """A post-processor that puts BOS before and EOS after each sequence, or None when neither is added.
+
+    The template names the specials by fixed keys and each key's token is given as an id and a text:
+    the file's token texts never enter the template string, where "$A", "$B" or "$A:1" would be read
+    as template syntax (a sequence inserted twice, or a panic in Rust)."""
+    from tokenizers import processors
+
+    single, specials = ["$A"], []
+    if bos_id is not None:
+        single.insert(0, "[bos]")
+        specials.append({"id": "[bos]", "ids": [bos_id], "tokens": [tokens[bos_id]]})
+    if eos_id is not None:
+        single.append("[eos]")
+        specials.append({"id": "[eos]", "ids": [eos_id], "tokens": [tokens[eos_id]]})
+    if not specials:
+        return None
+    pair = single + ["$B:1" if p == "$A" else p for p in single]
+    return processors.TemplateProcessing(single=single, pair=pair, special_tokens=specials)
+
+
 def build_tokenizer(file: GGUFFile, add_bos: bool, add_eos: bool):
     """A `tokenizers` byte-level BPE from tokenizer.ggml.*: llama.cpp's split regexes for `pre`, the file's
     merges, control tokens as specials (user-defined ones as added tokens), BOS/EOS as the file says."""
@@ -71,27 +92,23 @@ def build_tokenizer(file: GGUFFile, add_bos: bool, add_eos: bool):
             raise DataError(f"{file.path}: merge {k:,} ({merge[:40]!r}) is not two tokens separated by a space")
         merges.append((left, right))
     try:
-        options = {"ignore_merges": True} if pre in LLAMA3_PRES else {}
-        tok = Tokenizer(BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False, **options))
-        tok.pre_tokenizer = pre_tokenizers.Sequence(
-            [pre_tokenizers.Split(Regex(p), behavior="isolated") for p in PRE_TOKENIZERS[pre]]
-            + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]
-        )
-        tok.decoder = decoders.ByteLevel()
-        tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, k in zip(tokens, types) if k == CONTROL])
-        tok.add_tokens([AddedToken(t, special=False, normalized=False) for t, k in zip(tokens, types) if k == USER_DEFINED])
-        bos_id, eos_id = _get(file, "tokenizer.ggml.bos_token_id", int), _get(file, "tokenizer.ggml.eos_token_id", int)
-        single, specials = "$A", []
-        if add_bos and bos_id is not None:
-            single = f"{tokens[bos_id]} {single}"
-            specials.append((tokens[bos_id], bos_id))
-        if add_eos and eos_id is not None:
-            single = f"{single} {tokens[eos_id]}"
-            specials.append((tokens[eos_id], eos_id))
-        if specials:
-            pair = single + " " + single.replace("$A", "$B")
-            tok.post_processor = processors.TemplateProcessing(single=single, pair=pair, special_tokens=list(dict.fromkeys(specials)))
-    except Exception as e:  # the tokenizers package raises plain Exception for a bad vocabulary or template
+        with native_stderr_held():  # a Rust panic's report is dropped: it is said in one line
+            options = {"ignore_merges": True} if pre in LLAMA3_PRES else {}
+            tok = Tokenizer(BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False, **options))
+            tok.pre_tokenizer = pre_tokenizers.Sequence(
+                [pre_tokenizers.Split(Regex(p), behavior="isolated") for p in PRE_TOKENIZERS[pre]]
+                + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]
+            )
+            tok.decoder = decoders.ByteLevel()
+            tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, k in zip(tokens, types) if k == CONTROL])
+            tok.add_tokens([AddedToken(t, special=False, normalized=False) for t, k in zip(tokens, types) if k == USER_DEFINED])
+            bos_id, eos_id = _get(file, "tokenizer.ggml.bos_token_id", int), _get(file, "tokenizer.ggml.eos_token_id", int)
+            post = special_tokens_processor(tokens, bos_id if add_bos else None, eos_id if add_eos else None)
+            if post is not None:
+                tok.post_processor = post
+    except BaseException as e:  # tokenizers raises plain Exception for a bad vocabulary, and a Rust panic as a BaseException
+        if not isinstance(e, Exception) and not is_panic(e):
+            raise
         raise DataError(f"{file.path}: cannot build the tokenizer ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
     tok.no_padding()
     tok.no_truncation()

@@ -28,8 +28,10 @@ MAX_MANIFEST_BYTES = 1 << 20
 
 def store() -> Path:
     """$OLLAMA_MODELS if set, else ~/.ollama/models (where `ollama pull` writes)."""
+    from attn_cli.io.files import user_path
+
     env = os.environ.get("OLLAMA_MODELS")
-    return Path(env).expanduser() if env else Path.home() / ".ollama" / "models"
+    return user_path(env, "OLLAMA_MODELS") if env else user_path("~/.ollama/models", "the Ollama store")
 
 
 def is_ollama(spec: str) -> bool:
@@ -59,8 +61,9 @@ def parse(spec: str) -> tuple[str, str, str, str]:
     return host, namespace, model, tag
 
 
-def resolve(spec: str, root: Path | None = None) -> Path:
-    """The GGUF blob of an Ollama model, found through its manifest (nothing is downloaded)."""
+def resolve(spec: str, root: Path | None = None, verify: bool = False) -> Path:
+    """The GGUF blob of an Ollama model, found through its manifest (nothing is downloaded); its size is checked
+    against the manifest, and with `verify` its sha256 against the digest."""
     root = store() if root is None else root
     host, namespace, model, tag = parse(spec)
     manifests = root / "manifests"
@@ -71,11 +74,16 @@ def resolve(spec: str, root: Path | None = None) -> Path:
         found = available(root)
         listed = ", ".join(found[:20]) + (f" and {len(found) - 20:,} more" if len(found) > 20 else "")
         raise InputError(f"--model {spec}: no such model in the Ollama store at {root}; " + (f"it has {listed}" if found else "it has none"))
-    return model_blob(path, root)
+    return model_blob(path, root, verify)
 
 
-def model_blob(manifest: Path, root: Path) -> Path:
-    """blobs/sha256-<hex> of the manifest's model layer, checked to be a regular file inside the store."""
+CHECKED = {False: ["size"], True: ["size", "sha256"]}  # what resolve() compared with the manifest, by `verify`
+READ_CHUNK = 1 << 20
+
+
+def model_blob(manifest: Path, root: Path, verify: bool = False) -> Path:
+    """blobs/sha256-<hex> of the manifest's model layer, checked to be a regular file inside the store, of the size the
+    manifest gives; with `verify`, of the sha256 its digest names (the whole blob is read)."""
     try:
         if manifest.stat().st_size > MAX_MANIFEST_BYTES:
             raise DataError(f"{manifest}: an Ollama manifest of {manifest.stat().st_size:,} bytes; a real one is under 1 KB")
@@ -93,10 +101,31 @@ def model_blob(manifest: Path, root: Path) -> Path:
     digest = models[0].get("digest")
     if not isinstance(digest, str) or not DIGEST.fullmatch(digest):
         raise DataError(f"{manifest}: the model layer's digest {str(digest)[:80]!r} is not sha256:<64 hex digits>")
+    size = models[0].get("size")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise DataError(f"{manifest}: the model layer's size {str(size)[:40]!r} is not a number of bytes")
     blob = root / "blobs" / digest.replace(":", "-")
     if not blob.is_file():
         raise DataError(f"{manifest}: its model blob {blob} is missing; the store is incomplete (ollama pull again)")
+    held = blob.stat().st_size
+    if held != size:
+        raise DataError(f"{blob}: {held:,} bytes, but the manifest {manifest} says {size:,}; the blob is damaged or cut short (ollama pull again)")
+    if verify and (found := sha256_of(blob)) != digest[len("sha256:"):]:
+        raise DataError(f"{blob}: its sha256 is {found}, not the {digest} the manifest names; the blob is damaged (ollama pull again)")
     return blob
+
+
+def sha256_of(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(READ_CHUNK):
+                h.update(chunk)
+    except OSError as e:
+        raise DataError(f"{path}: cannot read it ({e.strerror or e})") from None
+    return h.hexdigest()
 
 
 def available(root: Path) -> list[str]:
