@@ -63,8 +63,9 @@ def test_a_page_of_a_checkpoint_holds_every_head_of_every_layer(tmp_path):
     path, _ = page(tmp_path, "the cat sat on the mat", "--model", str(checkpoints.tiny_gpt2_folder()))
     data = json.loads(re.search(r'id="data">(.*?)</script>', path.read_text(encoding="utf-8"), re.S).group(1))
     n = len(data["tokens"])
-    assert data["layers"] == 2 and data["heads"] == 4 and all(len(w) == n * n for layer in data["w"] for w in layer)
-    assert data["allowed"] == "".join("1" if j <= i else "0" for i in range(n) for j in range(n))  # GPT-2's causal mask
+    assert data["layers"] == 2 and data["heads"] == 4 and data["allowed"] == "causal"  # GPT-2's causal mask
+    assert data["w"]["smallest"] == 1 and data["w"]["cells"] == "lower" and data["window"] == [None, None]
+    assert data["kept"] == "every weight kept to three decimals"
 
 
 def test_page_options_are_checked_before_any_work(tmp_path):
@@ -104,6 +105,7 @@ def highlighted(browser: Browser, head: int) -> list:
 def choose(browser: Browser, select: str, value: str) -> None:
     """Pick `value` in the page's <select id=select>, as a person would."""
     browser.evaluate(f"(() => {{ const s = document.getElementById('{select}'); s.value = '{value}'; s.dispatchEvent(new Event('change')); }})()")
+    browser.ready()  # a layer is inflated when it is picked
 
 
 def keep(shot: Path) -> None:
@@ -117,7 +119,7 @@ def test_hovering_a_token_shows_its_weights_as_the_json_has_them_and_nothing_lea
     with Browser() as browser:
         browser.viewport(1280, 900)
         browser.open(path)
-        assert browser.evaluate("document.body.dataset.ready") == "1"
+        browser.ready()
         assert browser.evaluate("document.querySelectorAll('#lines line').length") > 0  # every query's lines before a hover
         before = tmp_path / "page-before-hover.png"
         browser.screenshot(before)
@@ -157,6 +159,7 @@ def test_a_checkpoints_page_picks_a_layer_and_head_shows_all_heads_and_enlarges_
     with Browser() as browser:
         browser.viewport(1280, 900)
         browser.open(path)
+        browser.ready()
         choose(browser, "layer", "2")
         choose(browser, "head", "11")
         browser.hover(*centre(browser, 'rect.hit[data-index="4"]'))  # "creature"
@@ -168,6 +171,7 @@ def test_a_checkpoints_page_picks_a_layer_and_head_shows_all_heads_and_enlarges_
         assert heads == 12 and len(highlighted(browser, 5)) == len(data["tokens"])  # a colour, and a row, per head
         assert browser.evaluate("document.querySelectorAll('canvas.thumb').length") == 72
         browser.evaluate("document.querySelector('canvas.thumb[data-layer=\"0\"][data-head=\"2\"]').click()")
+        browser.ready()
         assert browser.evaluate("document.getElementById('big').hidden") is False
         assert browser.evaluate("document.getElementById('big-title').textContent").startswith("layer 0 · head 2")
         assert browser.evaluate("document.querySelectorAll('#big-grid td').length") == len(data["tokens"]) ** 2
@@ -180,6 +184,7 @@ def test_the_page_reads_on_a_phone_sized_screen(tmp_path):
     with Browser() as browser:
         browser.viewport(390, 844, mobile=True)
         browser.open(path)
+        browser.ready()
         browser.tap(*centre(browser, 'rect.hit[data-index="3"]'))  # a tap pins the token
         assert browser.evaluate("document.documentElement.scrollWidth") <= 390  # nothing wider than the screen but the scrolled grids
         assert browser.evaluate("document.querySelector('.token.query.on').textContent") == "creature"
