@@ -14,9 +14,13 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import threading
+import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -193,3 +197,118 @@ def test_the_page_reads_on_a_phone_sized_screen(tmp_path):
         shot = tmp_path / "page-phone.png"
         browser.screenshot(shot)
         keep(shot)
+
+
+# --- what the page keeps of the weights, and how it reads them back ------------------------------------
+
+def page_json(path: Path) -> dict:
+    return json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', path.read_text(encoding="utf-8"), re.S).group(1))
+
+
+def leb128(data: bytes, at: int, count: int) -> tuple[list[int], int]:
+    """A plain loop, not the page's code: `count` LEB128 integers from `at`."""
+    out = []
+    for _ in range(count):
+        x = shift = 0
+        while True:
+            b = data[at]
+            at += 1
+            x |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                break
+        out.append(x)
+    return out, at
+
+
+def decoded(data: dict) -> np.ndarray:  # -> [L, H, n, n] thousandths, as the file holds them
+    n, w = len(data["tokens"]), data["w"]
+    out = np.zeros((data["layers"], data["heads"], n, n), dtype=np.int64)
+    cells = [(i, j) for j in range(n) for i in range(j if w["cells"] == "lower" else 0, n)]  # key by key
+    for l, text in enumerate(w["layers"]):
+        raw = zlib.decompress(base64.b64decode(text))
+        gaps, end = leb128(raw, 0, w["entries"][l])
+        values, end = leb128(raw, end, w["entries"][l])
+        assert end == len(raw)
+        p = -1
+        for gap, value in zip(gaps, values):
+            p += gap + 1
+            h, c = divmod(p, len(cells))
+            out[(l, h, *cells[c])] = value
+    return out
+
+
+def synthetic(n: int, layers: int, heads: int, *, window: dict | None = None, seed: int = 0, name: str = "synthetic"):
+    """An InspectResult of a causal checkpoint with random scores: softmax over the keys a query sees, where a
+    layer in `window` ({layer: W}) sees only the W tokens up to itself (its other weights exactly 0)."""
+    from attn_cli.core.softmax import softmax
+    from attn_cli.results.inspect import InspectResult
+
+    rng = np.random.default_rng(seed)
+    distance = np.subtract.outer(np.arange(n), np.arange(n))  # [n, n]: query - key
+    weights = np.empty((layers, heads, n, n), dtype=np.float32)
+    for l in range(layers):
+        seen = (distance >= 0) & (distance < (window or {}).get(l, n))
+        scores = np.where(seen, rng.normal(0, 2, (heads, n, n)), -np.inf)
+        weights[l] = softmax(scores)
+    return InspectResult([f"t{i}" for i in range(n)], "causal", [], weights=weights, allowed=distance >= 0,
+                         model={"name": name, "type": "decoder", "layers": layers, "heads": heads},
+                         special=[False] * n, words=False, hide_special=False)
+
+
+def test_the_file_holds_every_weight_to_the_thousandth_a_plain_decoder_reads_back(tmp_path):
+    path, _ = page(tmp_path, "the cat sat on the mat", "--model", str(checkpoints.tiny_gpt2_folder()))
+    from attn_cli.analysis.inspect import InspectSettings, inspect
+    from attn_cli.models.loading import load
+
+    result = inspect(load(str(checkpoints.tiny_gpt2_folder())), "the cat sat on the mat", InspectSettings())
+    kept = decoded(page_json(path)) / 1000
+    lower = np.tri(kept.shape[-1], dtype=bool)
+    assert np.abs(kept - result.weights)[..., lower].max() <= 0.0005 + 1e-6  # thousandths, rounded
+    assert (kept[..., ~lower] == 0).all()  # nothing stored where the mask hides the key
+
+
+def test_a_page_past_its_budget_leaves_out_the_smallest_weights_and_says_so(tmp_path):
+    from attn_cli.io import page as page_module
+
+    result = synthetic(80, 2, 3)
+    roomy = page_module.page_data(result, "x")
+    assert roomy["w"]["smallest"] == 1 and roomy["w"]["dropped"] == 0
+    small = page_module.Stack(result)
+    tight = page_module.kept_weights(small, budget=sum(map(len, roomy["w"]["layers"])) // 3)
+    assert tight["smallest"] > 1
+    data = {**roomy, "w": tight}
+    kept, full = decoded(data), page_module.thousandths(result.weights)
+    lower = np.tri(80, dtype=bool)[None, None] & np.ones(full.shape, dtype=bool)
+    big = full >= tight["smallest"]
+    assert (kept[big] == full[big]).all() and (kept[lower & ~big] == 0).all()  # counts of thousandths, no arithmetic on floats
+    assert tight["dropped"] == int((lower & ~big & (full > 0)).sum())
+    note = page_module.kept_note(data)
+    assert note.startswith(f"weights under {tight['smallest'] / 1000:.3f} left out") and f"{tight['dropped']:,} cells" in note
+
+
+def test_a_window_read_from_the_weights_or_stated_by_the_model_and_a_name_with_esc_escaped(tmp_path):
+    from attn_cli.io import page as page_module
+
+    result = synthetic(40, 3, 2, window={1: 7}, name="evil\x1b[2Jname")
+    data = page_module.page_data(result, "x")
+    assert data["window"] == [None, 7, None] and data["windowSource"] == "the trace"
+    assert data["from"][0] is None and data["from"][1][:9] == [0] * 7 + [1, 2]
+    result.model["windows"] = [5, None, None]  # what a model that knows its windows states
+    data = page_module.page_data(result, "x")
+    assert data["window"] == [5, None, None] and data["windowSource"] == "the model"
+    text, _ = page_module.render(result, title="attn inspect: x\x07", sentence="x")
+    assert "\x1b" not in text and "\x07" not in text
+    assert re.search(r"<h1>evil\\x1b\[2Jname · ", text) and "<title>attn inspect: x\\x07</title>" in text
+
+
+def test_page_says_on_stderr_where_it_went_and_how_big_it_is(tmp_path):
+    path = tmp_path / "p.html"
+    result = runner.invoke(app, ["inspect", LESSON, "--page", str(path)])
+    assert result.exit_code == 0 and result.stdout.strip()
+    size = path.stat().st_size
+    assert result.stderr == f"attn: page written to {path} ({size / 1e3:.0f} KB, 9 tokens; every weight kept to three decimals)\n"
+    run = subprocess.run([sys.executable, "-m", "attn_cli", "inspect", LESSON, "--page", str(tmp_path / "q.html"), "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and json.loads(run.stdout)["tokens"][3] == "creature"
+    assert run.stderr.startswith(f"attn: page written to {tmp_path / 'q.html'} (") and run.stderr.count("\n") == 1

@@ -60,18 +60,16 @@ async function load(l) {
   const [gaps, end] = leb128(bytes, 0, count);
   const [values] = leb128(bytes, end, count);
   const dense = new Uint16Array(D.heads * n * n);
-  const lower = D.w.cells === "lower", per = lower ? n * (n + 1) / 2 : n * n;
-  let p = -1;
+  const lower = D.w.cells === "lower";  // key by key; under a causal mask a key's column starts at its own query
+  let h = 0, j = 0, i = 0;  // the (head, key, query) of the last cell reached; the first cell is (0, 0, 0) either way
   for (let k = 0; k < count; k++) {
-    p += gaps[k] + 1;
-    const h = Math.floor(p / per), c = p - h * per;
-    let i, j;
-    if (lower) {  // c = i (i + 1) / 2 + j, j <= i
-      i = Math.floor((Math.sqrt(8 * c + 1) - 1) / 2);
-      while (i * (i + 1) / 2 > c) i--;
-      while ((i + 1) * (i + 2) / 2 <= c) i++;
-      j = c - i * (i + 1) / 2;
-    } else { i = Math.floor(c / n); j = c - i * n; }
+    let step = gaps[k] + (k > 0 ? 1 : 0);  // from the last kept cell to this one
+    while (i + step >= n) {  // past this key's column
+      step -= n - i;
+      if (++j === n) { j = 0; h++; }
+      i = lower ? j : 0;
+    }
+    i += step;
     dense[(h * n + i) * n + j] = values[k];
   }
   layers.set(l, dense);

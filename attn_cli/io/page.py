@@ -18,7 +18,7 @@ PAGE_PER_TOKEN = 16_300  # characters of page per token at most (4.9 MB at 300 t
 PAGE_LEAST = 4_900_000  # ... and never a smaller budget than this
 THRESHOLDS = (1, 2, 3, 5, 10, 20, 50)  # thousandths: the smallest weight kept, 1 when the budget allows (every weight as shown)
 CHARS_PER_CELL = 1.1  # a kept cell's share of the page, as measured on SmolLM2 (base64 of deflated LEB128): a first guess only
-THUMB_SIDE = 64  # the model view's thumbnails: at most this many pixels a side
+THUMB_SIDE = 48  # the model view's thumbnails: at most this many pixels a side
 
 TEMPLATE = """\
 <!DOCTYPE html>
@@ -115,11 +115,12 @@ class Stack:
         self.n_layers, self.n_heads, self.g = self.layers.shape[:3]
         g = self.g
         self.causal = self.allowed is not None and np.array_equal(self.allowed, np.tri(g, dtype=bool))  # bools, not floats
-        # a causal mask keeps only the lower triangle (key <= query): the rest is masked, never stored
-        self.cells = np.tril_indices(g) if self.causal else None
+        # stored key by key (a column's weights: a sink's, a previous-token head's, are alike, and deflate better);
+        # under a causal mask only the queries at or after the key: the rest is masked, never stored
+        self.cells = np.triu_indices(g) if self.causal else None  # (key, query >= key)
 
-    def cells_of(self, l: int):  # -> [H, c] uint16: layer l's weights in thousandths, the cells a query may see
-        q = thousandths(self.layers[l])  # [H, g, g]
+    def cells_of(self, l: int):  # -> [H, c] uint16: layer l's weights in thousandths, the cells a query may see, key by key
+        q = thousandths(self.layers[l]).transpose(0, 2, 1)  # [H, key, query]
         return q[:, self.cells[0], self.cells[1]] if self.cells is not None else q.reshape(self.n_heads, -1)
 
 
@@ -174,7 +175,8 @@ def visible(stack: Stack, starts: list, l: int):  # -> [g, g] bool: where layer 
 
 def kept_weights(stack: Stack, budget: int) -> dict:
     """Every head's weights in thousandths, as few bytes as keep them exact: per layer, the cells holding at
-    least `smallest` thousandths, each as its gap from the last one and its value (LEB128), deflated.
+    least `smallest` thousandths (head by head, key by key, query by query), each as its gap from the last
+    one and its value (LEB128: all the gaps, then all the values), deflated.
     `smallest` is 1 (every weight the page shows as other than 0.000) unless that would pass `budget`
     characters; then the smallest of THRESHOLDS that fits, and the page shows the rest as "<" it."""
     import numpy as np
@@ -183,7 +185,7 @@ def kept_weights(stack: Stack, budget: int) -> dict:
     for l in range(stack.n_layers):
         counts += np.bincount(stack.cells_of(l).ravel(), minlength=WEIGHT_SCALE + 1)
     at_least = np.cumsum(counts[::-1])[::-1]  # [1001]: cells holding >= k thousandths
-    choices = [t for t in THRESHOLDS if at_least[t] * CHARS_PER_CELL <= budget] or [THRESHOLDS[-1]]
+    choices = [t for t in THRESHOLDS if at_least[t] * CHARS_PER_CELL <= 1.1 * budget] or [THRESHOLDS[-1]]  # a guess to start from
     for smallest in [t for t in THRESHOLDS if t >= choices[0]]:
         layers, entries = [], []
         for l in range(stack.n_layers):
