@@ -97,7 +97,8 @@ class Listener(http.server.BaseHTTPRequestHandler):
 
 
 def centre(browser: Browser, selector: str) -> tuple[float, float]:
-    box = browser.evaluate(f"(() => {{ const r = document.querySelector({json.dumps(selector)}).getBoundingClientRect(); "
+    box = browser.evaluate(f"(() => {{ const e = document.querySelector({json.dumps(selector)}); e.scrollIntoView({{block: 'center'}}); "
+                           "const r = e.getBoundingClientRect(); "
                            "return [r.x + r.width / 2, r.y + r.height / 2]; })()")
     return box[0], box[1]
 
@@ -312,3 +313,86 @@ def test_page_says_on_stderr_where_it_went_and_how_big_it_is(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and json.loads(run.stdout)["tokens"][3] == "creature"
     assert run.stderr.startswith(f"attn: page written to {tmp_path / 'q.html'} (") and run.stderr.count("\n") == 1
+
+
+def written(tmp_path: Path, result, name: str = "synthetic.html") -> Path:
+    from attn_cli.io.page import write_page
+
+    path = tmp_path / name
+    write_page(result, path, title="attn inspect", sentence="a synthetic text", force=False)
+    return path
+
+
+@needs_browser
+def test_the_browser_reads_back_every_weight_masks_a_window_and_the_heatmap_stays_in_its_panel_at_1400px(tmp_path):
+    result = synthetic(60, 3, 2, window={1: 7})
+    path = written(tmp_path, result)
+    with Browser() as browser:
+        browser.viewport(1400, 900)
+        browser.open(path)
+        browser.ready()
+        kept = np.array(browser.evaluate("Promise.all([0, 1, 2].map(load)).then(ls => ls.map(l => Array.from(l)))"), dtype=np.float64)
+        kept = kept.reshape(result.weights.shape) / 1000
+        lower = np.tri(60, dtype=bool)
+        assert np.abs(kept - result.weights)[..., lower].max() <= TOLERANCE  # every cell, to the thousandth shown
+        assert browser.evaluate("document.getElementById('legend').hidden") is True  # layer 0 has no window
+        choose(browser, "layer", "1")
+        legend = browser.evaluate("document.getElementById('legend').textContent")
+        assert legend.startswith("layer 1 is a local layer: a token sees only itself and the 6 tokens before it") and "exactly 0" in legend
+        browser.hover(*centre(browser, 'rect.hit[data-index="30"]'))
+        cells = browser.evaluate("[...document.querySelectorAll('#row .weights[data-head=\"0\"] .cell')].map(c => [+c.dataset.key, c.dataset.weight])")
+        assert sorted(k for k, _ in cells) == list(range(24, 31))  # the window's 7 keys, no more (fewer than the row's top 12)
+        assert all(abs(float(w) - result.weights[1, 0, 30, k]) <= TOLERANCE for k, w in cells)
+        assert browser.console == []  # (the test's own pixel reads below make Chromium advise willReadFrequently)
+        pixel = "(i, j) => Array.from(document.querySelector('#grid canvas').getContext('2d').getImageData(j, i, 1, 1).data.slice(0, 3))"
+        assert browser.evaluate(f"({pixel})(30, 10)") == [17, 17, 17]  # outside the window: masked, as the causal mask
+        assert browser.evaluate(f"({pixel})(30, 40)") == [17, 17, 17]
+        assert browser.evaluate(f"({pixel})(30, 28)") != [17, 17, 17]
+        assert browser.evaluate("document.documentElement.scrollWidth") <= 1400
+        frame, side = (browser.evaluate(f"(() => {{ const r = document.querySelector('{s}').getBoundingClientRect(); return [r.left, r.right]; }})()")
+                       for s in ("#grid .frame", "#side"))
+        assert side[0] <= frame[0] and frame[1] <= side[1]
+        shot = tmp_path / "page-1400.png"
+        browser.screenshot(shot, full=False)
+        keep(shot)
+
+
+def packed_layers(browser: Browser, layers: list[int]) -> list[np.ndarray]:
+    """The layers as the page's script holds them, each [H, n, n] thousandths, carried as base64 (a plain array would be megabytes of JSON)."""
+    texts = browser.evaluate(f"Promise.all({json.dumps(layers)}.map(load)).then(ls => ls.map(l => {{ const b = new Uint8Array(l.buffer); "
+                             "let s = ''; for (let i = 0; i < b.length; i += 32768) s += String.fromCharCode.apply(null, b.subarray(i, i + 32768)); "
+                             "return btoa(s); }))")
+    return [np.frombuffer(base64.b64decode(t), dtype="<u2") for t in texts]
+
+
+@pytest.mark.slow
+@needs_browser
+def test_a_page_of_1024_tokens_loads_in_seconds_and_hovering_a_token_shows_its_strongest_keys(tmp_path):
+    result = synthetic(1024, 2, 4, window={1: 256}, seed=3)
+    path = written(tmp_path, result, "long.html")
+    assert path.stat().st_size <= 17_000_000
+    with Browser() as browser:
+        browser.viewport(1400, 900)
+        browser.open(path)
+        assert browser.ready() < 5  # seconds from the load event to drawn
+        assert browser.evaluate("document.querySelectorAll('#lines line').length") == 0  # no line before a hover: 1,024 rows of them would be 100,000
+        choose(browser, "layer", "1")
+        browser.hover(*centre(browser, 'rect.hit[data-index="700"]'))
+        cells = browser.evaluate("[...document.querySelectorAll('#row .weights[data-head=\"0\"] .cell')].map(c => [+c.dataset.key, c.dataset.weight])")
+        row = result.weights[1, 0, 700]
+        thousandths = np.rint(row.astype(np.float64) * 1000)  # as the page keeps them
+        shown_keys = [k for k, _ in cells]
+        assert len(cells) == 12 and all(445 <= k <= 700 for k in shown_keys)  # inside the window of 256
+        assert list(thousandths[shown_keys]) == sorted(thousandths[shown_keys], reverse=True)  # strongest first
+        assert thousandths[shown_keys].min() >= np.delete(thousandths[445:701], [k - 445 for k in shown_keys]).max()  # the 12 strongest
+        assert all(abs(float(w) - row[k]) <= TOLERANCE for k, w in cells)
+        more = browser.evaluate("document.querySelector('#row .weights[data-head=\"0\"] .more').textContent")
+        assert more.startswith(f"and {256 - 12} more keys, each ")
+        lines = browser.evaluate("[...document.querySelectorAll('#lines line')].map(l => +l.dataset.key)")
+        assert lines and all(445 <= k <= 700 for k in lines)
+        got = packed_layers(browser, [1])[0].reshape(4, 1024, 1024) / 1000
+        assert np.abs(got - result.weights[1])[:, np.tri(1024, dtype=bool)].max() <= TOLERANCE
+        assert browser.console == [] and browser.evaluate("document.documentElement.scrollWidth") <= 1400  # the heatmap scrolls in its panel
+        shot = tmp_path / "page-1024.png"
+        browser.screenshot(shot, full=False)
+        keep(shot)
