@@ -396,3 +396,55 @@ def test_a_page_of_1024_tokens_loads_in_seconds_and_hovering_a_token_shows_its_s
         shot = tmp_path / "page-1024.png"
         browser.screenshot(shot, full=False)
         keep(shot)
+
+
+HARBOR = ("The harbor was quiet in the early morning, and the fishing boats rocked gently against the pier while gulls circled "
+          "overhead looking for scraps. An old sailor sat on a crate, mending a net with slow, careful hands, and told anyone who "
+          "would listen about the storm of his youth. ")
+
+
+def text_of(model, tokens: int) -> str:
+    """The longest run of HARBOR's words (repeated) that is at most `tokens` tokens for `model`."""
+    words = (HARBOR * (tokens // 20 + 1)).split()
+    low, high = 1, len(words)
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if len(model.tokenize(" ".join(words[:mid])).ids) <= tokens else (low, mid - 1)
+    return " ".join(words[:low])
+
+
+@pytest.mark.slow
+@needs_browser
+def test_smollm2s_page_of_300_tokens_is_under_5_mb_and_every_weight_read_back_is_the_traces_to_the_thousandth(tmp_path):
+    from attn_cli.analysis.inspect import InspectSettings, inspect
+    from attn_cli.io.page import write_page
+    from attn_cli.models.loading import load
+
+    model = load(str(checkpoints.smollm2_gguf()))
+    text = text_of(model, 300)
+    result = inspect(model, text, InspectSettings())
+    n = len(result.tokens)
+    assert 295 <= n <= 300
+    path = tmp_path / "smollm2.html"
+    said = write_page(result, path, title="attn inspect", sentence=text, force=False)
+    assert path.stat().st_size <= 5_000_000 and said.startswith(f"page written to {path} (")
+    data = page_json(path)
+    with Browser() as browser:
+        browser.viewport(1400, 900)
+        browser.open(path)
+        assert browser.ready() < 5
+        lower = np.tri(n, dtype=bool)
+        for l, got in zip((0, 15, 29), packed_layers(browser, [0, 15, 29])):
+            got = got.reshape(9, n, n).astype(np.float64)
+            small = data["w"]["smallest"]  # every weight under it shows as "<" it: so its cells must be under it
+            error = np.where(got == 0, np.maximum(result.weights[l] * 1000 - (small - 0.5), 0), np.abs(got - result.weights[l] * 1000))
+            assert error[:, lower].max() <= 0.5 + 1e-3, l  # thousandths, rounded
+        assert browser.evaluate("document.documentElement.scrollWidth") <= 1400
+        browser.hover(*centre(browser, 'rect.hit[data-index="200"]'))
+        shown = {k: float(w) for k, w in browser.evaluate(
+            "[...document.querySelectorAll('#row .weights[data-head=\"0\"] .cell')].map(c => [+c.dataset.key, c.dataset.weight])")}
+        assert len(shown) == 12 and all(abs(w - result.weights[0, 0, 200, k]) <= TOLERANCE for k, w in shown.items())
+        assert browser.console == []
+        shot = tmp_path / "page-smollm2-300.png"
+        browser.screenshot(shot, full=False)
+        keep(shot)

@@ -199,9 +199,9 @@ function lines() {
 }
 
 // --- the hovered query's weights as a row, one per head shown ----------------------------------
-function cell(key, k, masked) {
+function cell(key, k, masked, numbered) {  // numbered: the key's position too (the strongest keys are not in order)
   const c = el("span", { class: "cell" + (masked ? " masked" : ""), "data-key": key, "data-weight": masked ? "" : shown(k) });
-  c.appendChild(el("span", { class: "key" }, key < n ? D.tokens[key] : D.sinkLabel));
+  c.appendChild(el("span", { class: "key" }, (key < n ? D.tokens[key] : D.sinkLabel) + (numbered ? " #" + key : "")));
   const number = el("span", { class: "number" }, masked ? "·" : shown(k));
   if (!masked) { const rgb = viridis(k / D.w.scale); number.style.background = css(rgb); number.style.color = textOn(rgb); }
   c.appendChild(number);
@@ -230,7 +230,7 @@ function row() {
       const keys = [];
       for (let j = 0; j < n; j++) if (visible(l, q, j)) keys.push(j);
       keys.sort((a, b) => kept(l, h, q, b) - kept(l, h, q, a) || a - b);
-      for (const j of keys.slice(0, TOP)) line.appendChild(cell(j, kept(l, h, q, j), false));
+      for (const j of keys.slice(0, TOP)) line.appendChild(cell(j, kept(l, h, q, j), false, true));
       if (keys.length > TOP) {
         line.appendChild(el("span", { class: "more" }, "and " + (keys.length - TOP) + " more keys, each " +
           (dropped(kept(l, h, q, keys[TOP])) ? shown(0) : "≤ " + shown(kept(l, h, q, keys[TOP])))));
