@@ -314,7 +314,8 @@ def write_page(result, path: Path, *, title: str, sentence: str, force: bool) ->
     page, content = render(result, title=title, sentence=sentence)
     page = page.encode("utf-8")
     write_atomic(path, lambda f: f.write(page), force=force)
-    return f"page written to {path} ({size(len(page))}, {len(content['tokens'])} tokens; {content['kept']})"
+    n = len(content["tokens"])
+    return f"page written to {path} ({size(len(page))}, {n:,} token{'s' if n != 1 else ''}; {content['kept']})"
 
 
 def size(n: int) -> str:
