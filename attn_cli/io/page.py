@@ -132,12 +132,15 @@ class Stack:
 
 def layer_windows(result, stack: Stack) -> tuple[list, str | None]:
     """Each layer's sliding window (int: a query sees itself and the window - 1 tokens before it; None: every
-    earlier token), and where that came from: the model's summary when it states it ("windows", one per
-    layer), else the trace itself: a causal layer whose every head puts weight exactly 0 on every key at
-    least W tokens back (and on none nearer) hides those keys, as a window of W does."""
+    earlier token), and where that came from: the model, when the result states it (`windows`, one per
+    layer, as Spec.window(l) gives them; or its model summary's "windows"), else the trace itself: a causal
+    layer whose every head puts weight exactly 0 on every key at least W tokens back (and on none nearer)
+    hides those keys, as a window of W does."""
     import numpy as np
 
-    stated = (result.model or {}).get("windows")
+    stated = getattr(result, "windows", None)
+    if stated is None:
+        stated = (result.model or {}).get("windows")
     if isinstance(stated, list) and len(stated) == stack.n_layers:
         return [None if w is None else int(w) for w in stated], "the model"
     if not stack.causal or result.words or result.hide_special or result.weights is None or stack.g < 3:
