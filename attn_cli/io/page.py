@@ -24,7 +24,8 @@ PAGE_PER_TOKEN = 16_300  # characters of page a token at most (4.9 MB at 300 tok
 PAGE_LEAST = 4_900_000  # ... and never a smaller budget than this
 THRESHOLDS = (1, 2, 3, 5, 10, 20, 50)  # thousandths: the smallest weight kept, 1 when the budget allows (every weight as shown)
 CHARS_PER_CELL = 0.96  # a kept cell's share of the page at 1 thousandth, as measured on SmolLM2 at 300 tokens (base64 of deflated LEB128): a first guess only
-THUMB_SIDE = 48  # the model view's thumbnails: at most this many pixels a side
+THUMB_SIDE = 48
+HEADING = 200  # characters of the text in the page's heading at most  # the model view's thumbnails: at most this many pixels a side
 
 TEMPLATE = """\
 <!DOCTYPE html>
@@ -304,8 +305,9 @@ def render(result, *, title: str, sentence: str) -> tuple[str, dict]:
     caption = ("each line from a token on the left to one on the right is a weight of the softmax of that token's row, "
                "as thick as it is large; " + ("causal mask: a token sees itself and the tokens before it" if result.mask == "causal"
                                                else "no mask: every token sees every token") + "; " + content["kept"])
-    page = TEMPLATE.format(script_hash=sha256(script), style_hash=sha256(style), title=html.escape(printable(title)), style=style,
-                           heading=html.escape(f"{heading}: “{printable(sentence)}”"), caption=html.escape(caption), data=data, script=script)
+    page = TEMPLATE.format(script_hash=sha256(script), style_hash=sha256(style), title=html.escape(cut(printable(title), 100)), style=style,
+                           heading=html.escape(f"{heading}: “{cut(printable(sentence), HEADING)}”"), caption=html.escape(caption), data=data,
+                           script=script)
     return page, content
 
 
@@ -319,6 +321,11 @@ def write_page(result, path: Path, *, title: str, sentence: str, force: bool) ->
     write_atomic(path, lambda f: f.write(page), force=force)
     n = len(content["tokens"])
     return f"page written to {path} ({size(len(page))}, {n:,} token{'s' if n != 1 else ''}; {content['kept']})"
+
+
+def cut(text: str, most: int) -> str:
+    """A long text's start and end around "…", so that a document's page opens on its controls, not on its text."""
+    return text if len(text) <= most else text[:most * 2 // 3] + " … " + text[-(most // 3 - 3):]
 
 
 def size(n: int) -> str:
