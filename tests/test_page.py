@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from attn_cli.cli import app
@@ -446,3 +448,24 @@ def test_smollm2s_page_of_300_tokens_is_under_5_mb_and_every_weight_read_back_is
         shot = tmp_path / "page-smollm2-300.png"
         browser.screenshot(shot, full=False)
         keep(shot)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 12), heads=st.integers(1, 3), causal=st.booleans(), budget=st.sampled_from([10**9, 200, 0]), seed=st.integers(0, 2**16))
+def test_the_kept_cells_decode_to_the_thousandths_for_any_shape_mask_and_budget(n, heads, causal, budget, seed):
+    from attn_cli.io import page as page_module
+
+    rng = np.random.default_rng(seed)
+    weights = rng.dirichlet(np.full(n, 0.3), size=(2, heads, n)).astype(np.float32)  # [2, H, n, n]: rows of 1
+    if causal:
+        weights = np.where(np.tri(n, dtype=bool), weights, 0)
+    result = synthetic(n, 2, heads)
+    result.weights, result.allowed = weights, (np.tri(n, dtype=bool) if causal else None)
+    stack = page_module.Stack(result)
+    w = page_module.kept_weights(stack, budget)
+    kept = decoded({"tokens": [""] * n, "layers": 2, "heads": heads, "w": w})  # ints
+    full = page_module.thousandths(weights).astype(np.int64)
+    seen = np.tri(n, dtype=bool) if causal else np.ones((n, n), dtype=bool)
+    expected = np.where(full >= w["smallest"], full, 0)
+    assert (kept[..., seen] == expected[..., seen]).all() and not kept[..., ~seen].any()  # thousandths: ints
+    assert w["dropped"] == int(((full > 0) & (full < w["smallest"]))[..., seen].sum())

@@ -231,6 +231,7 @@ function row() {
       for (let j = 0; j < n; j++) if (visible(l, q, j)) keys.push(j);
       keys.sort((a, b) => kept(l, h, q, b) - kept(l, h, q, a) || a - b);
       for (const j of keys.slice(0, TOP)) line.appendChild(cell(j, kept(l, h, q, j), false, true));
+      if (extra) line.appendChild(cell(n, extra[q], false));  // the sink, beside the strongest keys
       if (keys.length > TOP) {
         line.appendChild(el("span", { class: "more" }, "and " + (keys.length - TOP) + " more keys, each " +
           (dropped(kept(l, h, q, keys[TOP])) ? shown(0) : "≤ " + shown(kept(l, h, q, keys[TOP])))));
