@@ -324,11 +324,30 @@ def written(tmp_path: Path, result, name: str = "synthetic.html") -> Path:
 
 
 @needs_browser
-def test_the_browser_reads_back_every_weight_masks_a_window_and_the_heatmap_stays_in_its_panel_at_1400px(tmp_path):
+def test_the_browser_reads_back_every_weight_masks_a_window_and_the_heatmap_stays_in_its_panel_at_1400px(tmp_path, monkeypatch):
     result = synthetic(60, 3, 2, window={1: 7})
     path = written(tmp_path, result)
+    from attn_cli.io import page as page_module
+
+    monkeypatch.setattr(page_module, "PAGE_LEAST", 0)
+    monkeypatch.setattr(page_module, "PAGE_PER_TOKEN", 400)  # a page that must leave out its smallest weights
+    tight = written(tmp_path, result, "tight.html")
+    smallest = page_json(tight)["w"]["smallest"]
+    assert smallest > 1
     with Browser() as browser:
         browser.viewport(1400, 900)
+        browser.open(tight)
+        browser.ready()
+        got = packed_layers(browser, [0])[0].reshape(2, 60, 60)
+        full = np.rint(result.weights[0].astype(np.float64) * 1000)
+        assert ((got == 0) | (got >= smallest)).all() and np.abs(got - full)[got > 0].max() <= 0.5 + 1e-3  # thousandths
+        assert np.all(full[(got == 0) & np.tri(60, dtype=bool)] < smallest)  # what is left out is under the smallest kept
+        browser.hover(*centre(browser, 'rect.hit[data-index="59"]'))
+        more = browser.evaluate("document.querySelector('#row .weights[data-head=\"0\"] .more').textContent")
+        thirteenth = np.sort(full[0, 59])[::-1][12]  # the strongest key after the 12 shown
+        assert more == f"and 48 more keys, each " + (f"<{smallest / 1000:.3f}" if thirteenth < smallest else f"≤ {thirteenth / 1000:.3f}")
+        assert f"weights under {smallest / 1000:.3f} left out" in browser.evaluate("document.querySelector('p.dim').textContent")
+
         browser.open(path)
         browser.ready()
         kept = np.array(browser.evaluate("Promise.all([0, 1, 2].map(load)).then(ls => ls.map(l => Array.from(l)))"), dtype=np.float64)

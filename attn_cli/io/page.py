@@ -23,7 +23,7 @@ WEIGHT_SCALE = 1000  # weights are kept in thousandths: the page shows them to 3
 PAGE_PER_TOKEN = 16_300  # characters of page a token at most (4.9 MB at 300 tokens; the kept cells grow as n^2 unless left out)
 PAGE_LEAST = 4_900_000  # ... and never a smaller budget than this
 THRESHOLDS = (1, 2, 3, 5, 10, 20, 50)  # thousandths: the smallest weight kept, 1 when the budget allows (every weight as shown)
-CHARS_PER_CELL = 0.96  # a kept cell's share of the page at 1 thousandth, as measured on SmolLM2 at 300 tokens (base64 of deflated LEB128): a first guess only
+CHARS_PER_CELL = 0.96  # characters a kept cell takes at 1 thousandth (SmolLM2, 300 tokens, measured): a first guess only
 THUMB_SIDE = 48
 HEADING = 200  # characters of the text in the page's heading at most  # the model view's thumbnails: at most this many pixels a side
 
