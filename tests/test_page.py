@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import zlib
 from pathlib import Path
 
@@ -392,8 +393,10 @@ def test_a_page_of_1024_tokens_loads_in_seconds_and_hovering_a_token_shows_its_s
     assert path.stat().st_size <= 17_000_000
     with Browser() as browser:
         browser.viewport(1400, 900)
+        start = time.monotonic()
         browser.open(path)
-        assert browser.ready() < 5  # seconds from the load event to drawn
+        browser.ready()
+        assert time.monotonic() - start < 6  # seconds from opening the file to drawn (about 1 s measured, on 2 busy cores)
         assert browser.evaluate("document.querySelectorAll('#lines line').length") == 0  # no line before a hover: 1,024 rows of them would be 100,000
         choose(browser, "layer", "1")
         browser.hover(*centre(browser, 'rect.hit[data-index="700"]'))
