@@ -34,8 +34,8 @@ class ModelOverview:
         self.result = result
         self.square = square
         w = np.array(result.weights if matrices is None else matrices, dtype=np.float64)  # [L, H, g, g]
-        if result.allowed is not None:
-            w = np.where(result.allowed, w, np.nan)
+        if result.allowed is not None:  # each layer's visible keys: a local layer's window hides more than the mask
+            w = np.where(result.allowed if result.layer_allowed is None else result.layer_allowed[:, None], w, np.nan)
         self.weights = w
 
     def size(self, max_width: int) -> tuple[int, int]:  # -> (thumbnail side, heads per row)
@@ -57,7 +57,7 @@ class ModelOverview:
 
         pooled = pool(self.weights, side)
         if self.weights.shape[-1] > side and self.result.allowed is not None:  # a block is masked when all of it is
-            masked = pool(np.where(np.isnan(self.weights[:1, :1]), 0.0, 1.0), side)[0, 0] == 0
+            masked = pool(np.where(np.isnan(self.weights[:, :1]), 0.0, 1.0), side) == 0  # [L, 1, s, s]
             pooled = np.where(masked, np.nan, pooled)
         return pooled
 
@@ -107,8 +107,14 @@ def overview(result: "InspectResult", options) -> list:
     return [Rule(style="dim"), Text(f"model view: each square is one head's {what}, queries ↓ keys →; dark = 0, yellow = 1"
                  + ("" if result.allowed is None else "; black = masked"), style="dim"),
             ModelOverview(result, matrices=by_head_largest(result.value_norms) if weighed else None),
-            *([Text(sink_note(result), style="dim")] if result.first_token is not None else []),
-            Text("pick heads to see in full with --head LAYER.HEAD (or --layer L)", style="dim")]
+            *([Text(sink_note(result), style="dim")] if result.first_token is not None else [])]
+
+
+def next_step(result: "InspectResult", options) -> list:
+    """The model view's last word, under the tables that follow it: how to see a head of it in full."""
+    from rich.text import Text
+
+    return [Text("see a head of the model view above in full: --head LAYER.HEAD, or --layer L", style="dim")]
 
 
 def by_head_largest(norms):  # [L, H, g, g] -> [L, H, g, g] in [0, 1]
@@ -126,5 +132,5 @@ def sink_note(result) -> str:
     first = np.asarray(result.first_token)  # [L, H]
     l, h = np.unravel_index(int(np.argmax(first)), first.shape)
     heavy = int((first > 0.5).sum())
-    return (f"first token: {first.mean():.0%} of a head's weight on average (queries after it), most in {l}.{h} ({first[l, h]:.0%}); "
-            f"{heavy} of {first.size} heads put over half their weight there")
+    return (f"first token: {first.mean():.0%} of a head's weight on average (queries after it)\n"  # a phrase a line: 80 columns cut none
+            f"most in {l}.{h} ({first[l, h]:.0%}); {heavy} of {first.size} heads put over half their weight there")
