@@ -147,7 +147,8 @@ def inspect(
             raise InputError("--picture with --model draws the --focus token through the layers; name it with --focus")
         chosen, settings = open_checkpoint(model, head, layer, words=words, hide_special=hide_special, focus=focus, neighbors=neighbors,
                                            stage=stage, output=output, weigh=weigh.value, rollout=rollout if rollout_layers is None else rollout_layers,
-                                           senses=checkpoint_senses(sense, sense_set, focus), max_memory=max_memory, ablate=(ablate, ablate_with.value))
+                                           senses=checkpoint_senses(sense, sense_set, focus), max_memory=max_memory, ablate=(ablate, ablate_with.value),
+                                           page=page is not None)
         overview = not (head or layer is not None)
     else:
         from attn_cli.models.glove import Settings
@@ -285,7 +286,7 @@ def checkpoint_senses(sense, sense_set, focus) -> tuple | None:
 
 
 def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neighbors, stage, output, weigh="weight", rollout=False, senses=None,
-                    max_memory: str | None = None, ablate=(None, "zero")):
+                    max_memory: str | None = None, ablate=(None, "zero"), page: bool = False):
     """`inspect --model`: the checkpoint, and what each sentence reports (a bad --head is an error before any sentence)."""
     from attn_cli.analysis.flow import layer_range
     from attn_cli.analysis.inspect import InspectSettings, parse_heads
@@ -301,7 +302,8 @@ def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neig
 
     settings = InspectSettings(heads=chosen or None, words=words, hide_special=hide_special, focus=focus, weigh=weigh, rollout=rollout,
                                neighbors=DEFAULT_NEIGHBORS if neighbors is None else neighbors, stage=stage.value if stage else None, senses=senses,
-                               max_memory=None if max_memory is None else parse_size(max_memory), json=output is not Format.table)
+                               max_memory=None if max_memory is None else parse_size(max_memory),
+                               json=output is not Format.table or page)  # the page, as JSON, holds every head's weights, never pooled ones
     if ablate[0]:
         from attn_cli.analysis.ablate import parse_ablation
 

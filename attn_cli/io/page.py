@@ -156,6 +156,30 @@ def layer_windows(result, stack: Stack) -> tuple[list, str | None]:
     return windows, ("the trace" if any(w is not None for w in windows) else None)
 
 
+def model_windows(result, stack: Stack) -> tuple[list, list] | None:
+    """Each layer's window and the first key each query sees, from the masks the model gave the result
+    (`layer_allowed` [L, g, g], set when some layer has a sliding window; None: no window cuts this text).
+    The window is the one the result's heads name (HeadView.window), else the widest span the mask leaves."""
+    import numpy as np
+
+    masks = getattr(result, "layer_allowed", None)
+    if masks is None or result.weights is None:
+        return None
+    g, windows, starts = stack.g, [], []
+    base = np.ones((g, g), dtype=bool) if stack.allowed is None else np.asarray(stack.allowed, dtype=bool)
+    for l in range(stack.n_layers):
+        mask = np.asarray(masks[l], dtype=bool)
+        if np.array_equal(mask, base):
+            windows.append(None)
+            starts.append(None)
+            continue
+        first = mask.argmax(axis=1)  # [g]: a window's keys are one run ending at the query
+        named = next((h.window for h in result.heads if h.layer == l and getattr(h, "window", None)), None)
+        windows.append(int(named) if named else int((np.arange(g) - first).max()) + 1)
+        starts.append(first.tolist())
+    return windows, starts
+
+
 def first_keys(result, stack: Stack, windows: list) -> list:
     """Per layer, the first key each query sees (None: no window in that layer): the window's start for
     token units; for merged or hidden units, the first unit any head gives weight to."""
@@ -237,8 +261,12 @@ def page_data(result, sentence: str) -> dict:
     from attn_cli.results import SINK_TOKEN
 
     stack = Stack(result)
-    windows, source = layer_windows(result, stack)
-    starts = first_keys(result, stack, windows)
+    given = model_windows(result, stack)
+    if given is not None:
+        (windows, starts), source = given, "the model"
+    else:
+        windows, source = layer_windows(result, stack)
+        starts = first_keys(result, stack, windows)
     sinks = {} if result.weights is not None else {
         f"0.{h}": thousandths(head.sink_weights).tolist() for h, head in enumerate(result.heads) if head.sink is not None}
     allowed = stack.allowed
