@@ -156,6 +156,15 @@ class Browser:
         self.call("Page.navigate", {"url": path.resolve().as_uri()})
         self.wait_for("Page.loadEventFired")
 
+    def ready(self, timeout: float = 10.0) -> float:
+        """Wait until the page says it is drawn (body[data-ready]); returns the seconds from the load event."""
+        return self.evaluate(f"""new Promise((done, fail) => {{
+            const start = performance.now();
+            const look = () => document.body.dataset.ready === "1" ? done((performance.now() - start) / 1000)
+                : performance.now() - start > {timeout * 1000} ? fail(new Error("not ready")) : setTimeout(look, 20);
+            look();
+        }})""")
+
     def evaluate(self, expression: str):
         result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True})
         if "exceptionDetails" in result:

@@ -179,4 +179,6 @@ class Exports:
         if self.page is not None:
             from attn_cli.io.page import write_page
 
-            write_page(result, self.page, title=title, sentence=self.sentence, force=self.force)
+            from attn_cli.cli.app import say
+
+            say(write_page(result, self.page, title=title, sentence=self.sentence, force=self.force))
