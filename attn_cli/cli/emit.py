@@ -43,7 +43,8 @@ def emit(lines, compute, view, *, single: bool, output: Format, exports, options
                 writers.write(result, output)
         finally:
             if exports is not None:
-                exports.save(None, result, options)
+                if note := exports.save(None, result, options):
+                    say(note)
         return
     from attn_cli.io.console import counted
     from attn_cli.io.lines import Lines
@@ -98,7 +99,8 @@ def show(items, view, *, single: bool, exports, options) -> int:
             if recorded is not None:
                 recorded.print(part)
     if exports is not None and (last is not None or recorded is not None):
-        exports.save(recorded, last, options, single=single)
+        if note := exports.save(recorded, last, options, single=single):
+            say(note)
     if closed is not None:
         raise closed
     return failed

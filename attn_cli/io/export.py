@@ -161,9 +161,9 @@ class Exports:
         """The console that records the whole view for --svg/--html (None: no picture, or one view alone)."""
         return export_console(self.width, self.colors) if self.pictures and self.view is None else None
 
-    def save(self, recorded, result, options: dict, *, single: bool = True) -> None:
+    def save(self, recorded, result, options: dict, *, single: bool = True) -> str | None:
         """Write what was asked: the recorded view or the figure of one view (`options`: the views.inspect.ViewOptions
-        the terminal view was drawn with), and the page."""
+        the terminal view was drawn with), and the page; returns what the command says of the page (where, how big)."""
         title = f"attn inspect: {self.sentence}" if single else "attn inspect"
         if self.pictures:
             if self.view is not None:
@@ -179,6 +179,5 @@ class Exports:
         if self.page is not None:
             from attn_cli.io.page import write_page
 
-            from attn_cli.cli.app import say
-
-            say(write_page(result, self.page, title=title, sentence=self.sentence, force=self.force))
+            return write_page(result, self.page, title=title, sentence=self.sentence, force=self.force)
+        return None
