@@ -8,8 +8,10 @@ and read the metric, the logit difference target − versus at the last position
     (b) one head's z (its output before W_O) at every position, for every head.
 
 Nothing before layer l changes when layer l is patched, so each rerun starts at layer l from the corrupt run's
-stream (models.points.Start), and all the positions of a layer (or all its heads) go through the later layers as
-one batch: B streams, one per patch. Only the stream's last row is read at the end, and only through the two output
+stream (models.points.Start), and all the heads of a layer go through the later layers as one batch: B streams,
+one per patch. In a causal model, patching position p changes no position before p either: (a) reruns only
+positions p .. n - 1, after the corrupt run's keys and values of the earlier ones (its KV cache), and the patches
+of every layer at one position share one pass, each stream joining it at its layer. Only the stream's last row is read at the end, and only through the two output
 rows the metric needs, not the whole vocabulary.
 
 The map is shown raw and normalised, (patched − corrupt) / (clean − corrupt): 1 where the patch alone gives back
@@ -67,8 +69,11 @@ def patch_maps(model, clean_ids: list[int], corrupt_ids: list[int], metric, posi
 
     L, H, n = model.n_layers, model.n_heads, len(clean_ids)
     model.weights.hold(HOLD_BYTES)  # some 2 L passes read the later layers again: dequantize them once
+    from attn_cli.models.cache import KVCache
+
     keep = Keep(points=("resid_pre", "attn.z", "resid_post"), rows=None)
-    clean, corrupt = model.forward(clean_ids, keep=keep), model.forward(corrupt_ids, keep=keep)
+    past = KVCache(model)  # the corrupt run's keys and values: what positions before a patched one give later layers
+    clean, corrupt = model.forward(clean_ids, keep=keep), model.forward(corrupt_ids, keep=keep, cache=past)
     last = L - 1
     at = position % n
     clean_diff = float(metric(clean.get("resid_post", last)[at : at + 1])[0])
@@ -77,10 +82,20 @@ def patch_maps(model, clean_ids: list[int], corrupt_ids: list[int], metric, posi
     per_stream = 4 * H * n * n  # one stream's attention weights at one layer
     resid = np.empty((L, n))
     heads = np.empty((L, H))
+    if model.causal:
+        resid[:, at + 1 :] = corrupt_diff  # a position after the one read cannot reach it
+        for p in range(at + 1):
+            m = n - p  # positions p .. n - 1 rerun
+            streams = np.stack([corrupt.get("resid_pre", l)[p:] for l in range(L)])  # [L, m, d]: stream l is patched at layer l
+            streams[:, 0] = [clean.get("resid_pre", l)[p] for l in range(L)]
+            for group in chunks(L, 4 * H * m * n):
+                trace = model.forward(corrupt_ids[p:], keep=Keep(points=("resid_post",), layers=[last], rows=[at - p]),
+                                      cache=past.prefix(p), start=Start(list(group), streams[list(group)]))
+                resid[list(group), p] = metric(trace.get("resid_post", last)[:, 0])
     for l in range(L):
         base = corrupt.get("resid_pre", l)  # [n, d]
         good = clean.get("resid_pre", l)
-        for group in chunks(n, per_stream):
+        for group in chunks(n, per_stream) if not model.causal else ():
             streams = np.repeat(base[None], len(group), axis=0)  # [B, n, d]: patch b puts back position group[b]
             streams[np.arange(len(group)), list(group)] = good[list(group)]
             trace = model.forward(corrupt_ids, keep=out_keep, start=Start(l, streams))

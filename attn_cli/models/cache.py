@@ -43,5 +43,17 @@ class KVCache:
         self.length += self._pending
         self._pending = 0
 
+    def prefix(self, length: int) -> "KVCache":
+        """The first `length` positions, sharing this cache's arrays: for passes that read them and append nothing
+        (a pass started from given streams, models.points.Start)."""
+        view = object.__new__(KVCache)
+        view.n_layers, view.length, view._pending = self.n_layers, min(length, self.length), 0
+        view.keys, view.values = list(self.keys), list(self.values)
+        return view
+
+    def past(self, l: int) -> tuple[np.ndarray, np.ndarray]:
+        """Layer l's keys and values of the positions held ([h_kv, length, d_head] each), read only."""
+        return self.keys[l][:, : self.length], self.values[l][:, : self.length]
+
     def nbytes(self) -> int:
         return sum(a.nbytes for store in (self.keys, self.values) for a in store if a is not None)

@@ -200,14 +200,32 @@ class Patch(Edit):
 class Start:
     """Where a pass begins, for patching: layer `layer` reads `resid` as its stream ([n, d], or [B, n, d]: B streams,
     such as the same text patched at B different positions, run through the later layers in one batched pass).
-    The layers before it are not run; `resid` is resid_pre[layer] (resid_pre[0] = the embeddings)."""
+    The layers before it are not run; `resid` is resid_pre[layer] (resid_pre[0] = the embeddings).
 
-    __slots__ = ("layer", "resid")
+    `layer` may also be one layer per stream, in increasing order: stream b joins the batch at layer[b] (resid[b] is
+    its resid_pre there), so streams patched at different layers share the passes of the layers after. The points
+    of a layer then hold the streams that have joined by it; the kept ones after the last layer, every stream."""
 
-    def __init__(self, layer: int, resid):
-        self.layer, self.resid = int(layer), np.asarray(resid)
+    __slots__ = ("layer", "resid", "joins")
+
+    def __init__(self, layer, resid):
+        self.resid = np.asarray(resid)
         if self.resid.ndim not in (2, 3):
             raise ValueError(f"Start's resid is [n, d] or [B, n, d], not {list(self.resid.shape)}")
+        joins = np.atleast_1d(np.asarray(layer, dtype=np.int64))  # [B] or [1]: the layer each stream joins at
+        if joins.size > 1 and (self.resid.ndim != 3 or len(joins) != len(self.resid) or (np.diff(joins) < 0).any()):
+            raise ValueError("Start's layers are one per stream of resid [B, n, d], in increasing order")
+        self.layer, self.joins = int(joins[0]), joins
+
+    def joining(self, l: int) -> np.ndarray | None:
+        """The streams that join at layer l after the first ([b, n, d]), or None."""
+        if len(self.joins) == 1 or l == self.layer:
+            return None
+        here = self.joins == l
+        return self.resid[here] if here.any() else None
+
+    def first(self) -> np.ndarray:  # the streams the first layer reads: [n, d], [B, n, d], or those joining there
+        return self.resid if len(self.joins) == 1 else self.resid[self.joins == self.layer]
 
 
 def edits_at(edits, point: str, layer: int | None) -> list:

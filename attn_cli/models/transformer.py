@@ -172,7 +172,10 @@ class Transformer:
             q, k = self.norm(q, w["attn.q_norm.w"], None), self.norm(k, w["attn.k_norm.w"], None)
         if run.rotary is not None:
             q, k = rotate(q, *run.rotary), rotate(k, *run.rotary)
-        if run.cache is not None:  # the keys and values of the earlier positions first: [h_kv, t, d_head]
+        if run.cache is not None and run.read_only:  # streams started after the cache's positions: each reads them first, appends nothing
+            k, v = (np.concatenate([np.broadcast_to(past, (batch, *past.shape)), new], axis=2)
+                    for past, new in zip(run.cache.past(l), (k, v)))  # [B, h_kv, t, d_head]
+        elif run.cache is not None:  # the keys and values of the earlier positions first: [h_kv, t, d_head]
             k, v = (a[None] for a in run.cache.layer(l, k[0], v[0]))
         v = run.point("v", l, v)  # [B, h_kv, t, d_head]
         t = k.shape[2]
@@ -221,7 +224,8 @@ class Transformer:
         before scaling (attn.qk, --stage scores), `keep_values` each layer's V. edits: Zero / Mean / Patch, made
         where their point is computed. cache: a KVCache; the pass runs only these tokens, after the cache's
         positions, and appends their keys and values. start: Start(layer, resid) runs layers layer .. L - 1 on a
-        given stream ([n, d], or [B, n, d] for B streams at once; every kept point then has a B axis first)."""
+        given stream ([n, d], or [B, n, d] for B streams at once; every kept point then has a B axis first). With both,
+        the streams are the positions after the cache's: every stream reads its keys and values, and none is appended."""
         from attn_cli.io.blas import threads_for
 
         spec = self.spec
@@ -230,30 +234,30 @@ class Transformer:
             keep = Keep(keep.points | {p for p, asked in (("attn.qk", keep_scores), ("v", keep_values)) if asked}, keep.layers, keep.heads,
                         keep.rows, keep.watch)
         ids = list(tokens.ids) if isinstance(tokens, Tokens) else [int(i) for i in tokens]
-        if start is not None and cache is not None:
-            raise ValueError("a pass starts from a cache or from a given stream, not both")
-        offset = 0 if cache is None else cache.length
+        offset = 0 if cache is None else cache.length  # with `start`, the cache holds the positions before the streams' and is only read
         n = len(ids) if start is None else start.resid.shape[-2]
         if offset + n > spec.max_positions:
             raise InputError(f"{offset + n:,} tokens, more than the {spec.max_positions:,} positions {self.name} has; split the text")
         threads_for(n)
         self.weights.passes += 1
-        run = Run(keep, list(edits), cache, offset, batched=start is not None and start.resid.ndim == 3)
+        run = Run(keep, list(edits), cache, offset, batched=start is not None and start.resid.ndim == 3, read_only=start is not None)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked layer by layer: one message, not NumPy's warnings
             if start is None:
                 x = self.held(self.embeddings(ids, offset), None, "embeddings", norms=True)[None]  # [1, n, d]
                 first = 0
             else:
-                x = np.asarray(start.resid, dtype=F32).reshape(-1, n, spec.d_model)  # [B, n, d]
+                x = np.asarray(start.first(), dtype=F32).reshape(-1, n, spec.d_model)  # [B, n, d]
                 first = start.layer
             for l in range(first, spec.n_layers):
+                if start is not None and (joining := start.joining(l)) is not None:  # streams patched at layer l join the batch
+                    x = np.concatenate([x, joining.astype(F32, copy=False)])
                 run.rotary = self.rotary(n, offset, l)
                 x = self.layer_pass(x, self.weights.layer(l), l, run)
                 self.weights.release(l)  # nothing after the layer reads its weights
             output = self.norm(x, self.weights.get("final_norm.w"), self.weights.get("final_norm.b")) if spec.final_norm else x
             self.held(output, None, "final")
             run.point("resid_final", None, output)
-        if cache is not None:
+        if cache is not None and start is None:
             cache.advance()
         tokens = tokens if isinstance(tokens, Tokens) else None
         return Trace(tokens, store=run.store, n_layers=spec.n_layers, rows=keep.rows, offset=offset)

@@ -9,7 +9,8 @@ It clears OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE for itself and prints the BLAS 
 IOI pair ("When Mary and John went to the store, John gave a drink to" / "... Mary gave a drink to"), metric " Mary" −
 " John" at the last position, both maps: (a) the stream entering each of the 30 layers at each of the 14 positions,
 (b) each of the 270 heads' output at every position. attn runs the clean and corrupt texts once and reruns only the
-layers from l on, a layer's patches as one batch (analysis/patch.py); the peer runs one full forward per patch with
+layers from l on (for (a) only the positions from p on, after the corrupt run's KV cache), patches batched
+(analysis/patch.py); the peer runs one full forward per patch with
 forward hooks, as a TransformerLens-style loop does (the script that records tests/fixtures/models/why-smollm2.npz).
 Each side in its own process with the model loaded; the processes alternate. Goal: attn <= 0.3x the peer's time.
 """
