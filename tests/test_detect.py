@@ -13,6 +13,7 @@ from attn_cli.analysis.find import find_heads
 from attn_cli.heads.links import link_set, read_links
 from attn_cli.models import loading
 from tests import checkpoints
+from tests.exact import assert_same_ids
 
 # The 4 x 4 example of TransformerLens's demos/Head_Detector_Demo.ipynb: a head's weights and the previous-token pattern.
 DEMO = np.array([[1, 0, 0, 0], [0.5, 0.5, 0, 0], [0.2, 0.3, 0.5, 0], [0.1, 0.15, 0.5, 0.25]])
@@ -38,7 +39,7 @@ def test_the_demo_worked_example(error, exclude, shown, within):
 
 
 def test_the_previous_pattern_is_the_demos():
-    assert (detect.targets("previous", [5, 6, 7, 8], [False] * 4) == DEMO_PATTERN).all()
+    assert_same_ids(detect.targets("previous", [5, 6, 7, 8], [False] * 4), DEMO_PATTERN)
 
 
 def transformer_lens_patterns(tokens: list[int]) -> dict[str, np.ndarray]:
@@ -59,7 +60,7 @@ def transformer_lens_patterns(tokens: list[int]) -> dict[str, np.ndarray]:
 @given(st.lists(st.integers(0, 5), min_size=2, max_size=24))
 def test_previous_duplicate_and_induction_are_transformer_lens_patterns(tokens):
     for name, theirs in transformer_lens_patterns(tokens).items():
-        assert (detect.targets(name, tokens, [False] * len(tokens)) == theirs.astype(bool)).all(), name
+        assert_same_ids(detect.targets(name, tokens, [False] * len(tokens)), theirs.astype(bool))
 
 
 def loop_score(a: np.ndarray, p: np.ndarray, error: str, exclude_bos: bool, exclude_current: bool) -> float:
@@ -96,7 +97,9 @@ def test_a_pattern_with_nothing_left_after_the_exclusions_is_not_scored():
 def test_the_baselines_are_even_attention_and_one_random_visible_key():
     even, one = detect.baseline_weights(6, True, np.random.default_rng(3))
     assert np.allclose(even, np.tril(np.ones((6, 6))) / np.arange(1, 7)[:, None])
-    assert (one.sum(axis=1) == 1).all() and set(np.unique(one)) <= {0.0, 1.0} and (np.triu(one, 1) == 0).all()
+    assert set(np.unique(one)) <= {0.0, 1.0}  # so the sums below are counts
+    assert_same_ids(one.astype(np.int64).sum(axis=1), np.ones(6, np.int64))
+    assert_same_ids(np.triu(one, 1) != 0, np.zeros((6, 6), bool))
 
 
 def test_the_repeated_sequence_is_distinct_tokens_twice_inside_the_models_special_tokens():
