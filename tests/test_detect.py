@@ -147,6 +147,44 @@ def test_every_format_of_heads_detect(run, tmp_path):
     assert all(h["score"] is None for h in abs_doc["patterns"]["self"]) and all(-1 <= h["score"] <= 1 for h in abs_doc["patterns"]["previous"])
 
 
+def test_the_text_is_an_argument_as_inspect_and_predict_take_it(run, tmp_path):
+    """One sentence as TEXT, `-` for one a line from stdin, or --text FILE: the same scores from each."""
+    model, sentence = checkpoints.minilm_folder(), "The cat sat on the mat."
+    (tmp_path / "one.txt").write_text(sentence + "\n", encoding="utf-8")
+    docs = [json.loads(run("heads", "detect", "--model", model, *args, "--pattern", "previous", "--json", input=given).stdout)
+            for args, given in ((["--text", tmp_path / "one.txt"], None), ([sentence], None), (["-"], sentence + "\n"))]
+    assert [d["text"] for d in docs] == [{"source": str(tmp_path / "one.txt"), "sentences": 1}, {"source": "TEXT", "sentences": 1},
+                                         {"source": "stdin", "sentences": 1}]
+    for doc in docs[1:]:
+        for ours, theirs in zip(doc["patterns"]["previous"], docs[0]["patterns"]["previous"]):
+            assert (ours["layer"], ours["head"]) == (theirs["layer"], theirs["head"]) and ours["score"] == pytest.approx(theirs["score"], abs=1e-6)
+    shown = run("heads", "detect", "--model", model, sentence, "--pattern", "previous", env={"COLUMNS": "150"}).stdout
+    assert "previous: weight on the token just before · on the sentence given" in shown
+    piped = run("heads", "detect", "--model", model, "-", "--pattern", "previous", input=sentence + "\n", env={"COLUMNS": "150"}).stdout
+    assert "· on 1 sentence of stdin" in piped  # one sentence, not "1 sentences"
+    both = run("heads", "detect", "--model", model, sentence, "--text", tmp_path / "one.txt")
+    assert both.exit_code == 2 and both.stdout == "" and "as TEXT or from --text FILE, not both" in both.stderr
+
+
+def test_the_argument_in_a_real_process():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "attn_cli", "heads", "detect", "--model", str(checkpoints.tiny_gpt2_folder()),
+                           "the cat sat on the mat", "--pattern", "previous", "--json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stderr == "" and json.loads(done.stdout)["text"] == {"source": "TEXT", "sentences": 1}
+
+
+def test_a_pattern_without_a_score_says_why(run):
+    gpt2 = checkpoints.tiny_gpt2_folder()  # GPT-2's tokenizer adds no special token
+    special = run("heads", "detect", "--model", gpt2, "the cat sat", "--pattern", "special", env={"COLUMNS": "200"}).stdout
+    assert "tiny-gpt2's tokenizer adds no special token ([CLS], [SEP], BOS...) to the sentence, so no key fits the pattern: no score" in special
+    first = run("heads", "detect", "--model", gpt2, "the cat sat", "--pattern", "first", "--exclude-bos", env={"COLUMNS": "200"}).stdout
+    assert "--exclude-bos leaves out the first token, this pattern's only key: no score" in first
+    own = run("heads", "detect", "--model", gpt2, "the cat sat", "--pattern", "self", "--exclude-current", env={"COLUMNS": "200"}).stdout
+    assert "--exclude-current leaves out each query's weight on itself, this pattern's only key: no score" in own
+
+
 @pytest.mark.parametrize("args, message", [
     ((), "heads detect needs --model"),
     (("--model", "{minilm}", "--length", "300", "--pattern", "induction"), "--length 300: twice 300 tokens is more than the 512 positions"),
