@@ -98,10 +98,9 @@ ALLOWED = {
     ("test_views.py", "test_a_table_that_cannot_fit_says_so_and_lists_its_rows",
      "'cat dog aligned dot: 19.7391 cosine: 0.9218' in text"): SIMILARITY,
     ("test_views.py", "test_a_table_that_cannot_fit_says_so_and_lists_its_rows", "'19.7391' in wide"): SIMILARITY,
-    ("fixtures/models/make_fixtures.py", "_record", "np.array_equal(back[key], value)"): "a file read back after writing it",
+    ("fixtures/models/npz_files.py", "savez", "np.array_equal(back[key], value)"): "a file read back after writing it",
     ("fixtures/models/make_fixtures.py", "_check_gpt2_hidden", "np.array_equal(hidden[-1], last)"):
         "the same tensor recorded twice by transformers (hidden_states[-1] is last_hidden_state)",
-    ("fixtures/models/make_decoder_fixtures.py", "_savez", "np.array_equal(back[key], value)"): "a file read back after writing it",
     ("fixtures/models/make_decoder_fixtures.py", "_record_gguf", "torch.equal(hf[key], value)"):
         "transformers' own tensors loaded twice: a copy",
     ("fixtures/models/make_decoder_fixtures.py", "_record_gguf", "np.array_equal(original[key.removeprefix('F32_')], value)"):
