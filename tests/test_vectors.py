@@ -707,3 +707,34 @@ def test_keys_are_checked_as_utf8_whatever_the_chunks(chunk):
         assert is_utf8(text.encode(), chunk)
     for data in bad:
         assert not is_utf8(data, chunk) and not is_utf8(b"fine\n" + data + b"\nfine\n", chunk)
+
+
+def test_vectors_info_cuts_a_long_path_in_the_middle(tmp_path, run):
+    import shutil
+
+    from tests import docs
+
+    deep = tmp_path / ("a_long_folder_name_" * 3) / ("and_another_" * 3) / "glove_vectors_here"
+    shutil.copytree(docs.ROOT / "data" / "glove.6B.50d", deep)
+    shown = run("vectors", "info", deep, env={"COLUMNS": "80"}).stdout
+    (line,) = [line for line in shown.splitlines() if line.strip().startswith("path")]
+    path = line.split(maxsplit=1)[1].rstrip()
+    assert "…" in path and len(line.rstrip()) <= 80
+    head, tail = path.split("…")
+    assert str(deep).startswith(head) and str(deep).endswith(tail) and tail.endswith("glove_vectors_here")
+    assert parse_json(run("vectors", "info", deep, "--json"))["path"] == str(deep)  # the data keeps it whole
+
+
+@given(st.text(min_size=0, max_size=60), st.integers(0, 70))
+def test_a_cut_keeps_the_start_and_the_end_within_the_width(text, width):
+    from rich.cells import cell_len
+
+    from attn_cli.views.vectors import cut_middle
+
+    cut = cut_middle(text, width)
+    assert cell_len(cut) <= width or cut == "…"[:width]
+    if cell_len(text) <= width:
+        assert cut == text
+    elif width >= 3:
+        head, _, tail = cut.partition("…")
+        assert text.startswith(head) and text.endswith(tail) and cell_len(cut) >= width - 1
