@@ -23,11 +23,20 @@ DATA = Path(__file__).resolve().parent.parent / "data" / "heads"
 LESSON = "A fluffy blue creature roamed the verdant forest."
 
 
+BUILDER = ("settings", "words", "measures", "adjective", "context", "value_map", "cards")  # data/heads/builder/, in build order
+
+
 def load_build_script():
+    """build_heads.py and the steps of builder/ as one namespace (`build.build_adjective`, `build.SETS`), and
+    `build.step(name)`, one of those modules (to change a setting where it is read)."""
+    from types import SimpleNamespace
+
     spec = importlib.util.spec_from_file_location("build_heads", DATA / "build_heads.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    spec.loader.exec_module(module)  # puts data/heads on sys.path
+    steps = {name: importlib.import_module(f"builder.{name}") for name in BUILDER}
+    names = {k: v for m in (*steps.values(), module) for k, v in vars(m).items() if not k.startswith("__")}
+    return SimpleNamespace(**names, step=steps.__getitem__, script=module)
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +219,7 @@ def test_corpus_value_map_is_the_stated_least_squares_fit(glove, build, context)
 
 
 def test_the_corpus_is_refused_when_it_is_not_the_pinned_file(glove, build, monkeypatch):
-    monkeypatch.setattr(build, "CORPUS_SHA256", "0" * 64)
+    monkeypatch.setattr(build.step("context"), "CORPUS_SHA256", "0" * 64)  # where corpus_sentences reads it
     with pytest.raises(SystemExit, match="SHA-256 differs"):
         build.corpus_sentences(glove)
 
