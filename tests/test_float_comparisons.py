@@ -11,6 +11,7 @@ be listed below with the reason it is exact by construction. The misaligned copi
 import ast
 import os
 import re
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -171,6 +172,7 @@ def exact_comparisons(source: str) -> list[tuple[int, str | None, str, str]]:
     return sorted(set(found))
 
 
+@cache
 def every_exact_comparison():
     """{(file, function, comparison): "file:line why"} over every Python file of tests/ but tests/exact.py."""
     found = {}
