@@ -7,6 +7,14 @@
     part = api.head_stats(model, open("corpus.txt"))       # sums and counts, not means: a Partial
     stats = api.figures(api.merge([part, other_part]))     # what `attn heads stats` prints (.to_dict(), .rows())
 
+Why a model predicts what it does, as TransformerLens asks it, without torch:
+
+    cache = api.run_with_cache(model, "When Mary and John went to the store, John gave a drink to")
+    cache["blocks.23.attn.hook_z"]                        # [n, H, d_head]; also cache["attn.z", 23], cache["z", 23]
+    logits, cache = api.run_with_edits(model, text, [api.Zero("attn.z", 23, head=3)], names=["resid_pre"])
+    parts = api.explain(model, text, target=" Mary", versus=" John")   # what `attn explain` prints
+    maps = api.patch(model, clean, corrupt, target=" Mary", versus=" John")   # what `attn patch` prints
+
 `heads stats` is `figures(merge([head_stats(model, lines)]))`, so partials computed anywhere (Dask's
 map_partitions, Spark's mapPartitions, Ray Data's map_batches: docs/heads-stats.md) give the very
 figures the command prints. Errors are attn_cli.errors.InputError (bad input) and DataError (a
@@ -17,6 +25,85 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 from attn_cli.analysis.stats import Partial, figures, merge  # noqa: F401 (the API: merge, figures)
+from attn_cli.models.points import Keep, Mean, Patch, Start, Zero  # noqa: F401 (the API: what a pass keeps and changes)
+
+# TransformerLens's hook names -> attn's points (models/points.py): blocks.{l}.<name>, or the short names
+HOOK_NAMES = {
+    "hook_resid_pre": "resid_pre", "attn.hook_z": "attn.z", "attn.hook_pattern": "attn.pattern", "attn.hook_attn_scores": "attn.scores",
+    "hook_attn_out": "attn.out", "hook_resid_mid": "resid_mid", "hook_mlp_out": "mlp_out", "hook_resid_post": "resid_post",
+    "attn.hook_v": "v", "ln_final.hook_normalized": "resid_final",
+}
+SHORT_NAMES = {"z": "attn.z", "pattern": "attn.pattern", "scores": "attn.scores", "attn_out": "attn.out", **{p: p for p in HOOK_NAMES.values()}}
+
+
+def point_name(name: str) -> tuple[str, int | None]:
+    """("attn.z", 3) for "blocks.3.attn.hook_z"; (point, None) for a short name ("z", "attn.z", "resid_pre")."""
+    if name.startswith("blocks."):
+        _, layer, rest = name.split(".", 2)
+        if rest in HOOK_NAMES:
+            return HOOK_NAMES[rest], int(layer)
+    elif name in HOOK_NAMES:
+        return HOOK_NAMES[name], None
+    elif name in SHORT_NAMES:
+        return SHORT_NAMES[name], None
+    raise KeyError(f"no activation {name!r}: use TransformerLens's names (blocks.3.attn.hook_z) or attn's ({', '.join(sorted(SHORT_NAMES))})")
+
+
+class ActivationCache:
+    """The activations a run kept, by TransformerLens's names or attn's: cache["blocks.3.attn.hook_z"], cache["attn.z", 3],
+    cache["z", 3]. Each value is a NumPy array without a batch axis (models/points.py gives the shapes)."""
+
+    def __init__(self, trace, tokens):
+        self.trace, self.tokens = trace, tokens
+
+    def __getitem__(self, key):
+        name, layer = key if isinstance(key, tuple) else (key, None)
+        point, named_layer = point_name(name)
+        return self.trace.get(point, named_layer if layer is None else layer)
+
+    def __contains__(self, key) -> bool:
+        try:
+            self[key]
+        except KeyError:
+            return False
+        return True
+
+
+def _keep(model, names, layers=None) -> Keep:
+    points = {point_name(n)[0] for n in (names or ("resid_pre", "attn.z", "attn.pattern", "mlp_out", "resid_post"))}
+    return Keep(points=points | {"resid_post"}, layers=layers)
+
+
+def run_with_cache(model, text: str, names=None, *, layers=None) -> ActivationCache:
+    """One pass over `text` keeping the named activations (default: resid_pre, attn.z, pattern, mlp_out, resid_post) of
+    every layer, or of `layers`; nothing else is stored."""
+    tokens = model.tokenize(text)
+    return ActivationCache(model.forward(tokens, keep=_keep(model, names, layers)), tokens)
+
+
+def run_with_edits(model, text: str, edits, names=None, *, layers=None):
+    """One pass with edits (api.Zero, api.Mean, api.Patch; models/points.py), made where each point is computed:
+    (logits [n, V] at every position, ActivationCache of what `names` asks)."""
+    tokens = model.tokenize(text)
+    keep = _keep(model, names, None if layers is None else set(layers) | {model.n_layers - 1})
+    trace = model.forward(tokens, keep=keep, edits=list(edits))
+    return model.lm_logits(trace.get("resid_post", model.n_layers - 1)), ActivationCache(trace, tokens)
+
+
+def explain(model, text: str, *, target: str | None = None, versus: str | None = None, focus: str | None = None,
+            ablate: list[str] | None = None, ablate_with: str = "zero"):
+    """`attn explain`'s result (results.explain.ExplainResult): the logit of target (less versus) split into its parts."""
+    from attn_cli.analysis.explain import ExplainSettings, explain as run
+
+    return run(model, text, ExplainSettings(target=target, versus=versus, focus=focus, ablate=ablate, ablate_with=ablate_with))
+
+
+def patch(model, clean: str, corrupt: str, *, target: str, versus: str):
+    """`attn patch`'s result (results.patch.PatchResult): both patching maps, raw (.resid_pre [L, n], .heads [L, H]) and
+    normalised (.normalised(...))."""
+    from attn_cli.analysis.patch import PatchSettings, patch as run
+
+    return run(model, clean, corrupt, PatchSettings(target, versus))
 
 
 @lru_cache(maxsize=4)
@@ -54,16 +141,17 @@ def head_stats(model, sentences: Iterable, *, error: str = "mul", exclude_bos: b
     A sentence the model cannot take (InputError) is counted as failed and said to on_error(line, message);
     progress(lines done) is called after each line.
     """
-    import numpy as np
-
     from attn_cli.io.lines import Lines
+    from attn_cli.models.points import Keep
 
     partial = Partial({"name": model.name, "layers": model.n_layers, "heads": model.n_heads, "causal": bool(model.causal)},
                       {"error": error, "exclude_bos": exclude_bos, "exclude_current": exclude_current})
 
-    def compute(line):
+    def compute(line):  # the heads' sums, a block of query rows at a time as the pass makes them: no [L, H, n, n] is kept
         tokens = model.tokenize(sentence_text(line))
-        return tokens, np.stack([layer.weights for layer in model.forward(tokens).layers])  # [L, H, n, n]
+        sums = partial.sums_for(model.n_layers, model.n_heads, tokens.ids, tokens.special)
+        model.forward(tokens, keep=Keep((), watch={"attn.pattern": sums.watch}))
+        return tokens, sums
 
     source = Lines(numbered(sentences))
     for done, item in enumerate(source.results(compute), 1):
@@ -72,8 +160,8 @@ def head_stats(model, sentences: Iterable, *, error: str = "mul", exclude_bos: b
             if on_error is not None:
                 on_error(item.number, item.error)
         else:
-            tokens, weights = item.result
-            partial.add_sentence(weights, tokens.ids, tokens.special)
+            tokens, sums = item.result
+            partial.add_sums(sums, tokens.ids, tokens.special)
         if progress is not None:
             progress(done)
     partial.blank = source.blank

@@ -65,6 +65,13 @@ ALLOWED = {
         "temperature 0 is the argmax: the probabilities are set to 1 and 0, not computed",
     ("test_softmax.py", "test_tiny_probabilities_shown_in_scientific_notation", "'2.06e-09' in out"):
         "exp(-20) / (1 + exp(-20)) = 2.0611536e-09 in float64, printed to 3 digits: far from a rounding boundary",
+    ("test_families.py", "test_model_info_lists_local_and_global_layers_with_their_window_and_rope_bases",
+     "[(row['layer'], row['window'], row['rope_base']) for row in out['attention_layers']] == [*((l, 8, 10000.0) for l in range(5)), (5, None, 1000000.0), (6, 8, 10000.0)]"):
+        "a rope base read from the file's config, not computed",
+    ("test_families.py", "test_model_info_lists_local_and_global_layers_with_their_window_and_rope_bases", "row['rope_base'] == 1000000.0"):
+        "a rope base read from the file's config, not computed",
+    ("fixtures/models/make_family_fixtures.py", "_make_folder", "torch.equal(back.state_dict()[key], value)"):
+        "a model saved and loaded back: a copy",
     ("test_gguf.py", "test_smollm2_config_and_tensors",
      "(c['vocab_size'], c['tie_word_embeddings'], c['rope_theta'], c['rms_norm_eps'], c['head_dim']) == (49152, True, 100000.0, 1e-05, 64)"):
         "metadata read from the file, not computed",

@@ -360,8 +360,8 @@ def test_bad_offsets_types_and_strings(tmp_path):
     assert "is not UTF-8" in one_line_error(damaged(tmp_path, data[:name] + b"\xff" + data[name + 1:]))
     value = header_field(data, b"general.architecture", after=4 + 8)
     assert data[value:value + 5] == b"llama"
-    message = one_line_error(damaged(tmp_path, data[:value] + b"qwen3" + data[value + 5:]))
-    assert "architecture 'qwen3' is not supported; attn reads GGUF llama, qwen2" in message
+    message = one_line_error(damaged(tmp_path, data[:value] + b"rwkv6" + data[value + 5:]))  # an RNN, not a transformer
+    assert "architecture 'rwkv6' is not supported; attn reads GGUF llama (Llama, Mistral, SmolLM), qwen2 (Qwen2), qwen3" in message
     pre = header_field(data, b"tokenizer.ggml.pre", after=4 + 8)
     assert "pre-tokenizer 'smolxm' is not supported" in one_line_error(damaged(tmp_path, data[:pre] + b"smolxm" + data[pre + 6:]))
     count = header_field(data, b"llama.attention.head_count", after=4)

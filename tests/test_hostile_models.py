@@ -318,6 +318,8 @@ def test_the_home_of_a_user_that_does_not_exist_is_a_usage_error(tmp_path, monke
 FLOAT_OPTIONS = {  # every float option, with a command line it is valid in
     ("softmax", "--temperature"): ["softmax", "1", "2"],
     ("predict", "--temperature"): ["predict", "the cat", "--model", str(G)],
+    ("generate", "--temperature"): ["generate", "the cat", "--model", str(G), "--steps", "1"],
+    ("generate", "--top-p"): ["generate", "the cat", "--model", str(G), "--steps", "1", "-t", "1"],
     ("heads train", "--holdout"): ["heads", "train", "links.tsv", "o.npz", "--steps", "1"],
 }
 

@@ -110,7 +110,7 @@ def scratch(tmp_path_factory) -> Path:
     return folder
 
 
-SLOW_COMMANDS = ("attn heads train",)  # a training run: in `pytest -m slow`
+SLOW_COMMANDS = ("attn heads train", "attn patch")  # a training run, a patching of every layer and head: in `pytest -m slow`
 
 
 def slow(command: str) -> bool:

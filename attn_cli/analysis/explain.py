@@ -44,9 +44,12 @@ class Part(ValueRecord):
 
 
 class ExplainSettings(Record):
-    __slots__ = ("target", "versus", "focus", "chat")
+    __slots__ = ("target", "versus", "focus", "chat", "ablate", "ablate_with")
 
-    def __init__(self, target: str | None = None, versus: str | None = None, focus: str | None = None, chat: bool = False):
+    def __init__(self, target: str | None = None, versus: str | None = None, focus: str | None = None, chat: bool = False,
+                 ablate: list[str] | None = None, ablate_with: str = "zero"):
+        self.ablate = ablate  # heads turned off first ("3.1"), see analysis/ablate.py
+        self.ablate_with = ablate_with
         self.target = target  # a text that is one token, or id:N (None: the top prediction)
         self.versus = versus  # the same, or None: the plain logit
         self.focus = focus  # the position (default: the last token)
@@ -91,18 +94,17 @@ def frozen_norm(model, x: np.ndarray):  # x: [d] the stream after the last layer
     return g.astype(np.float64) / s, True, None if b is None else b.astype(np.float64)
 
 
-def decompose(model, trace, i: int) -> tuple[list[tuple[str, int | None, int | None]], np.ndarray]:
-    """The residual stream after the last layer at position i as its parts: (labels, [m, d] float64), summing to it."""
+KEPT = ("resid_pre", "attn.z", "mlp_out", "resid_post")  # what the decomposition reads of a pass, at one position
+
+
+def decompose(model, trace) -> tuple[list[tuple[str, int | None, int | None]], np.ndarray]:
+    """The residual stream after the last layer, at the one position the trace kept, as its parts: (labels, [m, d]
+    float64), summing to it. Each head's part is its z (as the pass computed it, edits included) through its rows of W_O."""
     spec = model.spec
-    group = spec.n_heads // spec.n_kv_heads
-    labels, parts = [("embed", None, None)], [trace.hidden[0][i].astype(np.float64)]
-    for l, layer in enumerate(trace.layers):
-        if layer.values is None:
-            raise InputError("explain needs each layer's values: the trace was made without them")
+    labels, parts = [("embed", None, None)], [trace.get("resid_pre", 0)[0].astype(np.float64)]
+    for l in range(spec.n_layers):
         w_o = model.output_maps(l).astype(np.float64)  # [H, d_head, d]
-        weights = layer.weights[:, i].astype(np.float64)  # [H, n]: what position i's heads read
-        values = np.asarray(layer.values, dtype=np.float64)  # [h_kv, n, d_head]
-        z = np.einsum("hn,hnk->hk", weights, np.repeat(values, group, axis=0))  # [H, n] x [H, n, d_head] -> [H, d_head]
+        z = trace.get("attn.z", l)[0].astype(np.float64)  # [H, d_head]
         heads = np.einsum("hk,hkd->hd", z, w_o)  # [H, d_head] x [H, d_head, d] -> [H, d]
         labels += [("head", l, h) for h in range(spec.n_heads)]
         parts += list(heads)
@@ -112,7 +114,7 @@ def decompose(model, trace, i: int) -> tuple[list[tuple[str, int | None, int | N
             labels.append(("bias", l, None))
             parts.append(bias.astype(np.float64))
         labels.append(("mlp", l, None))
-        parts.append(layer.mlp_update[i].astype(np.float64))
+        parts.append(trace.get("mlp_out", l)[0].astype(np.float64))
     return labels, np.stack(parts)
 
 
@@ -127,14 +129,20 @@ def explain(model, text: str, settings: ExplainSettings):
         raise InputError(f"{model.name} has no output head to attribute a logit to (explain takes a decoder)")
     if not model.spec.pre_norm:
         raise InputError(f"{model.name} normalises after each block (post-norm): its stream's parts do not add up to the logit")
+    from attn_cli.analysis.ablate import ablation_edits, parse_ablation
+    from attn_cli.models.points import Keep
+
+    ablation = parse_ablation(settings.ablate, settings.ablate_with, model)
     tokens = model.tokenize(text, chat=settings.chat)
     i = position(model, tokens, settings.focus)
-    trace = model.forward(tokens, keep_values=True)
-    logits = model.lm_logits(trace.hidden[-1][i : i + 1])[0].astype(np.float64)  # [V], the model's own
+    edits = ablation_edits(model, tokens.ids, ablation)
+    trace = model.forward(tokens, keep=Keep(points=KEPT, rows=[i]), edits=edits)  # one position of each: no [H, n, n]
+    last = trace.get("resid_post", model.n_layers - 1)[0]  # [d]
+    logits = model.lm_logits(last[None])[0].astype(np.float64)  # [V], the model's own (ablated, with --ablate)
     target = token_id(model, settings.target, "--target") if settings.target is not None else int(np.argmax(logits))
     versus = token_id(model, settings.versus, "--versus") if settings.versus is not None else None
-    labels, parts = decompose(model, trace, i)  # [m], [m, d]
-    scale, centre, bias = frozen_norm(model, trace.hidden[-1][i])
+    labels, parts = decompose(model, trace)  # [m], [m, d]
+    scale, centre, bias = frozen_norm(model, last)
     if centre:
         parts = parts - parts.mean(axis=1, keepdims=True)
     ids = [target] if versus is None else [target, versus]
@@ -155,7 +163,7 @@ def explain(model, text: str, settings: ExplainSettings):
 
     return ExplainResult(model=model.summary(), tokens=list(tokens.labels), position=i, target=entry(target),
                          versus=None if versus is None else entry(versus), logit=logit,
-                         components=components, n_layers=model.n_layers, n_heads=model.n_heads)
+                         components=components, n_layers=model.n_layers, n_heads=model.n_heads, ablation=ablation)
 
 
 def unembedding_rows(model, ids: list[int]) -> np.ndarray:  # -> [len(ids), d] float64: W_U's rows of these tokens

@@ -17,12 +17,17 @@ from attn_cli.records import Record
 from attn_cli.results.predict import Prediction, PredictResult
 
 LENS_TOP = 3  # tokens shown per layer of the lens
+LENS_ROWS = 4  # layers read through the output head at a time
 
 
 class PredictSettings(Record):
-    __slots__ = ("top", "temperature", "chat", "lens", "focus")
+    __slots__ = ("top", "temperature", "chat", "lens", "focus", "max_memory", "ablate", "ablate_with")
 
-    def __init__(self, top: int = 10, temperature: float = 1.0, chat: bool = False, lens: bool = False, focus: str | None = None):
+    def __init__(self, top: int = 10, temperature: float = 1.0, chat: bool = False, lens: bool = False, focus: str | None = None,
+                 max_memory: int | None = None, ablate: list[str] | None = None, ablate_with: str = "zero"):
+        self.max_memory = max_memory  # bytes the run may take (None: most of what is available)
+        self.ablate = ablate  # heads turned off ("3.1"): the prediction that follows, beside the model's own (analysis/ablate.py)
+        self.ablate_with = ablate_with
         self.top = top  # predictions listed
         self.temperature = temperature  # softmax(logits / T)
         self.chat = chat  # wrap the text in the model's chat template first
@@ -41,29 +46,61 @@ def position(model, tokens, focus: str | None) -> int:
     return masks[0]
 
 
+def read_out(model, rows: np.ndarray, temperature: float) -> tuple[np.ndarray, np.ndarray]:  # [m, d] -> logits, probabilities [m, V] float64
+    logits = model.lm_logits(rows).astype(np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        return logits, softmax_with_temperature(logits, temperature)
+
+
+def predict_keep(model, i: int, lens: bool):
+    """What predict keeps of a pass: the stream at position i only (after the last layer; with the lens, before and after every
+    layer), and no attention at all."""
+    from attn_cli.models.points import Keep
+
+    if lens:
+        return Keep(("resid_pre", "resid_post"), rows=[i])
+    return Keep(("resid_post",), layers=[model.n_layers - 1], rows=[i])
+
+
 def predict(model, text: str, settings: PredictSettings) -> PredictResult:
+    from attn_cli.models import footprint
+
     if model.predicts is None:
         raise InputError(f"{model.name} has no output head to predict with: an encoder without a masked-LM head (only its layers can be inspected)")
+    from attn_cli.analysis.ablate import ablation_edits, parse_ablation
+
+    ablation = parse_ablation(settings.ablate, settings.ablate_with, model)
     tokens = model.tokenize(text, chat=settings.chat)
     i = position(model, tokens, settings.focus)
-    model.weights.prefetch_vocabulary()  # the output head's matrix, read while the layers run
-    trace = model.forward(tokens)
-    rows = trace.hidden[:, i] if settings.lens else trace.hidden[-1:, i]  # [L + 1, d] or [1, d]
-    logits = model.lm_logits(rows).astype(np.float64)  # [m, V]
-    with np.errstate(over="ignore", under="ignore"):
-        probabilities = softmax_with_temperature(logits, settings.temperature)  # [m, V]
-    final = logits[-1]
+    rows = model.n_layers + 1 if settings.lens else 1
+    footprint.check(model, len(tokens.ids), lambda n: footprint.estimate(model, n, logits_rows=rows), "predict", settings.max_memory)
+    model.weights.prefetch_vocabulary()  # the output head's matrix, read while the layers run (when it is small)
+    keep = predict_keep(model, i, settings.lens)
+    own = None
+    if ablation:  # the model's own prediction first, to show the ablated one beside it
+        mine = model.forward(tokens, keep=keep).get("resid_post", model.n_layers - 1)  # [1, d]
+        own = read_out(model, mine, settings.temperature)[1][0]  # [V]
+    trace = model.forward(tokens, keep=keep, edits=ablation_edits(model, tokens.ids, ablation))
+    rows = np.concatenate([trace.get("resid_pre", 0)] + [trace.get("resid_post", l) for l in range(model.n_layers)]) if settings.lens \
+        else trace.get("resid_post", model.n_layers - 1)  # [L + 1, d] or [1, d]: position i only
+    last = (len(rows) - 1) // LENS_ROWS * LENS_ROWS  # the block of rows the output is read in (the lens's last block)
+    final, probabilities = outputs = read_out(model, rows[last:], settings.temperature)  # [m, V] each
     best = top_k(probabilities[-1], settings.top)
     label = lambda j: model.labels([int(j)], [model.tokenizer.id_to_token(int(j)) or f"#{j}"])[0]  # noqa: E731
-    predictions = [Prediction(int(j), label(j), model.tokenizer.id_to_token(int(j)), float(probabilities[-1, j]), float(final[j])) for j in best]
+    predictions = [Prediction(int(j), label(j), model.tokenizer.id_to_token(int(j)), float(probabilities[-1, j]), float(final[-1, j])) for j in best]
     lens = None
     if settings.lens:
         winner = int(best[0])
         lens = []
-        for l in range(len(rows)):
-            top = [Prediction(int(j), label(j), model.tokenizer.id_to_token(int(j)), float(probabilities[l, j]), float(logits[l, j]))
-                   for j in top_k(probabilities[l], LENS_TOP)]
-            rank = int(np.sum(logits[l] > logits[l, winner])) + 1
-            lens.append({"layer": l, "top": top, "final_probability": float(probabilities[l, winner]), "final_rank": rank})
+        for first in range(0, len(rows), LENS_ROWS):  # a few layers at a time: [L + 1, V] float64 would be 40 MB on a 262k vocabulary
+            logits, probabilities = outputs if first == last else read_out(model, rows[first : first + LENS_ROWS], settings.temperature)
+            for l, (logit, p) in enumerate(zip(logits, probabilities), first):
+                top = [Prediction(int(j), label(j), model.tokenizer.id_to_token(int(j)), float(p[j]), float(logit[j])) for j in top_k(p, LENS_TOP)]
+                lens.append({"layer": l, "top": top, "final_probability": float(p[winner]), "final_rank": int(np.sum(logit > logit[winner])) + 1})
+    before = None
+    if own is not None:
+        before = {"probabilities": {p.id: float(own[p.id]) for p in predictions},
+                  "top": [Prediction(int(j), label(j), model.tokenizer.id_to_token(int(j)), float(own[j]), float("nan")) for j in top_k(own, settings.top)]}
     return PredictResult(model=model.summary(), tokens=list(tokens.labels), position=i, predicts=model.predicts,
-                         temperature=settings.temperature, chat=settings.chat, predictions=predictions, lens=lens)
+                         temperature=settings.temperature, chat=settings.chat, predictions=predictions, lens=lens,
+                         ablation=ablation, before=before)

@@ -54,13 +54,15 @@ def aggregate(weights: np.ndarray, members: list[list[int]]) -> np.ndarray:  # [
     return mean_rows @ weights @ sum_cols  # [g, n] x [..., n, n] x [n, g] -> [..., g, g]
 
 
-def visible_units(causal: bool, members: list[list[int]]) -> np.ndarray | None:  # -> [g, g] bool or None
-    """Where a unit's query may see some piece of the key unit (None: everywhere)."""
+def visible_units(causal: bool, members: list[list[int]], window: int | None = None) -> np.ndarray | None:  # -> [g, g] bool or None
+    """Where a unit's query may see some piece of the key unit (None: everywhere). With a sliding `window` w, piece p sees
+    pieces p - w + 1 .. p: a unit sees a key unit some of whose pieces are that close."""
     if not causal:
         return None
     first = np.array([u[0] for u in members])
     last = np.array([u[-1] for u in members])
-    return first[None, :] <= last[:, None]
+    seen = first[None, :] <= last[:, None]
+    return seen if window is None else seen & (last[None, :] > first[:, None] - window)
 
 
 def pool(weights: np.ndarray, size: int) -> np.ndarray:  # [..., g, g] -> [..., s, s], s = min(g, size)

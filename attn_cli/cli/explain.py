@@ -1,10 +1,12 @@
 """`attn explain`: why a decoder predicts a token, as the parts of the residual stream that wrote its logit."""
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
+from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt
 
 
 @app.command("explain", cls=RowsCommand, epilog=examples(
@@ -19,6 +21,10 @@ def explain(
     versus: Annotated[str | None, typer.Option("--versus", metavar="TOKEN", help="Split the logit difference target − this token instead (one token, or id:N).", show_default=False)] = None,
     focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="Explain the prediction after this token instead of the last one.", show_default=False)] = None,
     chat: Annotated[bool, typer.Option("--chat", help="Wrap the text in the model's own chat template as a user's message first.")] = False,
+    ablate: AblateOpt = None,
+    ablate_with: AblateWithOpt = AblateWith.zero,
+    page: Annotated[Path | None, typer.Option("--page", metavar="FILE", help="Also write an offline page of the maps: hover a cell to see what it is.", show_default=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace FILE of --page if it exists (a regular file only).")] = False,
     output: FormatOpt = Format.table,
 ) -> None:
     """Direct logit attribution: the target's logit split exactly into the embeddings, every head, every MLP and the biases.
@@ -29,17 +35,36 @@ def explain(
     "dot products as alignment", read backwards from the answer.
     """
     from attn_cli.analysis.explain import ExplainSettings, explain as run
-    from attn_cli.cli.inspect import emit, line_text, stdin_lines
+    from attn_cli.cli.emit import emit, line_text, stdin_lines
     from attn_cli.io.files import check_text
     from attn_cli.models.loading import load
 
+    if page is not None:
+        from attn_cli.errors import InputError
+        from attn_cli.io.atomic import check_writable
+
+        if text == "-":
+            raise InputError("--page shows one text; give it as TEXT, not -")
+        check_writable(page, force)
     lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
     chosen = load(model)
-    settings = ExplainSettings(target=target, versus=versus, focus=focus, chat=chat)
+    settings = ExplainSettings(target=target, versus=versus, focus=focus, chat=chat, ablate=ablate, ablate_with=ablate_with.value)
 
     def view(result, line: int) -> list:
         from attn_cli.views.explain import explain_view
 
         return explain_view(result)
 
-    emit(lines, lambda line: run(chosen, line_text(line), settings), view, single=text != "-", output=output, exports=None, options=None)
+    results = []
+
+    def compute(line):
+        results.append(run(chosen, line_text(line), settings))
+        return results[-1]
+
+    emit(lines, compute, view, single=text != "-", output=output, exports=None, options=None)
+    if page is not None:
+        from attn_cli.io.grid_page import explain_page, write_page
+
+        from attn_cli.cli.app import say
+
+        say(write_page(page, explain_page(results[0]), force=force))

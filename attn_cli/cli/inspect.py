@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import HELP_PANELS, Format, FormatOpt, RowsCommand, app, examples, say
-from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, complete_sense_sets, load_vectors
+from attn_cli.cli.emit import emit, line_text, stdin_lines
+from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, complete_sense_sets, load_vectors
 from attn_cli.core.attention import Mask, Stage
 from attn_cli.errors import InputError
 from attn_cli.lesson.directions import MAX_NEIGHBORS
@@ -47,24 +48,11 @@ class Weigh(str, Enum):
     norm = "norm"  # ||alpha_ij f(x_j)||: each weight times the length of the key's value through W_V and W_O
 
 
-def stdin_lines():
-    """(line number, bytes) of standard input, read lazily (a million-line file streams). Each line is
-    decoded by `line_text` as it is computed, so a line that is not UTF-8 fails alone."""
-    from attn_cli.io.files import stdin_line_bytes
-
-    return stdin_line_bytes()
-
-
-def line_text(line: str | bytes) -> str:
-    from attn_cli.io.files import decode_utf8
-
-    return decode_utf8(line, "") if isinstance(line, bytes) else line
-
-
 HELP_PANELS["inspect"] = {name: panel for panel, names in {  # inspect --help, option by option
     "Sentence and word vectors": ("mask", "position", "scale", "max_tokens", "vectors_path", "limit", "trust_pickle", "oov"),
     "Heads": ("head", "seed"),
-    "Model (--model: a real checkpoint instead of the word vectors)": ("model", "layer", "words", "hide_special", "rollout"),
+    "Model (--model: a real checkpoint instead of the word vectors)": ("model", "layer", "words", "hide_special", "rollout", "max_memory",
+                                                                       "ablate", "ablate_with"),
     "Views": ("stage", "weigh", "transpose", "focus", "neighbors", "per_head", "picture", "sense", "sense_set"),
     "Output format": ("output", "spreadsheet", "embeddings"),
     "Output files (besides stdout)": ("svg", "html", "export_view", "width", "colors", "page", "force"),
@@ -111,12 +99,15 @@ def inspect(
     ] = None,
     embeddings: Annotated[bool, typer.Option("--embeddings", help="With --json, add the input embeddings E and the output E'.")] = False,
     max_tokens: Annotated[int, typer.Option("--max-tokens", metavar="N", min=1, help="Refuse sentences with more tokens than this.")] = MAX_TOKENS,
+    max_memory: Annotated[str | None, typer.Option("--max-memory", metavar="SIZE", help="With --model: the memory the run may take (4G, 512M); default: most of what is available. A run that needs more is refused before it starts, naming what would fit.", show_default=False)] = None,
     svg: Annotated[Path | None, typer.Option("--svg", metavar="FILE", help="Also save the view as an SVG picture (FILE ends in .svg; no network needed to show it).", show_default=False)] = None,
     html: Annotated[Path | None, typer.Option("--html", metavar="FILE", help="Also save the view as an HTML page (FILE ends in .html), dark like the SVG.", show_default=False)] = None,
     width: Annotated[int | None, typer.Option("--width", metavar="N", min=40, max=4096, help="Columns of the --svg/--html picture, whatever the terminal. Default: 100, or what --export-view's figure needs.", show_default=False)] = None,
     colors: Annotated[Colors, typer.Option("--colors", help="Colours of the --svg/--html picture: truecolor, or 256 or 16 as xterm shows them (never the terminal's own).")] = Colors.truecolor,
     export_view: Annotated[str | None, typer.Option("--export-view", metavar="VIEW", callback=check_export_view, autocompletion=complete_export_view, help="Save one view alone in --svg/--html, as a figure: titled, with its legend, as wide as it needs. VIEW: heatmap (the heads in full, side by side), overview (--model), shift, layers, residual, senses or picture.", show_default=False)] = None,
     page: Annotated[Path | None, typer.Option("--page", metavar="FILE", help="Also write an interactive page, one .html file that loads nothing: hover a token to see its attention, pick a layer and a head.", show_default=False)] = None,
+    ablate: AblateOpt = None,
+    ablate_with: AblateWithOpt = AblateWith.zero,
     force: ForceOpt = False,
     vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
@@ -138,12 +129,12 @@ def inspect(
 
     exports = check_exports(svg, html, width, output, force, colors=colors.value, view=export_view, page=page, text=text)
     lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
-    focus = check_text(focus, "--focus") if focus is not None else None
-    sense = [check_text(spec, "--sense") for spec in sense] if sense else sense
+    focus, sense = check_text(focus, "--focus") if focus is not None else None, [check_text(spec, "--sense") for spec in sense] if sense else sense
     given = {"--vectors": vectors_path, "--sense": sense, "--sense-set": sense_set, "--mask": mask, "--per-head": per_head or None,
              "--embeddings": embeddings or None, "--no-position": None if position else True, "--no-scale": None if scale else True,
              "--limit": limit, "--oov": None if oov == Oov.error else oov, "--neighbors": neighbors if neighbors and focus is None else None,
-             "--layer": layer, "--words": words or None, "--hide-special": hide_special or None, "--rollout": rollout or None}
+             "--layer": layer, "--max-memory": max_memory, "--words": words or None, "--hide-special": hide_special or None,
+             "--rollout": rollout or None, "--ablate": ablate or None}
     if weigh is Weigh.norm and stage not in (None, Stage.weights):
         raise InputError("--weigh norm weighs the weights; drop --stage")
     if model is not None:
@@ -155,7 +146,8 @@ def inspect(
         if picture and focus is None:
             raise InputError("--picture with --model draws the --focus token through the layers; name it with --focus")
         chosen, settings = open_checkpoint(model, head, layer, words=words, hide_special=hide_special, focus=focus, neighbors=neighbors,
-                                           stage=stage, output=output, weigh=weigh.value, rollout=rollout, senses=checkpoint_senses(sense, sense_set, focus))
+                                           stage=stage, output=output, weigh=weigh.value, rollout=rollout, senses=checkpoint_senses(sense, sense_set, focus),
+                                           max_memory=max_memory, ablate=(ablate, ablate_with.value))
         overview = not (head or layer is not None)
     else:
         from attn_cli.models.glove import Settings
@@ -193,7 +185,8 @@ SENSES = ("probe-senses", "context-senses")  # the sense meter: by probe words' 
 OPTION_NEEDS = {
     "--vectors": "word-vectors", "--limit": "word-vectors", "--oov": "word-vectors", "--sense": SENSES, "--sense-set": SENSES,
     "--mask": "settings", "--no-position": "settings", "--no-scale": "settings", "--per-head": "shift", "--embeddings": "shift",
-    "--neighbors": "shift", "--layer": "layers", "--words": "pieces", "--hide-special": "pieces", "--rollout": "layers",
+    "--neighbors": "shift", "--layer": "layers", "--max-memory": "layers", "--words": "pieces", "--hide-special": "pieces", "--rollout": "layers",
+    "--ablate": "layers",
 }  # --neighbors: the keys nearest E and E'; with --focus, a checkpoint's token path takes it too
 
 
@@ -291,10 +284,10 @@ def checkpoint_senses(sense, sense_set, focus) -> tuple | None:
     return (None, *senses.resolve_sense_set(sense_set))
 
 
-def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neighbors, stage, output, weigh="weight", rollout=False, senses=None):
+def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neighbors, stage, output, weigh="weight", rollout=False, senses=None,
+                    max_memory: str | None = None, ablate=(None, "zero")):
     """`inspect --model`: the checkpoint, and what each sentence reports (a bad --head is an error before any sentence)."""
     from attn_cli.analysis.inspect import InspectSettings, parse_heads
-    from attn_cli.io.memory import BYTES_PER_CELL
     from attn_cli.models.loading import load
 
     model = load(spec)
@@ -302,97 +295,14 @@ def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neig
     if layer is not None:
         chosen.append(str(layer))
     selected = parse_heads(chosen, model.n_layers, model.n_heads)
-    every = model.n_layers * model.n_heads
-    # The forward pass keeps every head's scores and weights (float32); the heads shown in full, or all
-    # of them in JSON, also become tables or JSON numbers.
-    shown = len(selected) if chosen or output is Format.table else every
-    matrices = every * 8 / BYTES_PER_CELL + shown
-    if weigh == "norm":  # every head's norms in float64, and those shown as numbers too
-        matrices += every * 8 / BYTES_PER_CELL + shown
+    from attn_cli.models.footprint import parse_size
+
     settings = InspectSettings(heads=chosen or None, words=words, hide_special=hide_special, focus=focus, weigh=weigh, rollout=rollout,
                                neighbors=DEFAULT_NEIGHBORS if neighbors is None else neighbors, stage=stage.value if stage else None, senses=senses,
-                               matrices=(matrices, f"{model.n_layers} layers x {model.n_heads} heads"))
+                               max_memory=None if max_memory is None else parse_size(max_memory), json=output is not Format.table)
+    if ablate[0]:
+        from attn_cli.analysis.ablate import parse_ablation
+
+        parse_ablation(*ablate, model)  # a head that does not exist: an error before any sentence
+        settings.ablate, settings.ablate_with = ablate
     return model, settings
-
-
-def emit(lines, compute, view, *, single: bool, output: Format, exports, options) -> None:
-    """Each input line's result in the chosen format (the terminal view also saved as SVG/HTML, the page written).
-
-    With several lines, a failed line is reported and the others go on; at the end, exit 1 if a line
-    met damaged data, else 2 if any failed.
-    One sentence given as an argument fails as any command does: one `attn: ...` line, nothing on stdout.
-    """
-    from attn_cli.io import writers
-
-    if single:
-        _, text = next(lines)
-        result = compute(text)
-        if output is Format.table:
-            show([result], view, single=True, exports=exports, options=options)
-            return
-        try:
-            if output is Format.json:  # indented and streamed: inspect's [n, n] matrices are written block by block
-                writers.write_json(writers.document(result))
-            else:
-                writers.write(result, output)
-        finally:
-            if exports is not None:
-                exports.save(None, result, options)
-        return
-    from attn_cli.io.console import counted
-    from attn_cli.io.lines import Lines
-
-    source = Lines(counted(lines, "lines", quiet_on_terminal_stdout=True))
-    failed = writers.write_lines(
-        source.results(compute), output, on_error=lambda n, e: say(f"line {n}: {e}"),
-        show=lambda items: show(items, view, single=False, exports=exports, options=options),
-    )
-    if note := source.blank_note():
-        say(note)
-    if failed:
-        say(f"{failed} of {source.read} lines failed" + (f" ({source.damaged} on damaged data)" if source.damaged else ""))
-        raise typer.Exit(source.exit_code())
-
-
-def show(items, view, *, single: bool, exports, options) -> int:
-    """The terminal view of each sentence (a Line, or the one result); recorded and saved as SVG/HTML
-    when asked (each written whole under a temporary name and then renamed, so a failed write leaves
-    the old file as it was). A reader that goes away (`| head`) or a stdout that fails stops the view,
-    not the files: they are written, then the failure ends attn as it does any command. Returns how many lines failed."""
-    from rich.rule import Rule
-
-    from attn_cli.io.console import view_console
-
-    out = view_console()
-    recorded = None if exports is None else exports.recorder()
-    failed, closed, last = 0, None, None
-    for item in items:
-        number, result = (1, item) if single else (item.number, item.result)
-        try:
-            if not single and item.error is not None:
-                raise InputError(item.error)
-            parts = view(result, number)
-        except InputError as e:
-            if single:
-                raise
-            failed += 1
-            say(f"line {number}: {e}")
-            continue
-        last = result
-        if not single:
-            parts = [Rule(f"line {number}", style="bold"), *parts]
-        for part in parts:
-            if closed is None:
-                try:
-                    out.print(part)
-                except OSError as e:  # stdout failed (a closed pipe or stdout, a full disk): the files are still written
-                    if e.filename is not None:
-                        raise
-                    closed = e
-            if recorded is not None:
-                recorded.print(part)
-    if exports is not None and (last is not None or recorded is not None):
-        exports.save(recorded, last, options, single=single)
-    if closed is not None:
-        raise closed
-    return failed

@@ -7,7 +7,7 @@ import typer
 from attn_cli.cli.app import AttnCommand, Format, FormatOpt, app, examples
 from attn_cli.io.writers import write
 
-model_app = typer.Typer(help="Real checkpoints (BERT, GPT-2, Llama, Mistral, Qwen2): sizes and parameter counts.", no_args_is_help=True)
+model_app = typer.Typer(help="Real checkpoints (BERT, GPT-2, Llama, Mistral, Qwen, Phi-3, Gemma): sizes and parameter counts.", no_args_is_help=True)
 app.add_typer(model_app, name="model")
 
 

@@ -1,6 +1,7 @@
 """Options shared by the commands that read word vectors, heads or files, and the helpers behind
 them: a module apart from attn_cli.cli.app, so `attn softmax` reads none of it."""
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -19,6 +20,19 @@ VectorsOpt = Annotated[
     ),
 ]
 LimitOpt = Annotated[int | None, typer.Option("--limit", min=1, help="Read only the first N keys.")]
+class AblateWith(str, Enum):
+    """What takes an ablated head's output's place (analysis/ablate.py)."""
+
+    zero = "zero"  # nothing: the head writes no update
+    mean = "mean"  # its mean over the text's positions: what does not depend on the position stays
+
+
+AblateOpt = Annotated[
+    list[str] | None,
+    typer.Option("--ablate", metavar="L.H", help="Turn off head H of layer L (repeat for more): its output before W_O replaced, and the run that follows shown.",
+                 show_default=False),
+]
+AblateWithOpt = Annotated[AblateWith, typer.Option("--ablate-with", help="What replaces an ablated head's output: zeros, or its mean over the text's positions.")]
 TrustOpt = Annotated[
     bool, typer.Option("--trust-pickle", help="Allow gensim's .kv/.model files, which are pickles: only for files you trust.")
 ]
@@ -56,7 +70,7 @@ HeadsOpt = Annotated[
 ]
 ModelOpt = Annotated[
     str | None,
-    typer.Option("--model", metavar="PATH|NAME", help="A real checkpoint (BERT, GPT-2, Llama, Mistral, Qwen2): a Hugging Face folder, a .gguf file, ollama:NAME[:TAG], or a name in the local Hugging Face cache (never downloaded).", show_default=False),
+    typer.Option("--model", metavar="PATH|NAME", help="A real checkpoint (BERT, GPT-2, Llama, Mistral, Qwen, Phi-3, Gemma): a Hugging Face folder, a .gguf file, ollama:NAME[:TAG], or a name in the local Hugging Face cache (never downloaded).", show_default=False),
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", metavar="N", min=0, help="Seed of the random head's weights.")]
 

@@ -122,18 +122,21 @@ def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:  
 # --- rotary positions (Su et al. 2021), as Hugging Face's Llama computes them ------------------------
 
 
-ROPE_TYPES = ("default", "linear", "llama3")
+ROPE_TYPES = ("default", "linear", "llama3", "longrope", "su")  # "su": Phi-3's first name for longrope
 
 
-def rotary_frequencies(d_rot: int, theta: float, scaling: dict | None = None, factors=None) -> np.ndarray:  # -> [d_rot / 2] float32
+def rotary_frequencies(d_rot: int, theta: float, scaling: dict | None = None, factors=None, n: int = 0) -> np.ndarray:  # -> [d_rot / 2] float32
     """The angle per position of each pair of dimensions: theta^(-2i / d_rot), then rescaled.
 
     In float32, as transformers computes them. scaling: a config's rope_scaling ("linear": all
     frequencies divided by its factor; "llama3": low frequencies divided, high ones kept, the
     middle smoothed between, as in Llama 3.1). factors [d_rot / 2]: divisors read from a GGUF file's
-    rope_freqs tensor (llama.cpp's form of the same rescaling).
+    rope_freqs tensor (llama.cpp's form of the same rescaling). "longrope" (Phi-3's 128k models): each
+    frequency divided by its short factor, or by its long factor when the text (n tokens) is longer than
+    the original context, as transformers chooses.
     """
-    inv = F32(1.0) / (F32(theta) ** (np.arange(0, d_rot, 2, dtype=np.int64).astype(F32) / F32(d_rot)))  # [d_rot / 2]
+    powers = F32(theta) ** (np.arange(0, d_rot, 2, dtype=np.int64).astype(F32) / F32(d_rot))  # [d_rot / 2]
+    inv = F32(1.0) / powers
     kind = (scaling or {}).get("rope_type", (scaling or {}).get("type", "default"))
     if kind == "linear":
         inv = inv / F32(scaling["factor"])
@@ -145,16 +148,40 @@ def rotary_frequencies(d_rot: int, theta: float, scaling: dict | None = None, fa
         smooth = (old / wavelen - low) / (high - low)
         medium = ~(wavelen < old / high) & ~(wavelen > old / low)
         inv = np.where(medium, (1 - smooth) * scaled / F32(factor) + smooth * scaled, scaled).astype(F32)
+    elif kind in ("longrope", "su"):
+        long = n > int(scaling["original_max_position_embeddings"])
+        inv = (F32(1.0) / (np.asarray(scaling["long_factor" if long else "short_factor"], dtype=F32) * powers)).astype(F32)  # as transformers rounds it
     if factors is not None:
         inv = (inv / np.asarray(factors, dtype=F32)).astype(F32)
     return inv
 
 
-def rotary_tables(n: int, inv_freq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # -> cos, sin [n, d_rot] float32
-    """cos and sin of position p times each frequency, each frequency twice (the two halves of a head)."""
+def rotary_attention_factor(scaling: dict | None, max_positions: int) -> float:
+    """What longrope multiplies cos and sin by (so Q K^T by its square): the config's attention_factor, else
+    sqrt(1 + ln(s) / ln(original)) for s = max_positions / original (transformers' default); 1 for other kinds."""
+    if (scaling or {}).get("rope_type", (scaling or {}).get("type")) not in ("longrope", "su"):
+        return 1.0
+    if scaling.get("attention_factor") is not None:
+        return float(scaling["attention_factor"])
+    original = int(scaling["original_max_position_embeddings"])
+    factor = float(scaling.get("factor") or max_positions / original)
+    return 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(original))
+
+
+def rotary_tables(n: int, inv_freq: np.ndarray, factor: float = 1.0) -> tuple[np.ndarray, np.ndarray]:  # -> cos, sin [n, d_rot] float32
+    """cos and sin of position p times each frequency, each frequency twice (the two halves of a head), times `factor`."""
     angles = np.arange(n, dtype=F32)[:, None] * inv_freq[None, :]  # [n, 1] x [1, d_rot / 2] -> [n, d_rot / 2]
     both = np.concatenate([angles, angles], axis=-1)  # [n, d_rot]
-    return np.cos(both), np.sin(both)
+    if factor == 1.0:
+        return np.cos(both), np.sin(both)
+    return np.cos(both) * F32(factor), np.sin(both) * F32(factor)
+
+
+def soft_cap(x: np.ndarray, cap: float) -> np.ndarray:  # [...] -> [...], in place
+    """cap tanh(x / cap): scores or logits kept inside (-cap, cap), nearly unchanged where small (Gemma 2)."""
+    np.divide(x, F32(cap), out=x)
+    np.tanh(x, out=x)
+    return np.multiply(x, F32(cap), out=x)
 
 
 def rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:  # [h, n, d_head] -> [h, n, d_head]

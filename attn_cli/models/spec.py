@@ -15,7 +15,8 @@ class Spec(Record):
         "family", "n_layers", "n_heads", "n_kv_heads", "d_model", "d_head", "d_ff", "vocab_size", "max_positions",
         "norm", "norm_bias", "eps", "pre_norm", "embed_norm", "final_norm", "position", "rope_theta", "rope_scaling",
         "rope_factors", "mlp", "activation", "causal", "token_types", "tied_embeddings", "description",
-        "update_caption", "extra",
+        "update_caption", "extra", "norm_offset", "embed_scale", "qk_norm", "sandwich_norm", "query_root", "attn_softcap",
+        "final_softcap", "windows", "local_rope_theta",
     )
 
     def __init__(
@@ -24,7 +25,10 @@ class Spec(Record):
         embed_norm: bool = False, final_norm: bool = True, position: str = "learned", rope_theta: float = 10000.0,
         rope_scaling: dict | None = None, rope_factors: tuple | None = None, mlp: str = "dense",
         activation: str = "gelu", causal: bool = True, token_types: bool = False, tied_embeddings: bool = True,
-        description: str = "", update_caption: str = "", extra: dict | None = None,
+        description: str = "", update_caption: str = "", extra: dict | None = None, norm_offset: float = 0.0,
+        embed_scale: float | None = None, qk_norm: bool = False, sandwich_norm: bool = False, query_root: float | None = None,
+        attn_softcap: float | None = None, final_softcap: float | None = None, windows: tuple | None = None,
+        local_rope_theta: float | None = None,
     ):
         self.family = family  # the family's name, as config.json's model_type says it ("bert", "gpt2", "llama", ...)
         self.n_layers = n_layers
@@ -53,6 +57,23 @@ class Spec(Record):
         self.description = description  # one line: what kind of model this is, for `model info`
         self.update_caption = update_caption  # how to read its per-layer updates, under the residual table
         self.extra = {} if extra is None else extra  # anything else a family records (for `model info`)
+        self.norm_offset = norm_offset  # a norm's weight is read as offset + w (Gemma keeps w around 0 and scales by 1 + w)
+        self.embed_scale = embed_scale  # the embeddings are multiplied by this (Gemma: sqrt(d_model)); None: as they are
+        self.qk_norm = qk_norm  # each head's queries and keys go through an RMSNorm of their own before RoPE (Qwen3, Gemma 3)
+        self.sandwich_norm = sandwich_norm  # each block's update is normed again before it is added (Gemma 2 and 3)
+        self.query_root = query_root  # Q K^T is divided by this (Gemma: sqrt(query_pre_attn_scalar)); None: sqrt(d_head)
+        self.attn_softcap = attn_softcap  # scores become cap tanh(scores / cap) before the mask (Gemma 2); None: no cap
+        self.final_softcap = final_softcap  # the same on the logits (Gemma 2)
+        self.windows = windows  # per layer: the sliding window (the keys a query sees, its own included) or None (every earlier key)
+        self.local_rope_theta = local_rope_theta  # the RoPE base of the windowed layers (Gemma 3); None: rope_theta, as the others
+
+    def window(self, l: int) -> int | None:
+        """The sliding window of layer l, or None when its queries see every earlier key."""
+        return None if self.windows is None else self.windows[l]
+
+    def rope_base(self, l: int) -> float:
+        """The RoPE base of layer l (a windowed layer of Gemma 3 has its own)."""
+        return self.local_rope_theta if self.local_rope_theta is not None and self.window(l) is not None else self.rope_theta
 
     def replace(self, **changes) -> "Spec":
         return Spec(**{name: changes.get(name, getattr(self, name)) for name in self.__slots__})

@@ -24,6 +24,8 @@ EMBEDDING = "embed.tokens"
 EAGER_DTYPES = ("F32", "F16", "BF16", "F64", "F8_E4M3", "F8_E5M2")  # read at load; anything else (quantized) is dequantized layer by layer
 WORKERS = 2  # threads dequantizing ahead of the forward pass: the machines attn is made for have 2 cores
 AHEAD = 2  # layers read ahead (a layer of a 135M-parameter model is ~15 MB as float32)
+UNEMBEDDING_ROWS = 8192  # vocabulary rows per block of the logits: [8192, d] float32
+PREFETCH_VOCABULARY = 256 << 20  # an output projection up to this size as float32 is read whole, ahead, while the layers run
 CACHE_SHARE = 0.25  # of the memory available: what dequantized layers may keep, from a model's second forward pass on
 
 
@@ -50,6 +52,8 @@ def stored_shapes(canonical: str, spec: Spec, names: tuple) -> list[tuple]:
         return [(spec.max_positions, d)]
     if canonical == "embed.types":
         return [(None, d)]
+    if base in ("attn.q_norm", "attn.k_norm"):  # one per head, shared by every head
+        return [(dh,)]
     if base.endswith("norm"):
         return [(d,)]
     widths = parts.get(base) or [outs[base]]
@@ -62,6 +66,42 @@ def in_memory_order(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(w)
 
 
+class TensorPart:
+    """The i-th of k equal blocks of a stored tensor's rows (its output rows, [out, in] as torch keeps a Linear): Phi-3 fuses
+    gate and up into one gate_up_proj, read as two canonical tensors."""
+
+    def __init__(self, tensor, i: int, k: int):
+        self.tensor, self.i, self.k = tensor, i, k
+        rows = tensor.shape[0] // k
+        self.name, self.dtype, self.shape = tensor.name, tensor.dtype, (rows, *tensor.shape[1:])
+        self.size = int(np.prod(self.shape))
+
+    def array(self, out: np.ndarray | None = None) -> np.ndarray:  # -> self.shape float32
+        rows = self.shape[0]
+        block = self.tensor.array()[self.i * rows : (self.i + 1) * rows]
+        if out is None:
+            return np.ascontiguousarray(block)
+        np.copyto(out, block)
+        return out
+
+
+class TableKeys:
+    """A vocabulary table as keys for the nearest-neighbour search (core.neighbors.key_scores): its rows a block at a time,
+    each dequantized from the file (Weights.each_unembedding_block), for a table too large to hold whole."""
+
+    norms = None
+    BLOCK_ROWS = 8192
+
+    def __init__(self, weights: "Weights", key: str):
+        self.weights, self.key = weights, key
+
+    def __len__(self) -> int:
+        return self.weights.plan[self.key][0][0].shape[0]
+
+    def blocks(self):
+        return self.weights.each_unembedding_block(self.BLOCK_ROWS, self.key)
+
+
 class Weights:
     """The canonical tensors of one checkpoint (see the module's docstring)."""
 
@@ -71,6 +111,7 @@ class Weights:
         self.tensors = {strip_prefix(name): t for name, t in tensors.items()}  # source tensors, by name without a task model's prefix
         self.table, self.optional = table, optional
         self.plan: dict[str, list] = {}  # canonical name ("layers.3.attn.qkv.w" or "embed.norm.w") -> [(tensor, layout)]
+        self._layer_keys: dict[int, list[str]] = {}  # layer -> its keys of the plan (layer_keys)
         for canonical, stored in table.items():
             for l in range(spec.n_layers) if "{l}" in "".join(stored.names) else [None]:
                 key = canonical if l is None else f"layers.{l}.{canonical}"
@@ -101,6 +142,8 @@ class Weights:
             options = [n.format(l=l) for n in (name, *stored.alternatives)]
             tensor = next((self.tensors[n] for n in options if n in self.tensors), None)
             want = shape if stored.layout != "linear" else tuple(reversed(shape))  # torch's Linear keeps [out, in]
+            if stored.part is not None:  # one block of a fused tensor's output rows
+                want = (want[0] * stored.part[1], *want[1:])
             if tensor is None:
                 if canonical in self.optional and not parts:
                     return None
@@ -109,7 +152,7 @@ class Weights:
                 raise DataError(f"{self.where}: {tensor.refusal()}")
             if len(tensor.shape) != len(want) or any(w is not None and s != w for s, w in zip(tensor.shape, want)):
                 raise DataError(f"{self.where}: tensor {tensor.name if hasattr(tensor, 'name') else options[0]}: shape {list(tensor.shape)}, expected {list(want)}")
-            parts.append((tensor, stored.layout))
+            parts.append((tensor if stored.part is None else TensorPart(tensor, *stored.part), stored.layout))
         return parts
 
     def check_layers(self) -> None:
@@ -174,7 +217,7 @@ class Weights:
         now, the next layer's on a second thread meanwhile (NumPy leaves the interpreter lock while it works)."""
         prefix = f"layers.{l}."
         if self.eager or self._kept(l):
-            return {k[len(prefix):]: self._arrays[k] for k in self.plan if k.startswith(prefix)}
+            return {k[len(prefix):]: self._arrays[k] for k in self.layer_keys(l)}
         ahead = self._ahead.pop(l, None)
         for next_layer in range(l + 1, min(l + 1 + AHEAD, self.spec.n_layers)):
             if next_layer not in self._ahead and not self._kept(next_layer):
@@ -191,8 +234,15 @@ class Weights:
         return layer  # one sentence never holds a quantized model as float32
 
     def _kept(self, l: int) -> bool:  # layer l's tensors are all in memory
-        prefix = f"layers.{l}."
-        return all(k in self._arrays for k in self.plan if k.startswith(prefix))
+        return all(k in self._arrays for k in self.layer_keys(l))
+
+    def layer_keys(self, l: int) -> list[str]:
+        """The plan's keys of layer l ("layers.3.attn.o.w", ...), found once: a decoding loop asks for every layer at every step."""
+        keys = self._layer_keys
+        if l not in keys:
+            prefix = f"layers.{l}."
+            keys[l] = [k for k in self.plan if k.startswith(prefix)]
+        return keys[l]
 
     def release(self, l: int) -> None:
         """The forward pass is done with layer l's tensors: a quantized file's next layers are dequantized into their memory.
@@ -216,8 +266,16 @@ class Weights:
             self._workers = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="dequantize")
         return self._workers
 
+    def vocabulary_bytes(self) -> int:
+        """The output projection as float32, whole."""
+        (tensor, _), = self.plan[self.unembedding_key()]
+        return 4 * tensor.size
+
     def prefetch_vocabulary(self) -> None:
-        """Start reading the whole embedding matrix (for the output head) on the second thread, if it is not in memory."""
+        """Start reading the whole output projection on the second thread, if it is not in memory and small enough
+        (PREFETCH_VOCABULARY bytes as float32): a larger one is read a block of rows at a time as the logits are made."""
+        if self.vocabulary_bytes() > PREFETCH_VOCABULARY:
+            return
         if self._vocabulary is None and self._vocabulary_ahead is None and not self.eager:
             self._vocabulary_ahead = self._pool().submit(self.read, EMBEDDING if not self.has("unembed") else "unembed")
 
@@ -263,6 +321,30 @@ class Weights:
             self._vocabulary = ahead.result() if ahead is not None else self.read(EMBEDDING)
         return self._vocabulary
 
+    def unembedding_key(self) -> str:
+        return "unembed" if self.has("unembed") else EMBEDDING
+
+    def each_unembedding_block(self, rows: int = UNEMBEDDING_ROWS, key: str | None = None):
+        """(start, [c, d] float32) for blocks of c rows of the output projection (or of `key`'s table: EMBEDDING for the
+        nearest tokens), in order: slices of the whole table when it is in memory (or being read ahead), else each block
+        dequantized from the file alone (a quantized file's row range), so the [V, d] float32 table of a large vocabulary
+        never exists."""
+        key = key or self.unembedding_key()
+        whole = self._arrays.get(key) if key != EMBEDDING else self._vocabulary
+        if whole is None and self._vocabulary_ahead is not None:
+            whole = self.unembedding()
+        (tensor, _), = self.plan[key]
+        size = tensor.shape[0]
+        for start in range(0, size, rows):
+            end = min(size, start + rows)
+            if whole is not None:
+                yield start, whole[start:end]
+                continue
+            try:
+                yield start, tensor.rows(np.arange(start, end))
+            except DataError as e:
+                raise DataError(f"{self.where}: {e}") from None
+
     def unembedding(self) -> np.ndarray:  # -> [V, d] float32: logits = x @ W_U^T
         if not self.has("unembed"):
             return self.vocabulary()
@@ -276,7 +358,7 @@ class Weights:
         for key, parts in self.plan.items():
             size = sum(t.size for t, _ in parts)
             name = key.split(".", 2)[-1] if key.startswith("layers.") else key
-            group = ("norms" if ".norm." in f".{name}" or name.startswith("final_norm") else "embeddings" if name.startswith("embed.")
+            group = ("norms" if ".norm." in f".{name}" or "_norm." in name or name.startswith("final_norm") else "embeddings" if name.startswith("embed.")
                      else "output" if name in ("unembed", "mlm.bias") or name.startswith("mlm.") else {"attn": "attention", "mlp": "mlp"}[name.split(".")[0]])
             counts[group] += size
         return counts

@@ -7,10 +7,11 @@ from attn_cli.results.numbers import NUMBER_DIGITS, significant
 
 
 class ExplainResult(Record):
-    __slots__ = ("model", "tokens", "position", "target", "versus", "logit", "components", "n_layers", "n_heads")
+    __slots__ = ("model", "tokens", "position", "target", "versus", "logit", "components", "n_layers", "n_heads", "ablation")
 
     def __init__(self, model: dict, tokens: list, position: int, target: dict, versus: dict | None, logit: float, components: list,
-                 n_layers: int, n_heads: int):
+                 n_layers: int, n_heads: int, ablation=None):
+        self.ablation = ablation  # analysis.ablate.Ablation: heads turned off before the split (empty: none)
         self.model = model  # name, type, layers, heads, d_model, d_k
         self.tokens = tokens
         self.position = position  # where the logit is read (the last token, or --focus)
@@ -47,7 +48,8 @@ class ExplainResult(Record):
         token = lambda t: None if t is None else {"id": t["id"], "token": t["token"], "piece": t["piece"], "logit": number(t["logit"])}  # noqa: E731
         return {"model": self.model, "tokens": self.tokens, "position": self.position, "token": self.tokens[self.position],
                 "target": token(self.target), "versus": token(self.versus), "logit": number(self.logit), "sum": number(self.total),
-                "components": [{**p.to_dict(), "logit": number(p.logit)} for p in self.components]}
+                "components": [{**p.to_dict(), "logit": number(p.logit)} for p in self.components],
+                **({"ablated": self.ablation.names, "ablated_with": self.ablation.mode} if self.ablation else {})}
 
     def rows(self):
         for p in self.components:

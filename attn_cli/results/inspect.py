@@ -21,12 +21,12 @@ class HeadView(Record):
 
     __slots__ = ("name", "layer", "index", "d_k", "noise", "description", "scores", "masked", "weights", "allowed", "delta",
                  "delta_self", "delta_context", "top_weight", "top_weight_scaled", "distance", "sink", "sink_weights", "special_weight",
-                 "value_norms")
+                 "value_norms", "window")
 
     def __init__(self, name: str, d_k: int, weights, allowed, *, layer: int | None = None, index: int | None = None, noise: bool = False,
                  description: str | None = None, scores=None, masked=None, delta=None, delta_self=None, delta_context=None,
                  top_weight: float | None = None, top_weight_scaled: float | None = None, distance: list | None = None,
-                 sink: float | None = None, sink_weights=None, special_weight=None, value_norms=None):
+                 sink: float | None = None, sink_weights=None, special_weight=None, value_norms=None, window: int | None = None):
         self.name = name  # "adjective", "identity", ... or "LAYER.HEAD" of a checkpoint
         self.layer = layer  # a checkpoint's layer and head index (None: a named head of the lesson's one layer)
         self.index = index
@@ -47,6 +47,7 @@ class HeadView(Record):
         self.sink_weights = sink_weights  # [n] each query's weight on it (None without a sink)
         self.special_weight = special_weight  # [g] with --hide-special: each query's weight on the hidden special tokens
         self.value_norms = value_norms  # [n, n] with --weigh norm: ||alpha_ij f(x_j)||, the length of what key j adds to query i (analysis.flow)
+        self.window = window  # a local layer's sliding window (its queries see their last `window` keys: `allowed` says so); None: none
 
     def stage_matrix(self, stage: str):
         """The matrix at `stage` with NaN where masked (for the raw scores: where the mask will hide them)."""
@@ -69,6 +70,8 @@ SLOTS = (
     "with_embeddings", "near_input", "near_output", "senses", "senses_note",
     "value_norms", "special_shares", "rollout",  # --weigh norm (a checkpoint's every head [L, H, g, g]; weight and norm on special tokens), --rollout [g, g]
     "sense_meter",  # every model's: one word read against its senses at each layer (E and E' for the lesson's heads), and alone
+    "layer_allowed",  # [L, g, g] each layer's visible keys when some layer has a sliding window (else None: `allowed` for all)
+    "ablation",  # --ablate: the heads turned off before the run shown (analysis.ablate.Ablation)
 )
 
 
@@ -179,6 +182,8 @@ class InspectResult(Record):
             out.update(layer=head.layer, head=head.index)
         if head.description is not None:
             out.update(d_k=head.d_k, description=head.description, noise=head.noise)
+        if head.window is not None:  # a local layer: its queries see their last `window` keys
+            out["window"] = head.window
         out["weights"] = streamed(head.weights, WEIGHT_DIGITS) if stream else weights
         out.update(numbers)  # norms, then cosines
         if head.special_weight is not None:
@@ -235,6 +240,8 @@ class InspectResult(Record):
         output.Rows, rounded block by block as output.write_json writes them: the same text, never whole in memory."""
         weights, per_token, per_head = self.rounded_numbers(with_weights=not stream)
         out = {} if self.model is None else {"model": self.model}
+        if self.ablation:
+            out.update(ablated=self.ablation.names, ablated_with=self.ablation.mode)
         out["tokens"] = self.tokens
         if self.pieces is not None:
             out.update(pieces=self.pieces, special=self.special, words=self.words, hide_special=self.hide_special)

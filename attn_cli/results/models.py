@@ -3,7 +3,7 @@
 Kept apart from attn_cli.results so the GloVe path does not pay for defining them at start-up.
 """
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 
 @dataclass
@@ -27,6 +27,8 @@ class ModelInfo:
     position: str = "learned"  # "learned" | "rotary"
     mlp: str = "dense"  # "dense" | "gated"
     description: str = ""  # what kind of model it is, in a line (the view's; not in JSON)
+    attention_layers: list = field(default_factory=list)  # per layer: {"layer", "window" (None: every earlier key), "rope_base" (None: no RoPE)}
+    features: list = field(default_factory=list)  # what its blocks add to the plain ones ("q/k RMSNorm", "attention soft-cap 50", ...)
 
     def to_dict(self) -> dict:
         out = asdict(self)

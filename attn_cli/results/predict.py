@@ -20,9 +20,12 @@ class Prediction(ValueRecord):
 
 
 class PredictResult(Record):
-    __slots__ = ("model", "tokens", "position", "predicts", "temperature", "chat", "predictions", "lens")
+    __slots__ = ("model", "tokens", "position", "predicts", "temperature", "chat", "predictions", "lens", "ablation", "before")
 
-    def __init__(self, model: dict, tokens: list, position: int, predicts: str, temperature: float, chat: bool, predictions: list, lens: list | None):
+    def __init__(self, model: dict, tokens: list, position: int, predicts: str, temperature: float, chat: bool, predictions: list, lens: list | None,
+                 ablation=None, before: dict | None = None):
+        self.ablation = ablation  # analysis.ablate.Ablation: the heads turned off (empty: none); predictions are then the ablated run's
+        self.before = before  # with an ablation, the model's own run: {"probabilities": {id: p} of the tokens shown, "top": [Prediction]}
         self.model = model  # name, type, layers, heads, d_model, d_k
         self.tokens = tokens  # the input's tokens (after the chat template, with --chat)
         self.position = position  # the token predicted from: the last (a decoder: the next token) or the [MASK] (a masked LM)
@@ -36,6 +39,11 @@ class PredictResult(Record):
         out = {"model": self.model, "tokens": self.tokens, "position": self.position, "token": self.tokens[self.position],
                "predicts": self.predicts, "temperature": self.temperature, "chat": self.chat,
                "predictions": [p.to_dict() for p in self.predictions]}
+        if self.ablation:
+            out["ablated"], out["ablated_with"] = self.ablation.names, self.ablation.mode
+            for d, p in zip(out["predictions"], self.predictions):
+                d["own_probability"] = float(significant(self.before["probabilities"][p.id], WEIGHT_DIGITS))
+            out["own_predictions"] = [{k: v for k, v in p.to_dict().items() if k != "logit"} for p in self.before["top"]]
         if self.lens is not None:
             out["lens"] = [{"layer": row["layer"], "top": [p.to_dict() for p in row["top"]],
                             "final_probability": float(significant(row["final_probability"], WEIGHT_DIGITS)), "final_rank": row["final_rank"]}

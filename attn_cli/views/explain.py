@@ -32,7 +32,12 @@ def explain_view(result) -> list:
                  f"{result.logit:.4f} (they differ by {abs(gap):.1e}); the embeddings add {embed:+.3f}", style="dim")
     note = Text("each part's share goes through the final norm with its scale frozen at this position, "
                 "as TransformerLens's logit attribution does", style="dim")
-    return [heading, tokens, title, heatmap, table, check, note]
+    parts = [heading, tokens]
+    if result.ablation:
+        parts.append(Text(f"{result.ablation.mode}-ablated: head{'s' if len(result.ablation.heads) > 1 else ''} "
+                          f"{', '.join(result.ablation.names)} ({'zeros' if result.ablation.mode == 'zero' else 'its mean over the positions'} "
+                          "in place of its output); the split below is of the run that follows", style="bold magenta"))
+    return parts + [title, heatmap, table, check, note]
 
 
 def what_is_split(result) -> str:

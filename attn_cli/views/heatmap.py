@@ -85,7 +85,7 @@ class Heatmap:
     """
 
     def __init__(self, matrix, row_labels: list[str], col_labels: list[str], *, kind: str = "weights", corner: str = "query ↓ key →",
-                 legend: bool = True):
+                 legend: bool = True, columns: str | None = None):
         import numpy as np
 
         self.matrix = np.asarray(matrix, dtype=np.float64)  # [rows, cols], NaN = masked
@@ -94,6 +94,7 @@ class Heatmap:
         self.kind = kind
         self.corner = corner
         self.show_legend = legend
+        self.columns = columns  # what numbered columns are, when too narrow for their labels (default: the rows' tokens)
         finite = self.matrix[np.isfinite(self.matrix)]
         self.span = float(np.max(np.abs(finite))) if finite.size else 1.0  # diverging scale's end
         self.cells = [[self.cell_text(x) for x in row] for row in self.matrix.tolist()]
@@ -241,7 +242,7 @@ class Heatmap:
                 yield Segment(" ")
             yield Segment.line()
         if layout.numbered:
-            note = "columns: keys by row number" if self.corner.startswith("query") else "columns: queries by row number"
+            note = self.columns or ("columns: keys by row number" if self.corner.startswith("query") else "columns: queries by row number")
             note += {3: "", 2: "; weights in hundredths (56 = .56, 1. = 1.0)", 1: "; weights in tenths (6 = .6; blank < .05; █ ≥ .95)"}[layout.digits]
             yield Text(note, style="dim")
 

@@ -26,7 +26,10 @@ def checkpoint_head_heading(head: "results.HeadView", result: "results.InspectRe
     from rich.text import Text
 
     title = Text(f"layer {head.layer} · head {head.index}", style="bold cyan")
-    title.append(f"  d_k={head.d_k} · {'causal mask' if result.mask == 'causal' else 'no mask'} · {stage}", style="dim")
+    mask = "causal mask" if result.mask == "causal" else "no mask"
+    if head.window is not None:  # a local layer: keys further back than its window look masked too
+        mask += f" · sliding window of {head.window:,} keys (· further back: hidden, as the mask hides later keys)"
+    title.append(f"  d_k={head.d_k} · {mask} · {stage}", style="dim")
     if head.special_weight is not None:
         title.append(f"\nthe hidden special tokens held {head.special_weight.mean():.0%} of this head's weight", style="yellow")
     return title

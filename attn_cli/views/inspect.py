@@ -67,4 +67,11 @@ def named(name: str) -> View:
 
 def inspect_view(result, options: ViewOptions) -> list:
     """Everything `attn inspect` shows for one sentence, in order."""
-    return [part for view in chosen(result, options) for part in view.parts(result, options)]
+    parts = [part for view in chosen(result, options) for part in view.parts(result, options)]
+    if getattr(result, "ablation", None):
+        from rich.text import Text
+
+        what = "zeros" if result.ablation.mode == "zero" else "its mean over the positions"
+        parts.insert(0, Text(f"head{'s' if len(result.ablation.heads) > 1 else ''} {', '.join(result.ablation.names)} ablated ({what} in "
+                             "place of its output): the attention below is the run that follows", style="bold magenta"))
+    return parts

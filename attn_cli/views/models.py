@@ -11,6 +11,32 @@ def share_text(share: float) -> str:
     return f"{share:.1%}" if share >= 0.001 or share == 0 else f"{share:.2%}" if share >= 0.0001 else f"{share:.1e}"
 
 
+def layer_groups(layers: list) -> list[tuple[str, list]]:
+    """Layers that attend alike ("local" with a window, "global" without), with their RoPE base; nothing to show when all alike."""
+    kinds = {}
+    for row in layers:
+        kinds.setdefault((row["window"], row["rope_base"]), []).append(row)
+    if len(kinds) <= 1 and all(row["window"] is None for row in layers):
+        return []
+    return [("local layers" if rows[0]["window"] is not None else "global layers", rows) for rows in kinds.values()]
+
+
+def spans(rows: list) -> str:
+    """Layer numbers as runs: "0–4, 6–10, 12"."""
+    numbers, runs = [row["layer"] for row in rows], []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)
+
+
+def about_layers(row: dict) -> str:
+    window = f"a query sees its last {row['window']:,} keys (sliding window)" if row["window"] is not None else "a query sees every earlier key"
+    return window + ("" if row["rope_base"] is None else f", RoPE base {row['rope_base']:,.0f}")
+
+
 def model_info(info: "ModelInfo") -> Table:
     table = FitTable(box=box.SIMPLE, show_header=False, title=f"{info.name} ({info.path})", title_justify="left")
     table.add_column(style="bold")
@@ -25,6 +51,10 @@ def model_info(info: "ModelInfo") -> Table:
     table.add_row("MLP width", str(info.d_ff), f"{info.activation}, {'gated: (act(x W_gate) * x W_up) W_down' if info.mlp == 'gated' else 'act(x W_in) W_out'}")
     table.add_row("norm · positions", f"{info.norm} · {info.position}", "RMSNorm" if info.norm == "rms" else "LayerNorm")
     table.add_row("vocabulary", f"{info.vocabulary:,}", f"up to {info.max_positions:,} positions")
+    for label, rows in layer_groups(info.attention_layers):
+        table.add_row(label, spans(rows), about_layers(rows[0]))
+    if info.features:
+        table.add_row("also", "", " · ".join(info.features))
     p = info.per_head
     table.add_section()
     d, k = p["w_q"]

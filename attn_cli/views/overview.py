@@ -34,8 +34,8 @@ class ModelOverview:
         self.result = result
         self.square = square
         w = np.array(result.weights if matrices is None else matrices, dtype=np.float64)  # [L, H, g, g]
-        if result.allowed is not None:
-            w = np.where(result.allowed, w, np.nan)
+        if result.allowed is not None:  # each layer's visible keys: a local layer's window hides more than the mask
+            w = np.where(result.allowed if result.layer_allowed is None else result.layer_allowed[:, None], w, np.nan)
         self.weights = w
 
     def size(self, max_width: int) -> tuple[int, int]:  # -> (thumbnail side, heads per row)
@@ -57,7 +57,7 @@ class ModelOverview:
 
         pooled = pool(self.weights, side)
         if self.weights.shape[-1] > side and self.result.allowed is not None:  # a block is masked when all of it is
-            masked = pool(np.where(np.isnan(self.weights[:1, :1]), 0.0, 1.0), side)[0, 0] == 0
+            masked = pool(np.where(np.isnan(self.weights[:, :1]), 0.0, 1.0), side) == 0  # [L, 1, s, s]
             pooled = np.where(masked, np.nan, pooled)
         return pooled
 

@@ -19,11 +19,14 @@ def predict_view(result) -> list:
     t = result.temperature
     scale = "softmax of the logits" if t == 1 else "argmax (T = 0)" if t == 0 else f"softmax of logits / {t:g}"
     title = f"{what} {result.tokens[result.position]!r} (#{result.position}): {scale} over the whole vocabulary"
-    table = FitTable(box=box.SIMPLE, title=title, title_justify="left")
-    for name, justify in (("", "right"), ("token", "left"), ("logit", "right"), ("probability", "right"), ("", "left")):
-        table.add_column(name, justify=justify)
-    for rank, p in enumerate(result.predictions, 1):
-        table.add_row(str(rank), key_label(p.token), f"{p.logit:.2f}", fmt_probability(p.probability), Bar(p.probability))
+    if result.ablation:
+        table = ablated_table(result, title)
+    else:
+        table = FitTable(box=box.SIMPLE, title=title, title_justify="left")
+        for name, justify in (("", "right"), ("token", "left"), ("logit", "right"), ("probability", "right"), ("", "left")):
+            table.add_column(name, justify=justify)
+        for rank, p in enumerate(result.predictions, 1):
+            table.add_row(str(rank), key_label(p.token), f"{p.logit:.2f}", fmt_probability(p.probability), Bar(p.probability))
     shown = sum(p.probability for p in result.predictions)
     parts = [heading, tokens, table, Text(f"the {len(result.predictions)} shown hold {shown:.1%} of the probability", style="dim")]
     if result.lens is not None:
@@ -42,4 +45,19 @@ def lens_table(result) -> Table:
         top = ", ".join(f"{key_label(p.token)} {p.probability:.2f}" for p in row["top"])
         layer = "E" if row["layer"] == 0 else str(row["layer"] - 1)
         table.add_row(layer, top, fmt_probability(row["final_probability"]), f"{row['final_rank']:,}", Bar(row["final_probability"], 16))
+    return table
+
+
+def ablated_table(result, title: str):
+    """The ablated run's top tokens, each beside its probability in the model's own run and the change."""
+    what = "zeros" if result.ablation.mode == "zero" else "its mean over the positions"
+    heads = ", ".join(result.ablation.names)
+    table = FitTable(box=box.SIMPLE, title=f"{title}, with head{'s' if len(result.ablation.heads) > 1 else ''} {heads} ablated ({what})",
+                     title_justify="left", caption_justify="left", caption="own: the model's own probability of that token, with every head on")
+    for name, justify in (("", "right"), ("token", "left"), ("ablated", "right"), ("own", "right"), ("change", "right"), ("", "left")):
+        table.add_column(name, justify=justify)
+    for rank, p in enumerate(result.predictions, 1):
+        before = result.before["probabilities"][p.id]
+        table.add_row(str(rank), key_label(p.token), fmt_probability(p.probability), fmt_probability(before), f"{p.probability - before:+.4f}",
+                      Bar(p.probability))
     return table

@@ -20,6 +20,10 @@ FAMILIES = {  # config.json's model_type -> the module that describes it
     "llama": "llama",
     "mistral": "mistral",
     "qwen2": "qwen2",
+    "qwen3": "qwen3",
+    "phi3": "phi3",
+    "gemma2": "gemma2",
+    "gemma3_text": "gemma3",
 }
 
 
@@ -46,14 +50,15 @@ class Stored:
     or "table" (as stored). Several names are concatenated along the output axis (Q, K, V into one
     matrix); `alternatives` are older spellings of a single name (BERT's gamma/beta)."""
 
-    __slots__ = ("names", "layout", "alternatives")
+    __slots__ = ("names", "layout", "alternatives", "part")
 
-    def __init__(self, names: tuple, layout: str, alternatives: tuple = ()):
+    def __init__(self, names: tuple, layout: str, alternatives: tuple = (), part: tuple | None = None):
         self.names, self.layout, self.alternatives = names, layout, alternatives
+        self.part = part  # (i, k): the i-th of k equal blocks of the output rows of one stored tensor (Phi-3's fused gate_up), or None
 
 
-def linear(*names: str) -> Stored:
-    return Stored(names, "linear")
+def linear(*names: str, part: tuple | None = None) -> Stored:
+    return Stored(names, "linear", part=part)
 
 
 def conv1d(*names: str) -> Stored:

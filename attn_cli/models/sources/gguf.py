@@ -15,25 +15,10 @@ from attn_cli.models.sources import Source
 from attn_cli.models.sources.gguf_file import GGML_TYPES, PLAIN, QUANTIZED, READABLE, GGUFFile, TensorInfo, _get, _shortest, read_file  # noqa: F401 (the reader's names)
 from attn_cli.models.sources.gguf_tokenizer import LLAMA3_PRES, PRE_TOKENIZERS, _check_tokenizer, build_tokenizer  # noqa: F401
 
-ARCHITECTURES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}  # general.architecture -> HF class
-PERMUTED = ("llama",)  # convert_hf_to_gguf.py permutes Q/K rows for these (LlamaModel.permute); Qwen2 is stored as HF has it
+from attn_cli.models.sources.gguf_arch import ARCHITECTURES, EXPERTS, hf_name, supported  # noqa: F401 (hf_name: the reader's names)
 
-# GGUF tensor name (gguf-py's TensorNameMap, MODEL_TENSOR names) -> Hugging Face name; {i} is the layer
-TENSOR_NAMES = {
-    "token_embd": "model.embed_tokens",
-    "output_norm": "model.norm",
-    "output": "lm_head",
-    "blk.{i}.attn_norm": "model.layers.{i}.input_layernorm",
-    "blk.{i}.attn_q": "model.layers.{i}.self_attn.q_proj",
-    "blk.{i}.attn_k": "model.layers.{i}.self_attn.k_proj",
-    "blk.{i}.attn_v": "model.layers.{i}.self_attn.v_proj",
-    "blk.{i}.attn_output": "model.layers.{i}.self_attn.o_proj",
-    "blk.{i}.ffn_norm": "model.layers.{i}.post_attention_layernorm",
-    "blk.{i}.ffn_gate": "model.layers.{i}.mlp.gate_proj",
-    "blk.{i}.ffn_up": "model.layers.{i}.mlp.up_proj",
-    "blk.{i}.ffn_down": "model.layers.{i}.mlp.down_proj",
-}
 ROPE_FREQS = "rope_freqs.weight"  # llama3 rope scaling as convert writes it: a divisor per rotary frequency
+LONGROPE = ("rope_factors_long.weight", "rope_factors_short.weight")  # Phi-3's longrope (128k models): divisors per frequency
 
 
 # --- tensors ----------------------------------------------------------------------------------------
@@ -52,14 +37,15 @@ class GGUFTensor:
     Face row: convert_hf_to_gguf.py interleaves each head's two rotary halves, and gathering rows
     in this order undoes it."""
 
-    __slots__ = ("name", "gguf_name", "shape", "dtype", "_file", "_info", "_order")
+    __slots__ = ("name", "gguf_name", "shape", "dtype", "_file", "_info", "_order", "_shift")
 
-    def __init__(self, name: str, file: GGUFFile, info: TensorInfo, order: np.ndarray | None = None):
+    def __init__(self, name: str, file: GGUFFile, info: TensorInfo, order: np.ndarray | None = None, shift: bool = False):
         self.name = name
         self.gguf_name = info.name
         self.shape = tuple(reversed(info.dims))  # torch layout: [out, in] for a matrix
         self.dtype = info.type_name
         self._file, self._info, self._order = file, info, order
+        self._shift = shift  # a Gemma norm, stored as 1 + w: read as w (transformers' Gemma2TensorProcessor does the same)
 
     def __repr__(self) -> str:
         return f"GGUFTensor({self.name!r}, shape={self.shape}, dtype={self.dtype!r})"
@@ -68,13 +54,21 @@ class GGUFTensor:
     def size(self) -> int:
         return int(np.prod(self.shape))
 
+    @property
+    def nbytes(self) -> int:  # bytes in the file
+        _, block, block_bytes = GGML_TYPES[self._info.type_id]
+        return self.size // block * block_bytes
+
     def array(self, out: np.ndarray | None = None) -> np.ndarray:  # -> self.shape, float32
         """The tensor as float32; `out` (C-contiguous, self.shape, float32): written there instead of into new memory."""
         blocks = self._blocks()
         if self._order is not None:  # gathered as bytes, before they become (several times as many) floats
             blocks = blocks[self._order]
         rows = None if out is None else out.reshape(len(blocks), -1)
-        return _finite(self.name, _decode(blocks, self.dtype, self.name, rows).reshape(self.shape))
+        values = _finite(self.name, _decode(blocks, self.dtype, self.name, rows).reshape(self.shape))
+        if self._shift:
+            values -= np.float32(1)
+        return values
 
     def rows(self, ids) -> np.ndarray:  # [m] row indices -> [m, in] float32
         if len(self.shape) != 2:
@@ -143,19 +137,6 @@ def unpermute_order(rows: int, n_head: int) -> np.ndarray:
     return np.arange(rows).reshape(n_head, rows // n_head // 2, 2).swapaxes(1, 2).reshape(-1)
 
 
-def hf_name(gguf_name: str) -> str | None:
-    """The Hugging Face name of a GGUF tensor name, or None if it is not one of TENSOR_NAMES."""
-    base, dot, suffix = gguf_name.rpartition(".")
-    if not dot or suffix not in ("weight", "bias"):
-        return None
-    parts = base.split(".")
-    if len(parts) >= 3 and parts[0] == "blk" and parts[1].isdigit() and parts[1] == str(int(parts[1])):
-        pattern = TENSOR_NAMES.get("blk.{i}." + ".".join(parts[2:]))
-        return f"{pattern.format(i=int(parts[1]))}.{suffix}" if pattern else None
-    pattern = TENSOR_NAMES.get(base)
-    return f"{pattern}.{suffix}" if pattern and "{i}" not in pattern else None
-
-
 # --- metadata -> config ------------------------------------------------------------------------------
 
 
@@ -169,8 +150,10 @@ def config_from(file: GGUFFile) -> dict:
     """Hugging Face config.json keys from llama.cpp's metadata (the keys convert_hf_to_gguf.py writes)."""
     arch = _get(file, "general.architecture", str, required=True)
     if arch not in ARCHITECTURES:
-        raise DataError(f"{file.path}: architecture {arch!r} is not supported; attn reads GGUF {', '.join(ARCHITECTURES)} (Llama, Mistral, SmolLM, Qwen2)")
-    m = lambda key, kind, **kw: _get(file, f"{arch}.{key}", kind, **kw)  # noqa: E731
+        raise DataError(f"{file.path}: architecture {arch!r} is not supported; attn reads GGUF {supported()}")
+    if any(name.split(".")[2:3] == [kind] for name in file.tensors for kind in EXPERTS):
+        raise DataError(f"{file.path}: a mixture of experts ({arch!r} with expert tensors) is not supported; attn reads GGUF {supported()}")
+    m = lambda key, kind, default=None, required=False: _get(file, f"{arch}.{key}", kind, default, required)  # noqa: E731
     hidden = _positive(file, f"{arch}.embedding_length", m("embedding_length", int, required=True))
     n_layers = _positive(file, f"{arch}.block_count", m("block_count", int, required=True))
     n_heads = _positive(file, f"{arch}.attention.head_count", m("attention.head_count", int, required=True))
@@ -180,9 +163,10 @@ def config_from(file: GGUFFile) -> dict:
         raise DataError(f"{file.path}: {n_heads} query heads, {n_kv} key/value heads and head size {head_dim} do not fit together")
     tokens = file.metadata.get("tokenizer.ggml.tokens")
     name = _get(file, "general.name", str) or ""
+    mistral = arch == "llama" and "mistral" in name.lower()  # llama.cpp writes Mistral as llama
     config = {
-        "model_type": "mistral" if arch == "llama" and "mistral" in name.lower() else arch,  # llama.cpp writes Mistral as llama
-        "architectures": [ARCHITECTURES[arch] if "mistral" not in name.lower() else "MistralForCausalLM"],
+        "model_type": "mistral" if mistral else ARCHITECTURES[arch].model_type,
+        "architectures": ["MistralForCausalLM" if mistral else ARCHITECTURES[arch].hf_class],
         "hidden_size": hidden,
         "intermediate_size": _positive(file, f"{arch}.feed_forward_length", m("feed_forward_length", int, required=True)),
         "num_hidden_layers": n_layers,
@@ -201,11 +185,22 @@ def config_from(file: GGUFFile) -> dict:
         "eos_token_id": _get(file, "tokenizer.ggml.eos_token_id", int),
     }
     if ROPE_FREQS in file.tensors:  # GGUF only: llama3 scaling as llama.cpp keeps it (a divisor per frequency)
-        info = file.tensors[ROPE_FREQS]
-        if info.dims != (head_dim // 2,) or info.type_name != "F32":
-            raise DataError(f"{file.path}: {ROPE_FREQS} is {info.type_name} {list(info.dims)}; expected F32 [{head_dim // 2}]")
-        config["rope_freq_factors"] = [float(x) for x in _finite(ROPE_FREQS, _decode(file.raw(info)[None], "F32", ROPE_FREQS)[0])]
-    return config
+        config["rope_freq_factors"] = _factors(file, ROPE_FREQS, head_dim)
+    if all(name in file.tensors for name in LONGROPE):  # Phi-3's longrope, as convert writes it (no rope.scaling.type)
+        config["rope_scaling"] = {
+            "rope_type": "longrope", "long_factor": _factors(file, LONGROPE[0], head_dim), "short_factor": _factors(file, LONGROPE[1], head_dim),
+            "original_max_position_embeddings": m("rope.scaling.original_context_length", int, required=True),
+            "attention_factor": m("rope.scaling.attn_factor", float),
+        }
+    return config | ARCHITECTURES[arch].extra(m, config)
+
+
+def _factors(file: GGUFFile, name: str, head_dim: int) -> list[float]:
+    """A divisor per rotary frequency (rope_freqs, rope_factors_long/short): F32 [head_dim / 2]."""
+    info = file.tensors[name]
+    if info.dims != (head_dim // 2,) or info.type_name != "F32":
+        raise DataError(f"{file.path}: {name} is {info.type_name} {list(info.dims)}; expected F32 [{head_dim // 2}]")
+    return [float(x) for x in _finite(name, _decode(file.raw(info)[None], "F32", name)[0])]
 
 
 def _rope_scaling(file: GGUFFile, arch: str) -> dict | None:
@@ -232,7 +227,8 @@ def load(path) -> Source:
     tensors = _tensors(file, config)
     name = file_name(Path(path)) or _get(file, "general.name", str) or Path(path).stem
     pre = _get(file, "tokenizer.ggml.pre", str, default="default")
-    add_bos = _get(file, "tokenizer.ggml.add_bos_token", bool, default=pre in LLAMA3_PRES)  # convert writes it when the tokenizer says
+    spm = _get(file, "tokenizer.ggml.model", str) == "llama"  # llama.cpp puts BOS first in a SentencePiece text unless the file says not to
+    add_bos = _get(file, "tokenizer.ggml.add_bos_token", bool, default=pre in LLAMA3_PRES or spm)  # convert writes it when the tokenizer says
     add_eos = _get(file, "tokenizer.ggml.add_eos_token", bool, default=False)
     bos, eos = config["bos_token_id"], config["eos_token_id"]
     _check_tokenizer(file, config)
@@ -254,7 +250,7 @@ def file_name(path: Path) -> str | None:
 
 
 def _tensors(file: GGUFFile, config: dict) -> dict:
-    arch = file.metadata["general.architecture"]
+    arch = ARCHITECTURES[file.metadata["general.architecture"]]
     n_heads, n_kv, head_dim, hidden = config["num_attention_heads"], config["num_key_value_heads"], config["head_dim"], config["hidden_size"]
     expected = {  # a first line of defence; the family checks the rest
         "model.embed_tokens.weight": (config["vocab_size"], hidden),
@@ -264,7 +260,7 @@ def _tensors(file: GGUFFile, config: dict) -> dict:
     }
     tensors = {}
     for gguf_name, info in file.tensors.items():
-        name = hf_name(gguf_name)
+        name = hf_name(gguf_name, file.metadata["general.architecture"])
         if name is None:
             continue  # rope_freqs (in the config) and tensors attn does not use
         if info.type_name not in READABLE:
@@ -274,12 +270,13 @@ def _tensors(file: GGUFFile, config: dict) -> dict:
         if want is not None and want[0] is not None and shape != want:
             raise DataError(f"{file.path}: tensor {gguf_name} has shape {list(shape)}, expected {list(want)} from the metadata")
         order = None
-        if arch in PERMUTED and name.endswith(("q_proj.weight", "q_proj.bias", "k_proj.weight", "k_proj.bias")):
+        if arch.permuted and name.endswith(("q_proj.weight", "q_proj.bias", "k_proj.weight", "k_proj.bias")):
             heads = n_heads if ".q_proj." in name else n_kv
             if shape[0] % (2 * heads):
                 raise DataError(f"{file.path}: tensor {gguf_name} has {shape[0]} rows, not a multiple of 2 x {heads} heads")
             order = unpermute_order(shape[0], heads)
-        tensors[name] = GGUFTensor(name, file, info, order)
+        shift = arch.norm_plus_one and name.endswith("norm.weight")  # stored as 1 + w
+        tensors[name] = GGUFTensor(name, file, info, order, shift)
     if "model.embed_tokens.weight" not in tensors:
         raise DataError(f"{file.path}: no token_embd.weight tensor")
     return tensors

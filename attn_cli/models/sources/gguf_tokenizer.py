@@ -4,6 +4,8 @@ import numpy as np
 
 from attn_cli.errors import DataError
 from attn_cli.models.sources.gguf_file import GGUFFile, _get
+from attn_cli.models.sources.gguf_spm import check_spm
+from attn_cli.models.sources.gguf_spm_text import build_spm_tokenizer
 
 # tokenizer.ggml.pre -> llama.cpp's split regexes (llama-vocab.cpp), applied one after another, then the byte alphabet
 _GPT2 = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"
@@ -25,8 +27,10 @@ CONTROL, USER_DEFINED = 3, 4  # tokenizer.ggml.token_type values (llama.cpp's LL
 def _check_tokenizer(file: GGUFFile, config: dict) -> None:
     """The tokenizer metadata is of the right kinds and sizes (cheap: the tokenizer itself is built on demand)."""
     model = _get(file, "tokenizer.ggml.model", str, required=True)
+    if model == "llama":
+        return check_spm(file, config)
     if model != "gpt2":
-        raise DataError(f"{file.path}: tokenizer {model!r} is not supported; attn builds gpt2 (byte-level BPE) tokenizers from GGUF")
+        raise DataError(f"{file.path}: tokenizer {model!r} is not supported; attn builds gpt2 (byte-level BPE) and llama (SentencePiece) tokenizers from GGUF")
     pre = _get(file, "tokenizer.ggml.pre", str, default="default")
     if pre not in PRE_TOKENIZERS:
         raise DataError(f"{file.path}: pre-tokenizer {pre!r} is not supported; attn knows {', '.join(PRE_TOKENIZERS)}")
@@ -50,6 +54,8 @@ def _check_tokenizer(file: GGUFFile, config: dict) -> None:
 def build_tokenizer(file: GGUFFile, add_bos: bool, add_eos: bool):
     """A `tokenizers` byte-level BPE from tokenizer.ggml.*: llama.cpp's split regexes for `pre`, the file's
     merges, control tokens as specials (user-defined ones as added tokens), BOS/EOS as the file says."""
+    if _get(file, "tokenizer.ggml.model", str) == "llama":
+        return build_spm_tokenizer(file, add_bos, add_eos)
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, pre_tokenizers, processors
     from tokenizers.models import BPE
 

@@ -1,0 +1,194 @@
+"""`attn generate`: the lesson's last loop, "predict the next token, append it, repeat", with the attention of every new token.
+
+Each step runs only the new token through the layers: the keys and values of everything before it are kept in a
+cache (attn_cli.models.cache.KVCache), as llama.cpp and transformers' DynamicCache do, so a step costs one row of
+attention per layer, not the whole sequence again. What the views need of a step is its logits and the new token's
+attention row at every layer and head ([L, H, t]); nothing else is kept.
+
+Sampling, as transformers' and llama.cpp's samplers do it: greedy (T = 0, the argmax, the lowest id on a tie), or
+softmax(logits / T) cut to the top k tokens and then to the smallest set holding probability p, drawn with a seeded
+generator, so that a seed repeats a run.
+"""
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from attn_cli.core.softmax import softmax
+from attn_cli.errors import InputError
+from attn_cli.records import Record
+
+TOP_ALTERNATIVES = 5  # the most probable tokens kept per step (the runner-up is the second)
+TOP_SOURCES = 3  # the positions a new token attended to most, per step
+HOLD_BYTES = 3 << 30  # the float32 layers kept for the whole run when they fit in this (SmolLM2: 0.5 GB); else read a layer a step
+
+
+class Sampling(Record):
+    __slots__ = ("temperature", "top_k", "top_p", "seed")
+
+    def __init__(self, temperature: float = 0.0, top_k: int | None = None, top_p: float | None = None, seed: int | None = None):
+        self.temperature = temperature  # 0: greedy
+        self.top_k = top_k  # keep the k most probable tokens (None: all)
+        self.top_p = top_p  # then the smallest set holding this much probability (None: all)
+        self.seed = seed  # the generator's seed (None: a fresh one)
+
+
+class GenerateSettings(Record):
+    __slots__ = ("steps", "sampling", "chat", "head", "attention")
+
+    def __init__(self, steps: int = 32, sampling: Sampling | None = None, chat: bool = False, head: tuple[int, int] | None = None,
+                 attention: bool = True):
+        self.attention = attention  # keep each step's [L, H, t] rows (the page draws them); else only its sources, so memory
+        #                             grows with the KV cache alone
+        self.steps = steps  # new tokens at most
+        self.sampling = sampling or Sampling()
+        self.chat = chat  # wrap the text in the model's chat template first
+        self.head = head  # (layer, head) whose attention names each step's sources; None: every head pooled
+
+
+class Step(Record):
+    """One new token: what was drawn, how likely the model found it, what else it offered, where it looked."""
+
+    __slots__ = ("index", "id", "token", "piece", "special", "probability", "logit", "top", "attention", "sources")
+
+    def __init__(self, index: int, id: int, token: str, piece: str, special: bool, probability: float, logit: float, top: list,
+                 attention: np.ndarray, sources: list):
+        self.index = index  # 0 for the first new token
+        self.id, self.token, self.piece, self.special = id, token, piece, special
+        self.probability = probability  # softmax of the raw logits (T = 1), whatever was sampled with
+        self.logit = logit
+        self.top = top  # [(id, token, probability)], most probable first
+        self.attention = attention  # [L, H, t] float16: the row of the token this step read from over all before it (None: not kept)
+        self.sources = sources  # [(position, weight)], the most attended positions (pooled over heads, or --head)
+
+
+def stop_ids(model) -> set[int]:
+    """The ids that end a turn: the model's EOS (one or a list, as config.json and GGUF give it) and its end-of-turn."""
+    ids = set()
+    for key in ("eos_token_id", "eot_token_id", "eom_token_id"):
+        value = model.config.get(key)
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, int) and 0 <= v < model.spec.vocab_size:
+                ids.add(v)
+    return ids
+
+
+def choose(logits: np.ndarray, sampling: Sampling, rng: np.random.Generator) -> int:  # [V] float64 -> a token id
+    """Greedy, or a draw from softmax(logits / T) cut by top-k, then top-p."""
+    if sampling.temperature == 0:
+        return int(np.argmax(logits))
+    z = logits / sampling.temperature
+    order = np.argsort(-z, kind="stable")  # most probable first; ties: the lower id first
+    if sampling.top_k is not None:
+        order = order[: sampling.top_k]
+    p = softmax(z[order])
+    if sampling.top_p is not None:
+        keep = int(np.searchsorted(np.cumsum(p), sampling.top_p) + 1)  # the smallest prefix whose mass reaches p
+        order, p = order[:keep], p[:keep] / p[:keep].sum()
+    return int(order[rng.choice(len(order), p=p)])
+
+
+def sources_of(attention: np.ndarray, head: tuple[int, int] | None, k: int = TOP_SOURCES) -> list[tuple[int, float]]:  # [L, H, t]
+    row = attention[head[0], head[1]] if head is not None else attention.mean(axis=(0, 1))  # [t]
+    best = np.argsort(-row, kind="stable")[:k]
+    return [(int(j), float(row[j])) for j in best]
+
+
+def generate(model, text: str, settings: GenerateSettings, cache=None) -> Iterator:
+    """Yield the prompt's Tokens, then one Step per new token as it is made; the generator's return value is why it stopped
+    ("eos", "steps", "context"). `cache`: the KVCache to fill (a new one if None)."""
+    from attn_cli.models.cache import KVCache
+    from attn_cli.models.points import Keep
+
+    if getattr(model, "predicts", None) != "next":
+        raise InputError(f"{model.name} does not predict a next token: generate takes a decoder")
+    if settings.head is not None:
+        l, h = settings.head
+        if not (0 <= l < model.n_layers and 0 <= h < model.n_heads):
+            raise InputError(f"--head {l}.{h}: {model.name} has layers 0 to {model.n_layers - 1} and heads 0 to {model.n_heads - 1}")
+    tokens = model.tokenize(text, chat=settings.chat)
+    yield tokens
+    rng = np.random.default_rng(settings.sampling.seed)
+    stops = stop_ids(model)
+    keep = Keep(points=("attn.pattern", "resid_post"), rows=[-1])  # the new token's row at every layer, nothing else
+    cache = KVCache(model) if cache is None else cache
+    model.weights.hold(HOLD_BYTES)  # every step reads every layer: dequantize them once, not once a step
+    new = list(tokens.ids)
+    length = len(new)
+    for index in range(settings.steps):
+        if length >= model.spec.max_positions:
+            return "context"
+        trace = model.forward(new, keep=keep, cache=cache)
+        attention = np.stack([trace.get("attn.pattern", l)[:, -1] for l in range(model.n_layers)])  # [L, H, t]
+        logits = model.lm_logits(trace.get("resid_post", model.n_layers - 1)[-1:])[0].astype(np.float64)  # [V], final norm included
+        chosen = choose(logits, settings.sampling, rng)
+        probabilities = softmax(logits)
+        best = np.argpartition(-logits, TOP_ALTERNATIVES)[:TOP_ALTERNATIVES]  # the top few without sorting the vocabulary
+        best = best[np.lexsort((best, -logits[best]))]  # most probable first; the lower id first on a tie
+        top = [(int(j), label(model, int(j)), float(probabilities[j])) for j in best]
+        piece = model.tokenizer.id_to_token(chosen) or f"#{chosen}"
+        yield Step(index, chosen, label(model, chosen), piece, chosen in stops or is_special(model, chosen), float(probabilities[chosen]),
+                   float(logits[chosen]), top, attention.astype(np.float16) if settings.attention else None, sources_of(attention, settings.head))
+        if chosen in stops:
+            return "eos"
+        new = [chosen]
+        length += 1
+    return "steps"
+
+
+def label(model, i: int) -> str:
+    return model.labels([i], [model.tokenizer.id_to_token(i) or f"#{i}"])[0]
+
+
+def is_special(model, i: int) -> bool:
+    piece = model.tokenizer.id_to_token(i)
+    return piece is not None and model.tokenizer.token_to_id(piece) == i and piece in special_pieces(model)
+
+
+def special_pieces(model) -> frozenset:
+    cached = getattr(model, "_special_pieces", None)
+    if cached is None:
+        try:
+            cached = frozenset(t.content for t in model.tokenizer.get_added_tokens_decoder().values() if t.special)
+        except Exception:  # an old tokenizers without the decoder map: no token is told apart
+            cached = frozenset()
+        model._special_pieces = cached
+    return cached
+
+
+class Generation:
+    """A run of `generate` as it goes: the steps made so far, the text they decode to, and why it stopped, so that
+    whatever stops it (the end, or Ctrl-C) leaves a whole result of what was made."""
+
+    def __init__(self, model, text: str, settings: GenerateSettings):
+        self.model, self.settings = model, settings
+        from attn_cli.models.cache import KVCache
+
+        self.cache = KVCache(model)
+        self._steps = generate(model, text, settings, self.cache)
+        self.tokens = next(self._steps)  # the prompt, tokenized (errors in it are raised here, before any output)
+        self.steps: list[Step] = []
+        self.stop = "interrupted"  # until the loop says otherwise
+
+    def __iter__(self) -> Iterator[Step]:
+        while True:
+            try:
+                step = next(self._steps)
+            except StopIteration as done:
+                self.stop = done.value
+                return
+            self.steps.append(step)
+            yield step
+
+    def text(self) -> str:
+        return self.model.tokenizer.decode([s.id for s in self.steps], skip_special_tokens=False)
+
+    def result(self):
+        from attn_cli.results.generate import GenerateResult
+
+        m, t, s = self.model, self.tokens, self.settings.sampling
+        prompt = m.tokenizer.decode(list(t.ids), skip_special_tokens=False)
+        return GenerateResult(model=m.summary(), prompt_text=prompt, prompt_ids=list(t.ids), prompt_tokens=list(t.labels),
+                              prompt_special=list(t.special), steps=list(self.steps), stop=self.stop, text=self.text(), head=self.settings.head,
+                              sampling={"temperature": s.temperature, "top_k": s.top_k, "top_p": s.top_p, "seed": s.seed},
+                              cache_bytes=self.cache.nbytes())

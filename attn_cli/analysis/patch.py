@@ -1,0 +1,120 @@
+"""`attn patch`: activation patching, which part of the prompt made the difference between two prompts.
+
+Run a clean text and a corrupt one of the same length (they differ in a word or two), each once, keeping every
+layer's stream and every head's z. Then run the corrupt text again with one activation put back from the clean run,
+and read the metric, the logit difference target − versus at the last position:
+
+    (a) resid_pre[l] at position p, for every layer l and position p;
+    (b) one head's z (its output before W_O) at every position, for every head.
+
+Nothing before layer l changes when layer l is patched, so each rerun starts at layer l from the corrupt run's
+stream (models.points.Start), and all the positions of a layer (or all its heads) go through the later layers as
+one batch: B streams, one per patch. Only the stream's last row is read at the end, and only through the two output
+rows the metric needs, not the whole vocabulary.
+
+The map is shown raw and normalised, (patched − corrupt) / (clean − corrupt): 1 where the patch alone gives back
+the clean answer, 0 where it changes nothing.
+"""
+
+import numpy as np
+
+from attn_cli.errors import InputError
+from attn_cli.records import Record
+
+HOLD_BYTES = 3 << 30  # the float32 layers kept for all the reruns when they fit in this (SmolLM2: 0.5 GB)
+BATCH_BUDGET = 256 << 20  # bytes of float32 attention weights a batched rerun may take at once ([B, H, n, n])
+
+
+class PatchSettings(Record):
+    __slots__ = ("target", "versus", "chat")
+
+    def __init__(self, target: str, versus: str, chat: bool = False):
+        self.target, self.versus, self.chat = target, versus, chat
+
+
+class LogitDifference:
+    """target − versus from streams after the last layer, through the output head: what every patched run is measured by.
+    A decoder's head is the final norm and W_U, so only W_U's two rows are read; a masked LM's goes through its whole head."""
+
+    def __init__(self, model, target: int, versus: int):
+        from attn_cli.analysis.explain import unembedding_rows
+
+        self.model, self.target, self.versus = model, target, versus
+        if model.predicts == "next":
+            rows = unembedding_rows(model, [target, versus])  # [2, d]
+            self.direction = (rows[0] - rows[1]).astype(np.float64)  # [d]
+            bias = model.weights.get("unembed.b")
+            self.bias = 0.0 if bias is None else float(bias[target] - bias[versus])
+
+    def __call__(self, last: np.ndarray) -> np.ndarray:  # [B, d] -> [B]
+        m = self.model
+        if m.predicts != "next":
+            logits = m.lm_logits(last).astype(np.float64)  # [B, V]
+            return logits[:, self.target] - logits[:, self.versus]
+        normed = m.norm(last, m.weights.get("final_norm.w"), m.weights.get("final_norm.b")) if m.spec.final_norm else last
+        return normed.astype(np.float64) @ self.direction + self.bias
+
+
+def chunks(total: int, per_item: int):  # -> ranges of items whose [B, ...] attention fits BATCH_BUDGET
+    size = max(1, BATCH_BUDGET // max(per_item, 1))
+    return [range(i, min(i + size, total)) for i in range(0, total, size)]
+
+
+def patch_maps(model, clean_ids: list[int], corrupt_ids: list[int], metric, position: int = -1) -> dict:
+    """The two patching maps (raw metric values) and the clean and corrupt metrics, read at `position` (the last token,
+    or a masked LM's [MASK])."""
+    from attn_cli.models.points import Keep, Patch, Start
+
+    L, H, n = model.n_layers, model.n_heads, len(clean_ids)
+    model.weights.hold(HOLD_BYTES)  # some 2 L passes read the later layers again: dequantize them once
+    keep = Keep(points=("resid_pre", "attn.z", "resid_post"), rows=None)
+    clean, corrupt = model.forward(clean_ids, keep=keep), model.forward(corrupt_ids, keep=keep)
+    last = L - 1
+    at = position % n
+    clean_diff = float(metric(clean.get("resid_post", last)[at : at + 1])[0])
+    corrupt_diff = float(metric(corrupt.get("resid_post", last)[at : at + 1])[0])
+    out_keep = Keep(points=("resid_post",), layers=[last], rows=[at])
+    per_stream = 4 * H * n * n  # one stream's attention weights at one layer
+    resid = np.empty((L, n))
+    heads = np.empty((L, H))
+    for l in range(L):
+        base = corrupt.get("resid_pre", l)  # [n, d]
+        good = clean.get("resid_pre", l)
+        for group in chunks(n, per_stream):
+            streams = np.repeat(base[None], len(group), axis=0)  # [B, n, d]: patch b puts back position group[b]
+            streams[np.arange(len(group)), list(group)] = good[list(group)]
+            trace = model.forward(corrupt_ids, keep=out_keep, start=Start(l, streams))
+            resid[l, list(group)] = metric(trace.get("resid_post", last)[:, 0])
+        z_bad, z_good = corrupt.get("attn.z", l), clean.get("attn.z", l)  # [n, H, d_head]
+        for group in chunks(H, per_stream):
+            value = np.repeat(z_bad[None], len(group), axis=0)  # [B, n, H, d_head]: patch b puts back head group[b]
+            value[np.arange(len(group)), :, list(group)] = np.moveaxis(z_good[:, list(group)], 1, 0)
+            trace = model.forward(corrupt_ids, keep=out_keep, start=Start(l, np.repeat(base[None], len(group), axis=0)),
+                                  edits=[Patch("attn.z", l, value=value)])
+            heads[l, list(group)] = metric(trace.get("resid_post", last)[:, 0])
+    return {"clean": clean_diff, "corrupt": corrupt_diff, "resid_pre": resid, "heads": heads}
+
+
+def patch(model, clean_text: str, corrupt_text: str, settings: PatchSettings):
+    from attn_cli.analysis.explain import token_id
+    from attn_cli.results.patch import PatchResult
+
+    if getattr(model, "predicts", None) is None:
+        raise InputError(f"{model.name} has no output head: patching measures a logit difference (give a decoder or a masked LM)")
+    clean, corrupt = model.tokenize(clean_text, chat=settings.chat), model.tokenize(corrupt_text, chat=settings.chat)
+    if len(clean.ids) != len(corrupt.ids):
+        raise InputError(f"the clean text is {len(clean.ids)} tokens and the corrupt one {len(corrupt.ids)}: patching puts back "
+                         "an activation at the same position, so they must be as long (attn tokens shows how they split)")
+    target, versus = token_id(model, settings.target, "--target"), token_id(model, settings.versus, "--versus")
+    from attn_cli.analysis.predict import position
+
+    at = position(model, clean, None)  # the last token, or the [MASK]
+    maps = patch_maps(model, list(clean.ids), list(corrupt.ids), LogitDifference(model, target, versus), at)
+
+    def entry(i: int) -> dict:
+        piece = model.tokenizer.id_to_token(i) or f"#{i}"
+        return {"id": i, "token": model.labels([i], [piece])[0], "piece": piece}
+
+    return PatchResult(model=model.summary(), clean_tokens=list(clean.labels), corrupt_tokens=list(corrupt.labels), target=entry(target),
+                       versus=entry(versus), clean_logit_diff=maps["clean"], corrupt_logit_diff=maps["corrupt"],
+                       resid_pre=maps["resid_pre"], heads=maps["heads"], position=at)

@@ -1,0 +1,122 @@
+"""`generate --page FILE`: one offline HTML page of a whole generation, every new token's attention over what came before.
+
+As the inspect page (io/page.py): one file, the numbers as JSON inside it, a hand-written script and style sheet
+inside it too, and a Content-Security-Policy that allows only those two, by their SHA-256. Each step's attention
+([L, H, t]) is stored as 16-bit integers (weight x 65535, base64), so the two decimals the page shows are the
+result's own; the page says so.
+"""
+
+import base64
+import hashlib
+import html
+import json
+
+import numpy as np
+
+SCALE = 65535  # weights as uint16: as close as the float16 rows kept (3 significant digits), below the 2 decimals shown
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:1.2em;background:#111;color:#ddd}
+h1{font-size:1.2em;margin:0 0 .3em}.dim{color:#999}
+.controls{margin:.6em 0;display:flex;gap:1em;flex-wrap:wrap;align-items:center}
+#text{line-height:2;max-width:100%;overflow-wrap:anywhere}
+#text span{padding:1px 2px;border-radius:3px;cursor:default;white-space:pre-wrap}
+#text span.gen{color:#7fd4ff;cursor:pointer}#text span.special{color:#e08fe0}
+#text span.current{outline:2px solid #fff}
+table{border-collapse:collapse;margin-top:.8em}td,th{padding:2px 8px;text-align:left}td.num{text-align:right}
+"""
+
+SCRIPT = """
+const data = JSON.parse(document.getElementById('data').textContent);
+const box = document.getElementById('text'), layer = document.getElementById('layer'), head = document.getElementById('head');
+const step = document.getElementById('step'), info = document.getElementById('info'), alts = document.getElementById('alts');
+const raw = Uint8Array.from(atob(data.attention), c => c.charCodeAt(0));
+const weights = new Uint16Array(raw.buffer);
+const L = data.layers, H = data.heads, P = data.prompt.length;
+function option(select, value, label) { const o = document.createElement('option'); o.value = value; o.textContent = label; select.appendChild(o); }
+option(layer, -1, 'all, mean'); for (let l = 0; l < L; l++) option(layer, l, String(l));
+option(head, -1, 'all, mean'); for (let h = 0; h < H; h++) option(head, h, String(h));
+step.max = data.steps.length - 1;
+const spans = [];
+data.prompt.concat(data.steps.map(s => s.token)).forEach((t, i) => {
+  const s = document.createElement('span'); s.textContent = t;
+  if (i >= P) { s.className = 'gen'; s.dataset.step = i - P; }
+  if ((i < P && data.prompt_special[i]) || (i >= P && data.steps[i - P].special)) s.classList.add('special');
+  box.appendChild(s); spans.push(s);
+});
+function row(k) {  // the weights step k's query gave every earlier position, at the chosen layer and head (or their mean)
+  const t = P + k, out = new Float64Array(t), base = data.offsets[k];
+  const ls = +layer.value < 0 ? [...Array(L).keys()] : [+layer.value], hs = +head.value < 0 ? [...Array(H).keys()] : [+head.value];
+  for (const l of ls) for (const h of hs) { const at = base + (l * H + h) * t; for (let j = 0; j < t; j++) out[j] += weights[at + j] / 65535; }
+  const count = ls.length * hs.length; for (let j = 0; j < t; j++) out[j] /= count;
+  return out;
+}
+function show(k) {
+  const w = row(k), top = Math.max(...w);
+  spans.forEach((s, j) => { s.style.background = j < w.length ? `rgba(255,170,60,${(w[j] / top).toFixed(3)})` : ''; s.classList.toggle('current', j === P + k); s.title = j < w.length ? w[j].toFixed(2) : ''; });
+  const s = data.steps[k];
+  info.textContent = `step ${k}: ${JSON.stringify(s.token)}, p = ${s.probability.toFixed(2)}; weights of the token it was read from, over positions 0 to ${w.length - 1}`;
+  alts.innerHTML = '';
+  s.top.forEach(a => { const tr = document.createElement('tr'); [a.token, a.probability.toFixed(3)].forEach((x, i) => { const td = document.createElement('td'); td.textContent = x; if (i) td.className = 'num'; tr.appendChild(td); }); alts.appendChild(tr); });
+  step.value = k;
+}
+box.addEventListener('mouseover', e => { if (e.target.dataset.step !== undefined) show(+e.target.dataset.step); });
+step.addEventListener('input', () => show(+step.value));
+layer.addEventListener('change', () => show(+step.value)); head.addEventListener('change', () => show(+step.value));
+if (data.steps.length) show(0);
+"""
+
+TEMPLATE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src '{script_hash}'; style-src '{style_hash}'; base-uri 'none'; form-action 'none'">
+<title>{title}</title><style>{style}</style></head><body>
+<h1>{heading}</h1><p class="dim">{caption}</p>
+<div class="controls"><label>step <input type="range" id="step" min="0" value="0"></label>
+<label>layer <select id="layer"></select></label><label>head <select id="head"></select></label>
+<span class="dim">hover a new token (blue) or move the slider</span></div>
+<p id="info"></p><div id="text"></div>
+<table><thead><tr><th>top alternatives</th><th>p</th></tr></thead><tbody id="alts"></tbody></table>
+<script type="application/json" id="data">{data}</script><script>{script}</script></body></html>
+"""
+
+
+def digest(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+
+def page_html(result) -> str:
+    from attn_cli.io.files import printable
+    from attn_cli.results.generate import STOPS
+
+    m = result.model
+    flat = [np.rint(np.clip(s.attention.astype(np.float64), 0, 1) * SCALE).astype("<u2").ravel() for s in result.steps]
+    offsets = np.cumsum([0] + [a.size for a in flat])[:-1].tolist()
+    data = {
+        "layers": m["layers"], "heads": m["heads"], "prompt": result.prompt_tokens, "prompt_special": result.prompt_special,
+        "steps": [{"token": s.token, "probability": s.probability, "special": s.special,
+                   "top": [{"token": t, "probability": p} for _, t, p in s.top]} for s in result.steps],
+        "offsets": offsets,
+        "attention": base64.b64encode(np.concatenate(flat).tobytes() if flat else b"").decode(),
+    }
+    text = json.dumps(data, ensure_ascii=True).replace("</", "<\\/")  # no "</script>" can end the data early
+    heading = printable(f"{m['name']}: {len(result.steps)} new tokens; stopped: {STOPS[result.stop]}")
+    caption = ("Each new token was read from the token before it: the shading is that query's attention over every earlier "
+               "position, at the layer and head chosen. Weights kept to 3 significant digits (float16).")
+    return TEMPLATE.format(script_hash=digest(SCRIPT), style_hash=digest(STYLE), title=html.escape(heading), style=STYLE,
+                           heading=html.escape(heading), caption=html.escape(caption), data=text, script=SCRIPT)
+
+
+def write_page(path, result, *, force: bool) -> str:
+    """The page, written whole under a temporary name and renamed (an interruption leaves no half page): where it went
+    and its size, for the command to say."""
+    return write_html(path, page_html(result), force=force)
+
+
+def write_html(path, text: str, *, force: bool) -> str:
+    from attn_cli.io.atomic import write_atomic
+    from attn_cli.io.files import display_path
+
+    body = text.encode("utf-8")
+    written = write_atomic(path, lambda f: f.write(body), force=force)
+    size = f"{len(body) / 1e6:.1f} MB" if len(body) >= 1e5 else f"{len(body) / 1e3:.0f} kB"
+    return f"wrote {display_path(written)} ({size})"
