@@ -154,3 +154,68 @@ def test_inspect_rollout_in_json_and_on_screen(run):
 def test_refusals_are_one_line(run, args, message):
     done = run("inspect", "the cat sat", *args)
     assert done.exit_code == 2 and done.stdout == "" and done.stderr.strip() == f"attn: {message}"
+
+
+def test_a_rollout_over_a_range_of_layers_matches_a_plain_loop_over_those_layers(run):
+    m = model("tiny-llama")
+    weights = np.stack([layer.weights for layer in m.run("the cat sat on the mat").layers]).astype(np.float64)
+    for a, b in ((0, 0), (1, 1), (0, 1)):
+        result = inspect(m, "the cat sat on the mat", InspectSettings(rollout=(a, b)))
+        assert result.rollout_layers == (a, b)
+        assert np.allclose(result.rollout, loop_rollout(weights[a:b + 1]), atol=1e-12)
+    doc = json.loads(run("inspect", "the cat sat on the mat", "--model", checkpoints.tiny_llama_folder(), "--rollout-layers", "1:", "--json").stdout)
+    assert doc["rollout_layers"] == [1, 1] and np.allclose(doc["rollout"], loop_rollout(weights[1:]), atol=1e-6)
+    every = json.loads(run("inspect", "the cat sat on the mat", "--model", checkpoints.tiny_llama_folder(), "--rollout", "--json").stdout)
+    assert every["rollout_layers"] == [0, 1] and np.allclose(every["rollout"], loop_rollout(weights), atol=1e-6)
+
+
+@pytest.mark.parametrize("text, layers", [("0:29", (0, 29)), ("5:", (5, 29)), (":7", (0, 7)), ("3:3", (3, 3))])
+def test_a_layer_range_reads_a_to_b_both_included(text, layers):
+    assert flow.layer_range(text, 30) == layers
+
+
+@pytest.mark.parametrize("text, says", [  # the tiny Llama has layers 0 and 1
+    ("1", "give A:B"), ("a:b", "give A:B"), ("1:0", "layers 0 to 1, and A must not come after B"), ("0:2", "layers 0 to 1"), ("-1:1", "layers 0 to 1"),
+])
+def test_a_bad_layer_range_is_a_usage_error_of_one_line(run, text, says):
+    from attn_cli.errors import InputError
+
+    done = run("inspect", "the cat", "--model", checkpoints.tiny_llama_folder(), "--rollout-layers", text)
+    assert done.exit_code == 2 and done.stdout == "" and says in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    with pytest.raises(InputError, match=says):
+        flow.layer_range(text, 2)
+
+
+def test_under_a_causal_mask_the_first_tokens_rollout_row_stays_on_itself_and_rows_sum_to_one():
+    from hypothesis import given, settings, strategies as st
+    from hypothesis.extra.numpy import arrays
+
+    @settings(max_examples=20, deadline=None)
+    @given(arrays(np.float64, (3, 2, 5, 5), elements=st.floats(0.01, 1.0)))
+    def absorbing(raw):
+        causal = np.tril(raw)
+        weights = causal / causal.sum(axis=-1, keepdims=True)  # [L, H, n, n], rows on earlier keys summing to 1
+        rolled = flow.rollout(weights)  # [L, n, n]
+        assert np.allclose(rolled[:, 0], np.eye(5)[0], atol=1e-12)  # the first token reaches only itself: all of it, every layer
+        assert np.allclose(rolled.sum(axis=-1), 1.0, atol=1e-12)
+
+    absorbing()
+
+
+@pytest.mark.slow
+def test_smollm2s_rollout_is_all_on_the_first_token_and_says_why(run):
+    args = ("inspect", "The capital of France is Paris", "--model", checkpoints.smollm2_gguf())
+    doc = json.loads(run(*args, "--rollout", "--json").stdout)
+    first = np.array(doc["rollout"])[1:, 0]
+    assert np.all(first > 0.95)  # after 30 layers: every later row on the first token
+    screen = run(*args, "--rollout", env={"COLUMNS": "80"}).stdout
+    assert "an attention sink absorbs the product" in " ".join(screen.split()) and "--rollout-layers A:B" in screen
+    short = json.loads(run(*args, "--rollout-layers", "0:3", "--json").stdout)
+    assert short["rollout_layers"] == [0, 3] and np.mean(np.array(short["rollout"])[1:, 0]) < np.mean(first)
+    shown = run(*args, "--rollout-layers", "0:3", env={"COLUMNS": "80"}).stdout
+    assert "attention rollout through layers 0 to 3 (of 30)" in " ".join(shown.split())
+
+
+def test_an_encoders_rollout_has_no_sink_caveat(run):
+    screen = run("inspect", "the cat sat", "--model", checkpoints.minilm_folder(), "--rollout", env={"COLUMNS": "80"}).stdout
+    assert "attention sink" not in screen and "holds" not in screen

@@ -277,3 +277,25 @@ def test_after_a_few_dozen_texts_the_whole_bpe(monkeypatch):
 def test_gemmas_small_bpe_is_its_whole_one(text, gemma):
     _, tok = gemma
     assert tok.encode(text).ids == tok.whole.encode(text).ids
+
+
+def test_a_phi3_file_puts_its_prefix_before_every_text():
+    """transformers reads a Phi-3 SentencePiece file with "▁" before every text, one that starts with a space too; the same
+    vocabulary with general.architecture "phi3" gives its ids (the small BPE's and the whole one's)."""
+    file = read_file(FIXTURES / "gguf" / "llama2-spm.F16.gguf")
+    file.metadata["general.architecture"] = "phi3"
+    tok = build_tokenizer(file, True, False)
+    want = ORACLE["models"]["llama2-spm.F16.gguf as phi3"]
+    for text, ids, plain in zip(ORACLE["texts"], want["ids"], want["plain"]):
+        assert tok.encode(text).ids == ids == tok.whole.encode(text).ids, repr(text)
+        assert tok.encode(text, add_special_tokens=False).ids == plain, repr(text)
+    assert want["ids"][2] != ORACLE["models"]["llama2-spm.F16.gguf"]["ids"][2]  # " leading space": "▁▁leading", not "▁leading"
+
+
+@pytest.mark.parametrize("bos", ["$A", "$B:1", "a b", "x:1"])
+def test_a_bos_spelled_as_template_syntax_is_still_one_bos(bos):
+    file = read_file(FIXTURES / "gguf" / "mistral-spm.F16.gguf")
+    file.metadata["tokenizer.ggml.tokens"][1] = bos
+    tok = build_tokenizer(file, True, True)
+    enc = tok.encode("hi")
+    assert enc.ids[0] == 1 and enc.ids[-1] == 2 and enc.tokens[0] == bos and enc.ids.count(1) == 1

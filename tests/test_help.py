@@ -27,7 +27,7 @@ def leaves(command, path=()):
 
 
 LEAVES = list(leaves(COMMAND))
-PLACEHOLDER = re.compile(r"^([A-Z][A-Z0-9_]*|[a-z0-9]+(\|[a-z0-9]+)+|[A-Z][A-Z0-9_=,.]*(\|[A-Z0-9_=,.]+)*)$")
+PLACEHOLDER = re.compile(r"^([A-Z][A-Z0-9_]*|[a-z0-9]+(\|[a-z0-9]+)+|[A-Z][A-Z0-9_=,.:]*(\|[A-Z0-9_=,.:]+)*)$")
 
 
 def help_text(*args: str) -> str:

@@ -431,7 +431,7 @@ def test_the_glove_heads_and_a_checkpoint_share_one_pipeline(glove):
                 view_console(file=open(os.devnull, "w"), width=100).print(part)
     glove_views = [v.name for v in chosen(results["glove"][0], ViewOptions())]
     model_views = [v.name for v in chosen(results["minilm"][0], ViewOptions(overview=True))]
-    assert glove_views == ["heading", "shift", "heatmap"] and model_views == ["heading", "layers", "overview"]
+    assert glove_views == ["heading", "shift", "heatmap"] and model_views == ["heading", "overview", "layers", "next"]
 
 
 def test_a_bert_folder_with_only_vocab_txt_tokenizes_as_transformers_did(tmp_path):

@@ -110,12 +110,12 @@ def test_predict_speaks_every_format(run, fmt):
     assert out.exit_code == 0, out.stderr
     if fmt == "--csv":
         rows = out.stdout.splitlines()
-        assert rows[0] == "layer,rank,id,token,piece,probability,logit"
+        assert rows[0] == "layer,rank,id,token,text,piece,probability,logit"
         assert len(rows) == 1 + 4 + 3 * (2 + 1)  # the model's 4, then 3 a layer for E and both layers
         return
     doc = json.loads(out.stdout)
     assert doc["predicts"] == "next" and len(doc["predictions"]) == 4 and len(doc["lens"]) == 3
-    assert set(doc["predictions"][0]) == {"id", "token", "piece", "probability", "logit"}
+    assert set(doc["predictions"][0]) == {"id", "token", "text", "piece", "probability", "logit"}
     assert doc["predictions"][0]["probability"] >= doc["predictions"][1]["probability"]
 
 
@@ -142,3 +142,114 @@ def test_smollm2_predicts_paris():
     result = predict(loading.load(str(checkpoints.smollm2_gguf())), "The capital of France is", PredictSettings(top=3, lens=True))
     assert result.predictions[0].token == "Paris" and result.predictions[0].piece == "ĠParis"
     assert result.lens[-1]["final_rank"] == 1 and result.lens[0]["final_rank"] > 100  # the embedding alone does not know it
+
+
+def test_each_tokens_text_is_what_it_adds_to_a_text_for_byte_level_and_sentencepiece():
+    from tokenizers import Tokenizer, decoders, models
+
+    from attn_cli.analysis.predict import token_text
+
+    byte_level = loading.load(str(LLAMA)).tokenizer
+    cat = byte_level.token_to_id("Ġcat")
+    assert byte_level.id_to_token(cat) == "Ġcat" and token_text(byte_level, cat) == " cat"
+    assert token_text(byte_level, byte_level.token_to_id("Ċ")) == "\n"
+    spm = Tokenizer(models.WordLevel({"▁Paris": 0, "<0x0A>": 1, "is": 2, "<unk>": 3}, unk_token="<unk>"))
+    spm.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)])
+    assert spm.decode([0]) == "Paris"  # alone, SentencePiece's decoder drops the word's space
+    assert [token_text(spm, i) for i in range(3)] == [" Paris", "\n", "is"]
+
+
+def test_predictions_in_json_carry_the_decoded_text_beside_the_raw_piece(run):
+    doc = parse_json(run("predict", "the grey", "--model", LLAMA, "--top", "20", "--json"))
+    model = loading.load(str(LLAMA))
+    for p in doc["predictions"]:
+        assert p["piece"] == model.tokenizer.id_to_token(p["id"])
+        assert p["text"] == model.tokenizer.decode([cat_id := model.tokenizer.token_to_id("the"), p["id"]])[len(model.tokenizer.decode([cat_id])):]
+
+
+def plain_rank(logits, j: int) -> int:  # written out again: 1 + how many tokens have a larger logit
+    rank = 1
+    for x in logits:
+        if x > logits[j]:
+            rank += 1
+    return rank
+
+
+def test_a_token_asked_for_gets_its_probability_logit_and_rank_however_far_down():
+    model = loading.load(str(LLAMA))
+    text = "the grey cat sat"
+    logits = model.lm_logits(model.run(text).hidden[-1, -1:])[0].astype(np.float64)
+    p = softmax(logits)
+    bottom, top = int(np.argmin(logits)), int(np.argmax(logits))
+    cat = model.tokenizer.token_to_id("Ġcat")
+    result = predict(model, text, PredictSettings(top=3, asked=[f"id:{bottom}", " cat", f"id:{top}"]))
+    assert [q.id for q, _ in result.asked] == [bottom, cat, top]
+    assert [rank for _, rank in result.asked] == [plain_rank(logits, j) for j in (bottom, cat, top)]
+    assert result.asked[0][1] > 100 and result.asked[2][1] == 1  # far outside the top 100; the top token is rank 1
+    np.testing.assert_allclose([q.probability for q, _ in result.asked], p[[bottom, cat, top]], rtol=1e-9)
+    np.testing.assert_allclose([q.logit for q, _ in result.asked], logits[[bottom, cat, top]], rtol=1e-6)
+    assert result.asked[1][0].text == " cat" and result.asked[1][0].piece == "Ġcat"
+
+
+def test_tokens_asked_for_in_json_csv_and_the_view(run):
+    doc = parse_json(run("predict", "the grey cat", "--model", LLAMA, "--top", "2", "--token", " sat", "--token", "id:5", "--json"))
+    assert [set(a) for a in doc["asked"]] == [{"id", "text", "piece", "probability", "logit", "rank"}] * 2
+    assert doc["asked"][1]["id"] == 5 and all(a["rank"] >= 1 and 0 <= a["probability"] <= 1 for a in doc["asked"])
+    rows = run("predict", "the grey cat", "--model", LLAMA, "--top", "2", "--token", " sat", "--csv").stdout.splitlines()
+    assert len(rows) == 1 + 2 + 1 and rows[-1].startswith("asked,")
+    shown = run("predict", "the grey cat", "--model", LLAMA, "--top", "2", "--token", " sat", env={"COLUMNS": "80"}).stdout
+    assert "--token: where each stands in the vocabulary" in shown and "' sat'" in shown
+
+
+@pytest.mark.parametrize("asked, says", [
+    (" sat on the mat", "is 5 tokens for tiny-llama, not one: 433:' sat' 310:' on' 263:' the' 284:' m' 268:'at'; "),
+    ("id:-1", "tiny-llama has ids 0 to"),
+    ("id:x", "after id: comes a token id"),
+])
+def test_a_token_that_is_not_one_token_is_a_usage_error_of_one_line(run, asked, says):
+    out = run("predict", "the grey cat", "--model", LLAMA, "--token", asked)
+    assert out.exit_code == 2 and says in out.stderr and out.stderr.count("\n") == 1 and not out.stdout, out.stderr
+
+
+def test_several_tokens_through_a_real_process_exit_2_listing_the_pieces():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "attn_cli", "predict", "the grey cat", "--model", str(LLAMA), "--token", " sat on"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.startswith("attn: --token ' sat on' is 2 tokens") and done.stderr.count("\n") == 1
+
+
+def test_a_token_is_quoted_as_a_reader_sees_it_and_a_long_token_list_is_cut_in_the_middle():
+    import io
+
+    from rich.console import Console
+
+    from attn_cli.results.predict import Prediction, PredictResult
+    from attn_cli.views.predict import predict_view
+
+    def shown(tokens, position):
+        result = PredictResult(model={"name": "m", "type": "llama", "layers": 1, "heads": 1}, tokens=tokens, position=position, predicts="next",
+                               temperature=1.0, chat=True, predictions=[Prediction(1, "a", "a", 0.5, 1.0)], lens=None)
+        out = io.StringIO()
+        console = Console(file=out, width=80, height=24, color_system=None)
+        for part in predict_view(result):
+            console.print(part)
+        return out.getvalue()
+
+    newline = shown(["a", r"\n"], 1)  # the label of a newline token is backslash, n
+    assert r"after '\n' (#1)" in newline and r"'\\n'" not in newline
+    long = shown([f"w{i}" for i in range(1063)], 1062)
+    assert "… 1,031 more … " in long and "(1,063 tokens)" in long and "0:w0 " in long and "1062:w1062" in long and "16:w16 " not in long
+    assert long.index("tokens ") < long.index("the next token") and long[:long.index("the next token")].count("\n") <= 5
+    middle = shown([f"w{i}" for i in range(1063)], 500)  # the token predicted from is shown wherever it is: 16..499 and 501..1046 left out
+    assert "500:w500" in middle and "… 484 more … 500:w500 … 546 more …" in middle.replace("\n", " ").replace("  ", " ")
+
+
+def test_a_token_the_vocabulary_lacks_or_an_empty_one_is_refused_not_ranked_as_unknown(run):
+    out = run("predict", "the cat [MASK] on the mat", "--model", BERT_MLM, "--token", "sat")
+    assert out.exit_code == 2 and out.stderr == "attn: --token 'sat' is not in tiny-bert-mlm's vocabulary: its tokenizer makes it [UNK]\n"
+    asked = parse_json(run("predict", "the cat [MASK] on the mat", "--model", BERT_MLM, "--token", "[UNK]", "--token", "the", "--json"))["asked"]
+    assert [a["piece"] for a in asked] == ["[UNK]", "the"]  # [UNK] itself may be asked for
+    out = run("predict", "the grey cat", "--model", LLAMA, "--token", "")
+    assert out.exit_code == 2 and "has no tokens for tiny-llama" in out.stderr and out.stderr.count("\n") == 1

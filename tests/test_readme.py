@@ -3,7 +3,7 @@
 A block is `$ COMMAND` followed by the output README promises. The command runs in a shell
 from a scratch folder that sees the repository's `data/`, with `NO_COLOR=1`, `COLUMNS=80`
 unless the command sets its own, and `$MINILM` pointing at all-MiniLM-L6-v2
-(tests/checkpoints.py), `$SMOLLM2` at SmolLM2-135M-Instruct's GGUF file. Output is compared line by line, trailing spaces ignored; a line
+(tests/checkpoints.py), `$SMOLLM2` at SmolLM2-135M-Instruct's GGUF file, `$GEMMA3` at Gemma 3 270M's. Output is compared line by line, trailing spaces ignored; a line
 `...` in README stands for any number of lines. A block preceded by
 `<!-- not run: REASON -->` is skipped, with its reason (files the user supplies). Inside a
 line, `[...]` stands for any text (a time, a path of the reader's machine). A figure with decimals may differ
@@ -135,6 +135,8 @@ def test_readme_example(command, expected, reason, line, scratch):
         env["MINILM"] = str(checkpoints.minilm_folder())
     if "$SMOLLM2" in command:
         env["SMOLLM2"] = str(checkpoints.smollm2_gguf())
+    if "$GEMMA3" in command:
+        env["GEMMA3"] = str(checkpoints.gemma3_gguf())
     attn = shutil.which("attn") or f"{sys.executable} -m attn_cli"
     done = subprocess.run(
         ["bash", "-c", command], cwd=scratch, capture_output=True, text=True, timeout=300,

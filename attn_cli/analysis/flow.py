@@ -48,6 +48,30 @@ def rollout(weights: np.ndarray) -> np.ndarray:  # [L, H, n, n] -> [L, n, n]
     return np.stack(out)
 
 
+def layer_range(text: str, n_layers: int) -> tuple[int, int]:
+    """--rollout-layers A:B: layers A to B, both included (0-based); "A:" runs to the last layer, ":B" from the first."""
+    from attn_cli.errors import InputError
+
+    first, colon, last = text.partition(":")
+    try:
+        a = int(first) if first.strip() else 0
+        b = int(last) if last.strip() else n_layers - 1
+    except ValueError:
+        a = b = None
+    if not colon or a is None:
+        raise InputError(f"--rollout-layers {text!r}: give A:B, two layer numbers (0-based, both included), e.g. 0:{n_layers - 1}")
+    if not 0 <= a <= b < n_layers:
+        raise InputError(f"--rollout-layers {text}: the model has layers 0 to {n_layers - 1}, and A must not come after B")
+    return a, b
+
+
+def rollout_span(rolled, n_layers: int) -> tuple[int, int] | None:
+    """The layers a rollout runs through: all of them for --rollout, (A, B) for --rollout-layers A:B, None without one."""
+    if not rolled:
+        return None
+    return (0, n_layers - 1) if rolled is True else tuple(rolled)
+
+
 def special_shares(weights: np.ndarray, norms: np.ndarray, special: list[bool]) -> tuple[float, float]:
     """(share of all weight on special tokens, share of all value-weighted norm on them), over every head and query."""
     keys = np.asarray(special, dtype=bool)
@@ -57,14 +81,16 @@ def special_shares(weights: np.ndarray, norms: np.ndarray, special: list[bool]) 
     return before, after
 
 
-def piece_flows(model, trace, weigh: bool, rolled: bool) -> tuple[dict, tuple | None]:
+def piece_flows(model, trace, weigh: bool, rolled) -> tuple[dict, tuple | None]:
     """What inspect asked for over a checkpoint's pieces: {"value_norms": [L, H, n, n], "rollout": [n, n]} (those asked for),
-    and with value_norms the shares of weight and of norm on the special tokens (special_shares)."""
+    and with value_norms the shares of weight and of norm on the special tokens (special_shares). `rolled`: False, True (every
+    layer) or (A, B), the layers the rollout runs through."""
     out, shares = {}, None
     weights = np.stack([layer.weights for layer in trace.layers])  # [L, H, n, n]
     if weigh:
         out["value_norms"] = layer_value_norms(model, trace)
         shares = special_shares(weights, out["value_norms"], trace.tokens.special) if any(trace.tokens.special) else None
     if rolled:
-        out["rollout"] = rollout(weights)[-1]
+        a, b = rollout_span(rolled, len(weights))
+        out["rollout"] = rollout(weights[a:b + 1])[-1]
     return out, shares

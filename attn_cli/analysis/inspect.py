@@ -40,7 +40,7 @@ class InspectSettings(Record):
         self.senses = senses  # (ad-hoc senses, sense set, its name) for the sense meter, or None
         self.matrices = matrices  # (n x n matrices a sentence keeps, what they are for): checked against memory before the forward pass
         self.weigh = weigh  # "norm": also each head's value-weighted attention ||alpha_ij f(x_j)|| (analysis.flow)
-        self.rollout = rollout  # also the attention rollout through the layers (analysis.flow)
+        self.rollout = rollout  # also the attention rollout: True through every layer, (A, B) through layers A to B (analysis.flow)
 
 
 def parse_heads(specs: list[str] | None, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
@@ -160,7 +160,7 @@ def shown_only(model: Model, tokens, settings: InspectSettings, edits=()) -> Ins
 
 def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectResult:
     """A checkpoint: every head's weights over the units shown, the heads picked shown in full, the residual stream."""
-    from attn_cli.analysis.flow import piece_flows
+    from attn_cli.analysis.flow import piece_flows, rollout_span
     from attn_cli.analysis.residual import layer_numbers, residual
 
     selected = parse_heads(settings.heads, model.n_layers, model.n_heads)
@@ -208,6 +208,7 @@ def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectRes
         focus_path=None if focus is None else trace.hidden[:, focus[0]], special_shares=shares, sense_meter=sense_meter, senses_note=note, **flows,
         layer_allowed=None if all(model.window(l) is None for l in range(model.n_layers)) else np.stack(
             [windowed(model, l, members, shown, allowed) for l in range(model.n_layers)]),
+        rollout_layers=rollout_span(settings.rollout, model.n_layers),
     )
 
 

@@ -16,7 +16,6 @@ from attn_cli.lesson.directions import MAX_NEIGHBORS
 from attn_cli.models.base import MAX_TOKENS
 from attn_cli.vectors.tokens import Oov
 
-
 DEFAULT_NEIGHBORS = 3  # in JSON, and in the view with --neighbors
 
 
@@ -51,8 +50,8 @@ class Weigh(str, Enum):
 HELP_PANELS["inspect"] = {name: panel for panel, names in {  # inspect --help, option by option
     "Sentence and word vectors": ("mask", "position", "scale", "max_tokens", "vectors_path", "limit", "trust_pickle", "oov"),
     "Heads": ("head", "seed"),
-    "Model (--model: a real checkpoint instead of the word vectors)": ("model", "layer", "words", "hide_special", "rollout", "max_memory",
-                                                                       "ablate", "ablate_with"),
+    "Model (--model: a real checkpoint instead of the word vectors)": ("model", "layer", "words", "hide_special", "rollout", "rollout_layers",
+                                                                       "max_memory", "ablate", "ablate_with"),
     "Views": ("stage", "weigh", "transpose", "focus", "neighbors", "per_head", "picture", "sense", "sense_set"),
     "Output format": ("output", "spreadsheet", "embeddings"),
     "Output files (besides stdout)": ("svg", "html", "export_view", "width", "colors", "page", "force"),
@@ -81,6 +80,7 @@ def inspect(
     transpose: Annotated[bool, typer.Option("--transpose", help="Queries as columns, as in the lesson (default: queries as rows).")] = False,
     weigh: Annotated[Weigh, typer.Option("--weigh", help="Show the weights, or norm: ||alpha_ij f(x_j)||, each weight times the length of what the key writes through W_V and W_O (Kobayashi et al. 2020; also in JSON: value_norms).")] = Weigh.weight,
     rollout: Annotated[bool, typer.Option("--rollout", help="With --model: also the attention rollout through the layers (heads averaged, 0.5 A + 0.5 I, multiplied up), as a heatmap and in JSON.")] = False,
+    rollout_layers: Annotated[str | None, typer.Option("--rollout-layers", metavar="A:B", help="With --model: the rollout through layers A to B only (0-based, both included; A: runs to the last, :B from the first). Implies --rollout.", show_default=False)] = None,
     focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="A token (its first occurrence) or a 0-based index (-1 = last): show that query's softmax distribution.", show_default=False)] = None,
     neighbors: Annotated[
         int | None,
@@ -134,7 +134,7 @@ def inspect(
              "--embeddings": embeddings or None, "--no-position": None if position else True, "--no-scale": None if scale else True,
              "--limit": limit, "--oov": None if oov == Oov.error else oov, "--neighbors": neighbors if neighbors and focus is None else None,
              "--layer": layer, "--max-memory": max_memory, "--words": words or None, "--hide-special": hide_special or None,
-             "--rollout": rollout or None, "--ablate": ablate or None}
+             "--rollout": rollout or None, "--rollout-layers": rollout_layers, "--ablate": ablate or None}
     if weigh is Weigh.norm and stage not in (None, Stage.weights):
         raise InputError("--weigh norm weighs the weights; drop --stage")
     if model is not None:
@@ -146,8 +146,8 @@ def inspect(
         if picture and focus is None:
             raise InputError("--picture with --model draws the --focus token through the layers; name it with --focus")
         chosen, settings = open_checkpoint(model, head, layer, words=words, hide_special=hide_special, focus=focus, neighbors=neighbors,
-                                           stage=stage, output=output, weigh=weigh.value, rollout=rollout, senses=checkpoint_senses(sense, sense_set, focus),
-                                           max_memory=max_memory, ablate=(ablate, ablate_with.value))
+                                           stage=stage, output=output, weigh=weigh.value, rollout=rollout if rollout_layers is None else rollout_layers,
+                                           senses=checkpoint_senses(sense, sense_set, focus), max_memory=max_memory, ablate=(ablate, ablate_with.value))
         overview = not (head or layer is not None)
     else:
         from attn_cli.models.glove import Settings
@@ -186,7 +186,7 @@ OPTION_NEEDS = {
     "--vectors": "word-vectors", "--limit": "word-vectors", "--oov": "word-vectors", "--sense": SENSES, "--sense-set": SENSES,
     "--mask": "settings", "--no-position": "settings", "--no-scale": "settings", "--per-head": "shift", "--embeddings": "shift",
     "--neighbors": "shift", "--layer": "layers", "--max-memory": "layers", "--words": "pieces", "--hide-special": "pieces", "--rollout": "layers",
-    "--ablate": "layers",
+    "--rollout-layers": "layers", "--ablate": "layers",
 }  # --neighbors: the keys nearest E and E'; with --focus, a checkpoint's token path takes it too
 
 
@@ -287,10 +287,12 @@ def checkpoint_senses(sense, sense_set, focus) -> tuple | None:
 def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neighbors, stage, output, weigh="weight", rollout=False, senses=None,
                     max_memory: str | None = None, ablate=(None, "zero")):
     """`inspect --model`: the checkpoint, and what each sentence reports (a bad --head is an error before any sentence)."""
+    from attn_cli.analysis.flow import layer_range
     from attn_cli.analysis.inspect import InspectSettings, parse_heads
     from attn_cli.models.loading import load
 
     model = load(spec)
+    rollout = layer_range(rollout, model.n_layers) if isinstance(rollout, str) else rollout  # --rollout-layers A:B: (A, B)
     chosen = list(heads or [])
     if layer is not None:
         chosen.append(str(layer))

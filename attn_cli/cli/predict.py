@@ -13,9 +13,9 @@ MAX_TOP = 100
 
 
 @app.command("predict", cls=RowsCommand, epilog=examples(
-    'attn predict "The capital of France is" --model ./SmolLM2.Q4_1.gguf',
     'attn predict "The capital of France is" --model ollama:smollm2 --lens',
     'attn predict "Capital of France?" --model ./smollm2 --chat --top 5 --json',
+    'attn predict "The capital of France is" --model ./smollm2 --token " Lyon"',
 ))
 def predict(
     text: Annotated[str, typer.Argument(metavar="TEXT", help="The text to continue (a decoder), or with [MASK] where a masked LM should fill in; - reads one per line from stdin.", show_default=False)],
@@ -25,6 +25,7 @@ def predict(
     chat: Annotated[bool, typer.Option("--chat", help="Wrap the text in the model's own chat template as a user's message first.")] = False,
     lens: Annotated[bool, typer.Option("--lens", help="Also read every layer's residual through the output head (the logit lens): what it would predict there.")] = False,
     focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="Predict from this token instead (default: the last one, or the [MASK]).", show_default=False)] = None,
+    token: Annotated[list[str] | None, typer.Option("--token", metavar="TEXT|ID", help="Also the probability, logit and rank of this token, however far down (a text that is one token, a leading space included: \" Paris\"; or id:N, its id). Repeat for several.", show_default=False)] = None,
     max_memory: Annotated[str | None, typer.Option("--max-memory", metavar="SIZE", help="The memory the run may take (4G, 512M); default: most of what is available. A run that needs more is refused before it starts.", show_default=False)] = None,
     ablate: AblateOpt = None,
     ablate_with: AblateWithOpt = AblateWith.zero,
@@ -48,7 +49,8 @@ def predict(
         raise InputError(f"{chosen.name} has no output head to predict with: an encoder without a masked-LM head (attn inspect --model shows its layers)")
     from attn_cli.models.footprint import parse_size
 
-    settings = PredictSettings(top=top, temperature=temperature, chat=chat, lens=lens, focus=focus,
+    asked = [check_text(t, "--token") for t in token or []]
+    settings = PredictSettings(top=top, temperature=temperature, chat=chat, lens=lens, focus=focus, asked=asked,
                                max_memory=None if max_memory is None else parse_size(max_memory), ablate=ablate, ablate_with=ablate_with.value)
 
     def view(result, line: int) -> list:

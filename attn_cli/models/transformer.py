@@ -304,7 +304,8 @@ class Transformer:
         (table, _), = self.weights.plan[EMBEDDING]
         small = 4 * table.size <= PREFETCH_VOCABULARY or self.weights.eager  # else Gemma's 262k rows would be 671 MB as float32
         keys = MatrixKeys(self.weights.vocabulary()) if small else TableKeys(self.weights, EMBEDDING)
-        return [[decode(int(i)) or f"#{i}" for i in row] for row in nearest_rows(keys, rows, k, skip)]
+        found = nearest_rows(keys, rows, k, skip)
+        return [self.labels([int(i) for i in row], [decode(int(i)) or f"#{i}" for i in row]) for row in found]  # as a reader sees them
 
     def fold(self, text: str) -> str:
         """A word as its pieces are compared with it (--focus): lower case, without a piece's space marker (Ġ, ▁) or ##."""

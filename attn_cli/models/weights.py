@@ -291,8 +291,9 @@ class Weights:
         return True
 
     def hold(self, budget: int) -> bool:
-        """Keep every layer dequantized (float32) when that takes at most `budget` bytes: for runs of many short
-        passes (the sense meter's prototypes), where dequantizing each layer on every pass would cost the most.
+        """Keep every layer dequantized (float32) when that takes at most `budget` bytes, and the output projection when it
+        is small (PREFETCH_VOCABULARY): for runs of many short passes (the sense meter's prototypes, a generation's steps,
+        patching's reruns), where dequantizing each layer and the vocabulary on every pass would cost the most.
         Returns whether the layers are held."""
         if not self.eager:
             layers = [k for k in self.plan if k.startswith("layers.")]
@@ -302,6 +303,8 @@ class Weights:
                 self._arrays[key] = in_memory_order(self.read(key))
             self.eager = True
             self._spare.clear()
+        if self.vocabulary_bytes() <= PREFETCH_VOCABULARY:  # the output projection too: each pass's logits read it whole
+            self.unembedding()
         return True
 
     def rows(self, ids: list[int]) -> np.ndarray:  # -> [len(ids), d] float32

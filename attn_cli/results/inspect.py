@@ -68,7 +68,8 @@ SLOTS = (
     "attn_norms", "mlp_norms", "norms", "layer_cosines", "first_token", "focus_piece", "residual", "focus_path",  # its residual stream
     "unknown", "position", "scale", "e", "delta", "e_prime", "delta_self", "delta_context",  # the lesson's heads and their update
     "with_embeddings", "near_input", "near_output", "senses", "senses_note",
-    "value_norms", "special_shares", "rollout",  # --weigh norm (a checkpoint's every head [L, H, g, g]; weight and norm on special tokens), --rollout [g, g]
+    "value_norms", "special_shares", "rollout", "rollout_layers",  # --weigh norm (a checkpoint's every head [L, H, g, g]; weight and norm
+    # on special tokens), --rollout [g, g] and the layers (A, B) it ran through, both included
     "sense_meter",  # every model's: one word read against its senses at each layer (E and E' for the lesson's heads), and alone
     "layer_allowed",  # [L, g, g] each layer's visible keys when some layer has a sliding window (else None: `allowed` for all)
     "ablation",  # --ablate: the heads turned off before the run shown (analysis.ablate.Ablation)
@@ -257,6 +258,7 @@ class InspectResult(Record):
             out["special_shares"] = dict(zip(("weight", "value_norm"), significant(self.special_shares, NUMBER_DIGITS).tolist()))
         if self.rollout is not None:
             out["rollout"] = significant(self.rollout, WEIGHT_DIGITS).tolist()
+            out["rollout_layers"] = list(self.rollout_layers)
         if self.residual is not None:
             out["focus"] = {"piece": self.focus_piece, "token": self.pieces[self.focus_piece], "residual": [r.to_dict() for r in self.residual]}
         if self.senses is not None:

@@ -5,25 +5,26 @@ from attn_cli.results.numbers import NUMBER_DIGITS, WEIGHT_DIGITS, significant
 
 
 class Prediction(ValueRecord):
-    __slots__ = ("id", "token", "piece", "probability", "logit")
+    __slots__ = ("id", "token", "piece", "probability", "logit", "text")
 
-    def __init__(self, id: int, token: str, piece: str, probability: float, logit: float):
+    def __init__(self, id: int, token: str, piece: str, probability: float, logit: float, text: str | None = None):
         self.id = id  # the vocabulary row
-        self.token = token  # as a reader sees it ("cat")
-        self.piece = piece  # as the tokenizer writes it ("Ġcat")
+        self.token = token  # as a reader sees it in a list ("cat", "\\n")
+        self.piece = piece  # as the tokenizer writes it ("Ġcat", "▁cat", "Ċ")
         self.probability = probability  # softmax(logits / T) over the whole vocabulary
         self.logit = logit
+        self.text = token if text is None else text  # what it adds to a text, decoded (" cat", "\n")
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "token": self.token, "piece": self.piece,
+        return {"id": self.id, "token": self.token, "text": self.text, "piece": self.piece,
                 "probability": float(significant(self.probability, WEIGHT_DIGITS)), "logit": float(significant(self.logit, NUMBER_DIGITS))}
 
 
 class PredictResult(Record):
-    __slots__ = ("model", "tokens", "position", "predicts", "temperature", "chat", "predictions", "lens", "ablation", "before")
+    __slots__ = ("model", "tokens", "position", "predicts", "temperature", "chat", "predictions", "lens", "asked", "ablation", "before")
 
     def __init__(self, model: dict, tokens: list, position: int, predicts: str, temperature: float, chat: bool, predictions: list, lens: list | None,
-                 ablation=None, before: dict | None = None):
+                 asked: list | None = None, ablation=None, before: dict | None = None):
         self.ablation = ablation  # analysis.ablate.Ablation: the heads turned off (empty: none); predictions are then the ablated run's
         self.before = before  # with an ablation, the model's own run: {"probabilities": {id: p} of the tokens shown, "top": [Prediction]}
         self.model = model  # name, type, layers, heads, d_model, d_k
@@ -34,11 +35,15 @@ class PredictResult(Record):
         self.chat = chat
         self.predictions = predictions  # [Prediction], most probable first
         self.lens = lens  # per layer (0: the embeddings): {"layer", "top": [Prediction], "final_probability", "final_rank"}, or None
+        self.asked = asked or []  # --token: (Prediction, rank) of each token asked for, rank 1 the most probable
 
     def to_dict(self) -> dict:
         out = {"model": self.model, "tokens": self.tokens, "position": self.position, "token": self.tokens[self.position],
                "predicts": self.predicts, "temperature": self.temperature, "chat": self.chat,
                "predictions": [p.to_dict() for p in self.predictions]}
+        if self.asked:
+            out["asked"] = [{"id": p.id, "text": p.text, "piece": p.piece, "probability": float(significant(p.probability, WEIGHT_DIGITS)),
+                             "logit": float(significant(p.logit, NUMBER_DIGITS)), "rank": rank} for p, rank in self.asked]
         if self.ablation:
             out["ablated"], out["ablated_with"] = self.ablation.names, self.ablation.mode
             for d, p in zip(out["predictions"], self.predictions):
@@ -51,9 +56,11 @@ class PredictResult(Record):
         return out
 
     def rows(self):
-        """One row per prediction: the model's own ("output"), then with --lens each layer's top tokens."""
+        """One row per prediction: the model's own ("output"), the tokens asked for with --token ("asked"), then with --lens each layer's top tokens."""
         for rank, p in enumerate(self.predictions, 1):
             yield {"layer": "output", "rank": rank, **p.to_dict()}
+        for p, rank in self.asked:
+            yield {"layer": "asked", "rank": rank, **p.to_dict()}
         for row in self.lens or []:
             for rank, p in enumerate(row["top"], 1):
                 yield {"layer": row["layer"], "rank": rank, **p.to_dict()}

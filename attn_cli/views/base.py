@@ -86,6 +86,67 @@ def key_label(key: str) -> str:
     return shown if any(c.isalnum() for c in key) else f"“{shown}”"
 
 
+class Footnote:
+    """A note under a table, left-aligned and wrapped at the console's width, never leaving a formula's last
+    word alone: a word of one character or without a letter ("Δ", "+", "=") stays with the word after it."""
+
+    def __init__(self, text: str, style: str = "dim"):
+        self.text, self.style = text, style
+
+    def units(self) -> list[str]:
+        units, held = [], ""
+        for word in self.text.split():
+            if len(word) == 1 or not any(c.isalnum() for c in word):
+                held += word + " "
+            else:
+                units.append(held + word)
+                held = ""
+        return units + ([held.rstrip()] if held else [])
+
+    def __rich_measure__(self, console, options):
+        from rich.cells import cell_len
+        from rich.measure import Measurement
+
+        return Measurement(max(map(cell_len, self.units()), default=0), cell_len(" ".join(self.units())))
+
+    def __rich_console__(self, console, options):
+        from rich.cells import cell_len
+
+        line = ""
+        for unit in self.units():
+            if line and cell_len(line) + 1 + cell_len(unit) > options.max_width:
+                yield Text(line, style=self.style)
+                line = unit
+            else:
+                line = f"{line} {unit}" if line else unit
+        if line:
+            yield Text(line, style=self.style)
+
+
+def quoted(token: str) -> str:
+    """A token in a sentence, as a reader sees it: in quotes, its escapes ("\\n" for a newline) as they are, not doubled."""
+    return f"'{token}'"
+
+
+TOKENS_AT_EACH_END = 16  # a long text's token list shows this many at its start and at its end, and counts the rest
+
+
+def token_line(tokens: list[str], mark: int | None = None, special: list[bool] | None = None) -> Text:
+    """"tokens 0:The 1:cat ...": every token of a short text; of a long one its start, its end, the one marked, and how
+    many are left out between them (--json lists every one)."""
+    n, keep = len(tokens), TOKENS_AT_EACH_END
+    shown = list(range(n)) if n <= 3 * keep else sorted({*range(keep), *range(n - keep, n), *([mark] if mark is not None else [])})
+    text = Text("tokens ", style="bold")
+    for k, i in enumerate(shown):
+        if k and i > shown[k - 1] + 1:
+            text.append(f"… {i - shown[k - 1] - 1:,} more … ", style="yellow")
+        text.append(f"{i}:", style="dim")
+        text.append(tokens[i] + " ", style="bold cyan" if i == mark else "magenta" if special and special[i] else "")
+    if len(shown) < n:
+        text.append(f"({n:,} tokens)", style="dim")
+    return text
+
+
 SHADES = " ░▒▓█"  # weight 0 .. 1 where there is no colour
 
 

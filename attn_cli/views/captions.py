@@ -25,11 +25,9 @@ PARTS_CAPTION = (  # a phrase a line, so that 80 columns never cut one
 
 
 def token_list(result: results.InspectResult) -> Text:
-    text = Text("tokens ", style="bold")
-    for i, token in enumerate(result.tokens):
-        text.append(f"{i}:", style="dim")
-        text.append(token + " ")
-    return text
+    from attn_cli.views.base import token_line
+
+    return token_line(result.tokens)
 
 
 def head_heading(head: results.HeadView, result: results.InspectResult, stage: str, transpose: bool = False) -> Text:
@@ -67,11 +65,9 @@ def model_heading(result: "results.InspectResult") -> list:
     m = result.model
     parts = [Text(f"{m['name']} · {m['type']} · {m['layers']} layers × {m['heads']} heads · d_model {m['d_model']} · d_k {m['d_k']} · "
                   + ("causal mask" if result.mask == "causal" else "no mask"), style="bold")]
-    text = Text("tokens ", style="bold")
-    for i, (token, special) in enumerate(zip(result.tokens, result.special)):
-        text.append(f"{i}:", style="dim")
-        text.append(token + " ", style="magenta" if special else "")
-    parts.append(text)
+    from attn_cli.views.base import token_line
+
+    parts.append(token_line(result.tokens, special=result.special))
     notes = []
     if result.words:
         notes.append("word pieces merged into words (--words): a word's row is the mean over its pieces, its column the sum")

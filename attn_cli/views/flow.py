@@ -15,15 +15,39 @@ def weighing(result, options) -> list:
 
 
 def rollout(result, options) -> list:
-    """The rollout after the last layer as a heatmap: how much of each input token (column) reaches each position (row)."""
+    """The rollout after its last layer as a heatmap: how much of each input token (column) reaches each position (row);
+    on a decoder, what its first column means."""
     from rich.rule import Rule
 
     from attn_cli.views.heatmap import Heatmap
 
-    layers = result.model["layers"]
+    first, last = result.rollout_layers
+    every = first == 0 and last == result.model["layers"] - 1
+    span = f"{last + 1} layers" if every else f"layers {first} to {last} (of {result.model['layers']})"
     corner = "key ↓ query →" if options.transpose else "query ↓ key →"
     matrix = result.rollout.T if options.transpose else result.rollout
-    return [Rule(style="dim"),
-            Text(f"attention rollout through {layers} layers (Abnar & Zuidema 2020): each layer's weights averaged over its heads, "
-                 "the residual added as 0.5 A + 0.5 I, multiplied up; row i: how much of each input token reaches position i", style="bold cyan"),
-            Heatmap(matrix, result.tokens, result.tokens, kind="weights", corner=corner)]
+    parts = [Rule(style="dim"),
+             Text(f"attention rollout through {span} (Abnar & Zuidema 2020): each layer's weights averaged over its heads, "
+                  "the residual added as 0.5 A + 0.5 I, multiplied up; row i: how much of each input token reaches position i", style="bold cyan"),
+             Heatmap(matrix, result.tokens, result.tokens, kind="weights", corner=corner)]
+    if result.mask == "causal" and len(result.tokens) > 1:
+        parts.append(Text(sink_caveat(result, every), style="yellow"))
+    return parts
+
+
+SINK_SHARE = 0.5  # a first column holding more than this of the later rows, on average, is a sink's product
+
+
+def sink_caveat(result, every: bool) -> str:
+    """On a decoder: how much of each later row the first token holds, and, when it holds most, why (an attention sink)."""
+    import numpy as np
+
+    from attn_cli.views.base import quoted
+
+    share = float(np.mean(np.asarray(result.rollout)[1:, 0]))  # rows after the first: what reaches them from the first token
+    line = f"the first token {quoted(result.tokens[0])} holds {share:.0%} of each later row on average"
+    if share <= SINK_SHARE:
+        return line + ": no attention sink dominates this rollout"
+    return (line + ": an attention sink absorbs the product, which says where the heads parked their weight, not where the "
+            "information came from. Under the causal mask the first token sees only itself, so weight that reaches it never "
+            "leaves, and each layer whose heads park weight there adds more" + ("; --rollout-layers A:B rolls out a shorter range" if every else ""))

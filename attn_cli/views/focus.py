@@ -5,11 +5,11 @@ from rich.table import Table
 from rich.text import Text
 
 from attn_cli import results
-from attn_cli.views.base import Bar, FitTable
+from attn_cli.views.base import Bar, FitTable, quoted
 
 def focus_table(head: results.HeadView, tokens: list[str], i: int, scale: bool = True) -> Table:
     """Query i's row: the scaled scores and the softmax distribution they become."""
-    table = FitTable(box=box.SIMPLE, title=f"what {tokens[i]!r} (#{i}) attends to, head {head.name}", title_justify="left")
+    table = FitTable(box=box.SIMPLE, title=f"what {quoted(tokens[i])} (#{i}) attends to, head {head.name}", title_justify="left")
     table.add_column("key")
     distance = " − distance" if head.distance is not None else ""
     table.add_column(("score/√d_k" if scale else "score (not /√d_k)") + distance, justify="right")

@@ -64,6 +64,10 @@ def heads(result: "results.InspectResult", options) -> list:
     parts += heatmap_captions(result, options)
     if apart:
         parts.append(Rule(style="dim"))
+    if not tables and len(result.heads) > 1:
+        titles = [headings[h].split("\n")[0] if apart else headings[h] for h in range(len(result.heads))]
+        maps = [heatmap(head, result.tokens, stage, options.transpose, legend=h == len(result.heads) - 1) for h, head in enumerate(result.heads)]
+        return parts + [ScreenFit(titles, maps)]
     for h, head in enumerate(result.heads):
         parts.append(headings[h].split("\n")[0] if apart else headings[h])
         parts.append(heatmap(head, result.tokens, stage, options.transpose, legend=tables or h == len(result.heads) - 1))
@@ -76,3 +80,65 @@ def heads(result: "results.InspectResult", options) -> list:
 
             parts.append(head_shift_table(result, h))
     return parts
+
+
+class ScreenFit:
+    """Several heads in full: one after another, or side by side where a terminal is too short to show them one after
+    another (its screen would end on the last head alone) and the narrower grids then fit on it. Side by side, each
+    head's title goes under its grid, as a figure's caption, and one legend under them all."""
+
+    GAP = 3
+
+    def __init__(self, titles: list, maps: list[Heatmap]):
+        self.titles, self.maps = titles, maps
+
+    def stacked(self) -> list:
+        return [part for title, heatmap in zip(self.titles, self.maps) for part in (title, heatmap)]
+
+    def __rich_console__(self, console, options):
+        import copy
+        import os
+
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        from attn_cli.views.heatmap import colour_system
+
+        screen = console.height if console.is_terminal or "LINES" in os.environ else None  # a file has no screen to fit
+        tall = len(console.render_lines(Group(*self.stacked()), options.update(height=None), pad=False))
+        if screen is None or console.record or tall <= screen:
+            yield from self.stacked()
+            return
+        alone = [copy.copy(m) for m in self.maps]
+        for m in alone:
+            m.show_legend = False
+        for k in range(len(self.maps), 1, -1):  # as many heads a row as fit their width
+            width = (options.max_width - self.GAP * (k - 1)) // k
+            if not all(shows_grid(m, width) for m in alone):
+                continue
+            grid = Table.grid(padding=(0, self.GAP, 0, 0))
+            for _ in range(k):
+                grid.add_column(width=width, max_width=width)
+            for start in range(0, len(alone), k):
+                row = [Group(m, Text("↑ ") + title) for m, title in zip(alone[start:start + k], self.titles[start:start + k])]
+                grid.add_row(*row, *[""] * (k - len(row)))
+            if len(console.render_lines(grid, options.update(height=None), pad=False)) < tall:
+                yield grid
+                system = colour_system(console)
+                if system is not None:
+                    yield self.maps[-1].legend(system)
+                return
+        yield from self.stacked()
+
+
+def shows_grid(heatmap: Heatmap, width: int) -> bool:
+    """Whether a heatmap in `width` columns still draws a cell for every weight with its rows labelled by token (a grid,
+    or a compact grid that is not pooled): narrower than that, side by side would show less than one after another."""
+    from attn_cli.views.heatmap import MIN_ROW_WORD, ROW_LABEL_WIDTH, cells
+
+    if heatmap.layout(width, None) is not None:
+        return True
+    index, columns = heatmap.index_width(), len(heatmap.col_labels)
+    label = min(index + 1 + min(cells(heatmap.row_labels), ROW_LABEL_WIDTH), width - columns - 1)  # as Heatmap.compact lays it out
+    return label >= index + MIN_ROW_WORD and columns <= width - label - 1

@@ -41,20 +41,22 @@ class View(Record):
         return getattr(importlib.import_module(f"attn_cli.views.{module}"), function)(result, options)
 
 
-VIEWS = [  # in the order they are shown: what a sentence became, its numbers, then the pictures, so that they end the screen
+VIEWS = [  # in the order they are shown: what a sentence became, the map of every head, the numbers, then what was asked for,
+    # so that it ends the screen (a --focus token's path, the heads in full, the rollout, the picture)
     View("heading", (), "captions:heading"),
     View("weighing", (), "flow:weighing", lambda o: o.weigh == "norm"),
     View("shift", ("e",), "shift:shift"),
+    View("overview", ("weights",), "overview:overview", lambda o: o.overview),
     View("layers", ("attn_norms",), "residual:layers"),
+    View("next", ("weights",), "overview:next_step", lambda o: o.overview),
     View("residual", ("residual",), "residual:path"),
     View("senses", ("senses",), "senses:meter"),
     View("meter", ("sense_meter",), "meter:meter"),
-    View("overview", ("weights",), "overview:overview", lambda o: o.overview),
     View("heatmap", (), "heatmaps:heads", lambda o: not o.overview),
     View("rollout", ("rollout",), "flow:rollout"),
     View("picture", (), "picture:picture", lambda o: o.picture),
 ]
-EXPORTS = tuple(v.name for v in VIEWS if v.name not in ("heading", "weighing"))  # what --export-view can save alone (not a caption)
+EXPORTS = tuple(v.name for v in VIEWS if v.name not in ("heading", "weighing", "next"))  # what --export-view can save alone (not a caption)
 
 
 def chosen(result, options: ViewOptions) -> list[View]:

@@ -4,7 +4,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from attn_cli.views.base import bar
+from attn_cli.views.base import bar, quoted
 
 MARGIN_BAR_FLOOR = 0.01  # a margin this large fills the bar, unless a larger one is shown
 
@@ -15,7 +15,7 @@ def nearest_label(reading) -> str:
 
 def meter_table(meter) -> Table:
     """One row per layer: the cosine with each sense's prototype, the nearest sense and the margin, in context and alone."""
-    table = Table(box=box.SIMPLE, title=f"sense meter: {meter.word!r} against prototypes of the word itself, layer by layer",
+    table = Table(box=box.SIMPLE, title=f"sense meter: {quoted(meter.word)} against prototypes of the word itself, layer by layer",
                   title_justify="left", collapse_padding=True, pad_edge=False)
     table.add_column("layer", justify="right", no_wrap=True)
     for name in meter.senses:
@@ -51,7 +51,7 @@ def meter_caption(meter) -> Text:
     lines = [f"score: {meter.method}; margin: the nearest sense's score less the next one's",
              "alone: the same reading of the word as the whole input, without context (what the word brings by itself)"]
     if meter.causal:
-        lines.append(f"a decoder: {meter.word!r} sees only the words before it, so only that context counts "
+        lines.append(f"a decoder: {quoted(meter.word)} sees only the words before it, so only that context counts "
                      f"(its prototypes come from the {len(meter.templates)} templates whose probe comes first)")
     if any(r.nearest is None for r in meter.layers + meter.alone):
         lines.append("tie (t): the top t senses score the same (their prototypes are the same vector at that layer)")

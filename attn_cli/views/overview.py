@@ -107,8 +107,14 @@ def overview(result: "InspectResult", options) -> list:
     return [Rule(style="dim"), Text(f"model view: each square is one head's {what}, queries ↓ keys →; dark = 0, yellow = 1"
                  + ("" if result.allowed is None else "; black = masked"), style="dim"),
             ModelOverview(result, matrices=by_head_largest(result.value_norms) if weighed else None),
-            *([Text(sink_note(result), style="dim")] if result.first_token is not None else []),
-            Text("pick heads to see in full with --head LAYER.HEAD (or --layer L)", style="dim")]
+            *([Text(sink_note(result), style="dim")] if result.first_token is not None else [])]
+
+
+def next_step(result: "InspectResult", options) -> list:
+    """The model view's last word, under the tables that follow it: how to see a head of it in full."""
+    from rich.text import Text
+
+    return [Text("see a head of the model view above in full: --head LAYER.HEAD, or --layer L", style="dim")]
 
 
 def by_head_largest(norms):  # [L, H, g, g] -> [L, H, g, g] in [0, 1]
@@ -126,5 +132,5 @@ def sink_note(result) -> str:
     first = np.asarray(result.first_token)  # [L, H]
     l, h = np.unravel_index(int(np.argmax(first)), first.shape)
     heavy = int((first > 0.5).sum())
-    return (f"first token: {first.mean():.0%} of a head's weight on average (queries after it), most in {l}.{h} ({first[l, h]:.0%}); "
-            f"{heavy} of {first.size} heads put over half their weight there")
+    return (f"first token: {first.mean():.0%} of a head's weight on average (queries after it)\n"  # a phrase a line: 80 columns cut none
+            f"most in {l}.{h} ({first[l, h]:.0%}); {heavy} of {first.size} heads put over half their weight there")

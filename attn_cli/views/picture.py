@@ -137,9 +137,11 @@ def shift_picture(tokens: list[str], e: np.ndarray, e_prime: np.ndarray, height:
 
 def project_path(token: str, hidden: np.ndarray, height: int = 14) -> PathPicture:  # [L + 1, d]
     """One token's vector from E through every layer's output, in the plane of its first two principal components."""
+    from attn_cli.views.base import quoted
+
     plane = project(hidden)
     labels = ["E", *[str(l) for l in range(len(hidden) - 1)]]
-    title = (f"{token!r} layer by layer (∘ = E, then the output of each layer); the plane keeps {plane.kept:.0%} of the spread")
+    title = (f"{quoted(token)} layer by layer (∘ = E, then the output of each layer); the plane keeps {plane.kept:.0%} of the spread")
     return PathPicture([plane.points], [labels[-1]], marks=plane.points[1:-1], mark_labels=labels[1:-1], title=title, height=height)
 
 
@@ -147,4 +149,4 @@ def picture(result, options) -> list:
     """E -> E' as arrows (the lesson's heads), or the --focus token through a checkpoint's layers."""
     if result.e is not None:
         return [shift_picture(result.tokens, result.e, result.e_prime)]
-    return [project_path(result.pieces[result.focus_piece], result.focus_path)]
+    return [project_path(result.tokens[result.focus], result.focus_path)]

@@ -4,7 +4,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from attn_cli.views.base import Bar, FitTable, key_label
+from attn_cli.views.base import Bar, FitTable, key_label, quoted, token_line
 from attn_cli.views.softmax import fmt_probability
 
 
@@ -12,13 +12,10 @@ def predict_view(result) -> list:
     m = result.model
     what = "the next token after" if result.predicts == "next" else "the masked word at"
     heading = Text(f"{m['name']} · {m['type']} · {m['layers']} layers × {m['heads']} heads", style="bold")
-    tokens = Text("tokens ", style="bold")
-    for i, token in enumerate(result.tokens):
-        tokens.append(f"{i}:", style="dim")
-        tokens.append(token + " ", style="bold cyan" if i == result.position else "")
+    tokens = token_line(result.tokens, mark=result.position)
     t = result.temperature
     scale = "softmax of the logits" if t == 1 else "argmax (T = 0)" if t == 0 else f"softmax of logits / {t:g}"
-    title = f"{what} {result.tokens[result.position]!r} (#{result.position}): {scale} over the whole vocabulary"
+    title = f"{what} {quoted(result.tokens[result.position])} (#{result.position}): {scale} over the whole vocabulary"
     if result.ablation:
         table = ablated_table(result, title)
     else:
@@ -29,6 +26,8 @@ def predict_view(result) -> list:
             table.add_row(str(rank), key_label(p.token), f"{p.logit:.2f}", fmt_probability(p.probability), Bar(p.probability))
     shown = sum(p.probability for p in result.predictions)
     parts = [heading, tokens, table, Text(f"the {len(result.predictions)} shown hold {shown:.1%} of the probability", style="dim")]
+    if result.asked:
+        parts.append(asked_table(result))
     if result.lens is not None:
         parts.append(lens_table(result))
     return parts
@@ -38,13 +37,26 @@ def lens_table(result) -> Table:
     """Each layer's residual at the position through the model's output head."""
     winner = result.predictions[0].token
     table = FitTable(box=box.SIMPLE, title=f"logit lens: each layer's residual at #{result.position} through the output head",
-                  title_justify="left", caption=f"p, rank: of the model's final prediction {winner!r}, had it stopped at that layer")
+                  title_justify="left", caption=f"p, rank: of the model's final prediction {quoted(winner)}, had it stopped at that layer")
     for name, justify in (("layer", "right"), ("top tokens", "left"), ("p", "right"), ("rank", "right"), ("", "left")):
         table.add_column(name, justify=justify)
     for row in result.lens:
         top = ", ".join(f"{key_label(p.token)} {p.probability:.2f}" for p in row["top"])
         layer = "E" if row["layer"] == 0 else str(row["layer"] - 1)
         table.add_row(layer, top, fmt_probability(row["final_probability"]), f"{row['final_rank']:,}", Bar(row["final_probability"], 16))
+    return table
+
+
+def asked_table(result) -> Table:
+    """The tokens asked for with --token: where each stands in the whole vocabulary, however far down; each as the text
+    it adds, in quotes, so that " Paris" and "Paris" (two tokens) read apart."""
+    from attn_cli.io.files import printable
+
+    table = FitTable(box=box.SIMPLE, title="--token: where each stands in the vocabulary", title_justify="left")
+    for name, justify in (("rank", "right"), ("token", "left"), ("id", "right"), ("logit", "right"), ("probability", "right"), ("", "left")):
+        table.add_column(name, justify=justify)
+    for p, rank in result.asked:
+        table.add_row(f"{rank:,}", quoted(printable(p.text)) if p.text.strip() else key_label(p.token), str(p.id), f"{p.logit:.2f}", fmt_probability(p.probability), Bar(p.probability))
     return table
 
 

@@ -3,7 +3,7 @@
 from rich import box
 from rich.table import Table
 
-from attn_cli.views.base import FitTable
+from attn_cli.views.base import FitTable, Footnote, key_label, quoted
 
 def layer_table(result: "InspectResult") -> Table:
     table = FitTable(box=box.SIMPLE, title="the residual stream, layer by layer (mean over tokens)", title_justify="left")
@@ -13,13 +13,12 @@ def layer_table(result: "InspectResult") -> Table:
     for l in range(len(result.attn_norms)):
         table.add_row(str(l), f"{result.norms[l + 1].mean():.2f}", f"{result.attn_norms[l].mean():.2f}",
                       f"{result.mlp_norms[l].mean():.2f}", f"{result.layer_cosines[l].mean():.3f}")
-    table.caption = result.caption
     return table
 
 
 def residual_table(result: "InspectResult") -> Table:
     i = result.focus_piece
-    table = FitTable(box=box.SIMPLE, title=f"how {result.pieces[i]!r} (piece #{i}) moves through the layers: E′ = E + ΔE, layer after layer",
+    table = FitTable(box=box.SIMPLE, title=f"how {quoted(result.tokens[result.focus])} (piece #{i}) moves through the layers: E′ = E + ΔE, layer by layer",
                   title_justify="left")
     neighbors = any(row.nearest for row in result.residual)
     for name in ("layer", "‖x‖", "‖Δ attention‖", "‖Δ MLP‖", "cos prev", "cos E") + (("nearest vocabulary tokens",) if neighbors else ()):
@@ -28,16 +27,16 @@ def residual_table(result: "InspectResult") -> Table:
         opt = lambda x, f: "" if x is None else format(x, f)  # noqa: E731
         cells = ["E" if row.layer == 0 else str(row.layer - 1), f"{row.norm:.2f}", opt(row.attn_update, ".2f"),
                  opt(row.mlp_update, ".2f"), opt(row.cosine_previous, ".3f"), f"{row.cosine_input:.3f}"]
-        table.add_row(*cells, *([", ".join(row.nearest)] if neighbors else []))
+        table.add_row(*cells, *([", ".join(key_label(t) for t in row.nearest)] if neighbors else []))
     if neighbors:
-        table.caption = "nearest by cosine to the input embeddings of the whole vocabulary"
+        table.caption, table.caption_justify = "nearest by cosine to the input embeddings of the whole vocabulary", "left"
     return table
 
 
 def layers(result: "InspectResult", options) -> list:
     from rich.rule import Rule
 
-    return [Rule(style="dim"), layer_table(result)]
+    return [Rule(style="dim"), layer_table(result), *([Footnote(result.caption)] if result.caption else [])]
 
 
 def path(result: "InspectResult", options) -> list:

@@ -21,6 +21,7 @@ CONTROL, USER_DEFINED = 3, 4  # tokenizer.ggml.token_type values (llama.cpp's LL
 # differently: its tokens of spaces are stored as spaces but looked up as "▁", and its merges rank by the tokens' order in
 # the file (its scores are -1000 for the tokens that are not normal, whatever their place)
 BY_POSITION = ("gemma", "gemma2", "gemma3")
+PREPENDED = ("phi3",)  # and (phi3_tokenizer) a Phi-3's "▁" comes before every text, one that starts with a space too
 EXACT_CHECK = 64  # tokens longer than this have their merges checked string by string: no hash of a short string collides by design
 
 
@@ -59,15 +60,22 @@ class Vocabulary:
         unk = _get(file, "tokenizer.ggml.unknown_token_id", int)
         self.unk_id = unk if unk is not None and 0 <= unk < len(self.tokens) else None
         self.prefix = _get(file, "tokenizer.ggml.add_space_prefix", bool, default=not self.by_position)
+        self.prepended = self.prefix and _get(file, "general.architecture", str, default="") in PREPENDED
         self.bos = _get(file, "tokenizer.ggml.bos_token_id", int) if add_bos else None
         self.eos = _get(file, "tokenizer.ggml.eos_token_id", int) if add_eos else None
-        self._ids = None
+        self._ids = self._strings = None
 
     @property
     def ids(self) -> dict:  # string -> id, the last of a string spelled twice
         if self._ids is None:
             self._ids = dict(zip(self.tokens, range(len(self.tokens))))
         return self._ids
+
+    @property
+    def strings(self) -> np.ndarray:  # [V] the tokens as an object array: gathered by id in C, not a Python loop
+        if self._strings is None:
+            self._strings = np.array(self.tokens, dtype=object)
+        return self._strings
 
     def control(self) -> list[int]:
         return [i for i, k in enumerate(self.types) if k == CONTROL]
@@ -83,7 +91,7 @@ def make_tokenizer(vocab: Vocabulary, keep: np.ndarray | None = None, control: l
     from tokenizers import AddedToken, Tokenizer, decoders, normalizers, pre_tokenizers
     from tokenizers.models import BPE
 
-    strings = np.array(vocab.tokens, dtype=object)  # [V]: gathered by id in C, not a Python loop
+    strings = vocab.strings
     ids = np.arange(len(vocab.tokens)) if keep is None else keep
     left, right = derive_merges(strings[ids].tolist() if keep is not None else vocab.tokens, vocab.ranks[ids])
     left, right = ids[left], ids[right]
@@ -95,6 +103,8 @@ def make_tokenizer(vocab: Vocabulary, keep: np.ndarray | None = None, control: l
         tok = Tokenizer(BPE(vocab=words, merges=list(zip(strings[left].tolist(), strings[right].tolist())), unk_token=unk, fuse_unk=True, byte_fallback=True))
         if vocab.by_position:  # GemmaTokenizer's: every space a "▁", no prefix
             tok.normalizer = normalizers.Replace(" ", "\u2581")
+        elif vocab.prepended:  # transformers' phi3_tokenizer: "▁" before the whole text, whatever it starts with
+            tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
         else:  # LlamaTokenizer's: the prefix before the text's first piece only
             tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first" if vocab.prefix else "never", split=False)
         steps = [decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()]
@@ -110,17 +120,19 @@ def make_tokenizer(vocab: Vocabulary, keep: np.ndarray | None = None, control: l
 
 
 def _bos_eos(vocab: Vocabulary):
-    """BOS before the text and EOS after it, as tokenizer.ggml.add_bos_token / add_eos_token say (None: nothing added)."""
+    """BOS before the text and EOS after it, as tokenizer.ggml.add_bos_token / add_eos_token say (None: nothing added).
+    The template names them by fixed keys, each given its id and text: a file's token text never enters the template,
+    where "$A" or "x:1" would be read as its syntax."""
     from tokenizers import processors
 
-    tokens = vocab.tokens
-    first = [tokens[vocab.bos]] if vocab.bos is not None else []
-    last = [tokens[vocab.eos]] if vocab.eos is not None else []
-    if not first and not last:
+    single, specials = ["$A"], []
+    for key, i, at in (("[bos]", vocab.bos, 0), ("[eos]", vocab.eos, None)):
+        if i is not None:
+            single.insert(len(single) if at is None else at, key)
+            specials.append({"id": key, "ids": [i], "tokens": [vocab.tokens[i]]})
+    if not specials:
         return None
-    specials = list(dict.fromkeys([(tokens[i], i) for i in (vocab.bos, vocab.eos) if i is not None]))
-    single = first + ["$A"] + last
-    pair = single + [f"{t}:1" for t in first] + ["$B:1"] + [f"{t}:1" for t in last]
+    pair = single + ["$B:1" if p == "$A" else f"{p}:1" for p in single]
     return processors.TemplateProcessing(single=single, pair=pair, special_tokens=specials)
 
 

@@ -67,6 +67,8 @@ class SentencePieceTokenizer:
             return None
         ids = vocab.ids
         found = {ids.get(spelled[i : i + n]) for n in range(1, longest + 1) for i in range(len(spelled) - n + 1)}
+        if vocab.prepended:  # each stretch between special tokens starts with its own "▁"
+            found.update(ids.get("\u2581" + spelled[i : i + n]) for n in range(longest) for i in range(len(spelled) - n + 1))
         found.update(ids.get(f"<0x{b:02X}>") for b in range(256))
         found.update((vocab.unk_id, vocab.bos, vocab.eos))
         control = [i for i in self.special_ids() if vocab.tokens[i] in text]
