@@ -13,6 +13,7 @@ from attn_cli.analysis.find import find_heads
 from attn_cli.heads.links import link_set, read_links
 from attn_cli.models import loading
 from tests import checkpoints
+from tests.exact import assert_same_ids
 
 # The 4 x 4 example of TransformerLens's demos/Head_Detector_Demo.ipynb: a head's weights and the previous-token pattern.
 DEMO = np.array([[1, 0, 0, 0], [0.5, 0.5, 0, 0], [0.2, 0.3, 0.5, 0], [0.1, 0.15, 0.5, 0.25]])
@@ -38,7 +39,7 @@ def test_the_demo_worked_example(error, exclude, shown, within):
 
 
 def test_the_previous_pattern_is_the_demos():
-    assert (detect.targets("previous", [5, 6, 7, 8], [False] * 4) == DEMO_PATTERN).all()
+    assert_same_ids(detect.targets("previous", [5, 6, 7, 8], [False] * 4), DEMO_PATTERN)
 
 
 def transformer_lens_patterns(tokens: list[int]) -> dict[str, np.ndarray]:
@@ -59,7 +60,7 @@ def transformer_lens_patterns(tokens: list[int]) -> dict[str, np.ndarray]:
 @given(st.lists(st.integers(0, 5), min_size=2, max_size=24))
 def test_previous_duplicate_and_induction_are_transformer_lens_patterns(tokens):
     for name, theirs in transformer_lens_patterns(tokens).items():
-        assert (detect.targets(name, tokens, [False] * len(tokens)) == theirs.astype(bool)).all(), name
+        assert_same_ids(detect.targets(name, tokens, [False] * len(tokens)), theirs.astype(bool))
 
 
 def loop_score(a: np.ndarray, p: np.ndarray, error: str, exclude_bos: bool, exclude_current: bool) -> float:
@@ -96,7 +97,9 @@ def test_a_pattern_with_nothing_left_after_the_exclusions_is_not_scored():
 def test_the_baselines_are_even_attention_and_one_random_visible_key():
     even, one = detect.baseline_weights(6, True, np.random.default_rng(3))
     assert np.allclose(even, np.tril(np.ones((6, 6))) / np.arange(1, 7)[:, None])
-    assert (one.sum(axis=1) == 1).all() and set(np.unique(one)) <= {0.0, 1.0} and (np.triu(one, 1) == 0).all()
+    assert set(np.unique(one)) <= {0.0, 1.0}  # so the sums below are counts
+    assert_same_ids(one.astype(np.int64).sum(axis=1), np.ones(6, np.int64))
+    assert_same_ids(np.triu(one, 1) != 0, np.zeros((6, 6), bool))
 
 
 def test_the_repeated_sequence_is_distinct_tokens_twice_inside_the_models_special_tokens():
@@ -142,6 +145,44 @@ def test_every_format_of_heads_detect(run, tmp_path):
     abs_doc = json.loads(run(*args, "--error", "abs", "--exclude-bos", "--exclude-current", "--json").stdout)
     assert abs_doc["error"] == "abs" and abs_doc["exclude_bos"] and abs_doc["sequences"]["self"] == 0
     assert all(h["score"] is None for h in abs_doc["patterns"]["self"]) and all(-1 <= h["score"] <= 1 for h in abs_doc["patterns"]["previous"])
+
+
+def test_the_text_is_an_argument_as_inspect_and_predict_take_it(run, tmp_path):
+    """One sentence as TEXT, `-` for one a line from stdin, or --text FILE: the same scores from each."""
+    model, sentence = checkpoints.minilm_folder(), "The cat sat on the mat."
+    (tmp_path / "one.txt").write_text(sentence + "\n", encoding="utf-8")
+    docs = [json.loads(run("heads", "detect", "--model", model, *args, "--pattern", "previous", "--json", input=given).stdout)
+            for args, given in ((["--text", tmp_path / "one.txt"], None), ([sentence], None), (["-"], sentence + "\n"))]
+    assert [d["text"] for d in docs] == [{"source": str(tmp_path / "one.txt"), "sentences": 1}, {"source": "TEXT", "sentences": 1},
+                                         {"source": "stdin", "sentences": 1}]
+    for doc in docs[1:]:
+        for ours, theirs in zip(doc["patterns"]["previous"], docs[0]["patterns"]["previous"]):
+            assert (ours["layer"], ours["head"]) == (theirs["layer"], theirs["head"]) and ours["score"] == pytest.approx(theirs["score"], abs=1e-6)
+    shown = run("heads", "detect", "--model", model, sentence, "--pattern", "previous", env={"COLUMNS": "150"}).stdout
+    assert "previous: weight on the token just before · on the sentence given" in shown
+    piped = run("heads", "detect", "--model", model, "-", "--pattern", "previous", input=sentence + "\n", env={"COLUMNS": "150"}).stdout
+    assert "· on 1 sentence of stdin" in piped  # one sentence, not "1 sentences"
+    both = run("heads", "detect", "--model", model, sentence, "--text", tmp_path / "one.txt")
+    assert both.exit_code == 2 and both.stdout == "" and "as TEXT or from --text FILE, not both" in both.stderr
+
+
+def test_the_argument_in_a_real_process():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "attn_cli", "heads", "detect", "--model", str(checkpoints.tiny_gpt2_folder()),
+                           "the cat sat on the mat", "--pattern", "previous", "--json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stderr == "" and json.loads(done.stdout)["text"] == {"source": "TEXT", "sentences": 1}
+
+
+def test_a_pattern_without_a_score_says_why(run):
+    gpt2 = checkpoints.tiny_gpt2_folder()  # GPT-2's tokenizer adds no special token
+    special = run("heads", "detect", "--model", gpt2, "the cat sat", "--pattern", "special", env={"COLUMNS": "200"}).stdout
+    assert "tiny-gpt2's tokenizer adds no special token ([CLS], [SEP], BOS...) to the sentence, so no key fits the pattern: no score" in special
+    first = run("heads", "detect", "--model", gpt2, "the cat sat", "--pattern", "first", "--exclude-bos", env={"COLUMNS": "200"}).stdout
+    assert "--exclude-bos leaves out the first token, this pattern's only key: no score" in first
+    own = run("heads", "detect", "--model", gpt2, "the cat sat", "--pattern", "self", "--exclude-current", env={"COLUMNS": "200"}).stdout
+    assert "--exclude-current leaves out each query's weight on itself, this pattern's only key: no score" in own
 
 
 @pytest.mark.parametrize("args, message", [

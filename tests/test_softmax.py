@@ -128,7 +128,7 @@ def test_json_keys_and_values(run):
     assert set(data) == {"values", "temperature", "exps", "sum_of_exps", "probabilities", "probability_sum"}
     np.testing.assert_allclose(data["exps"], np.exp(np.array([1, 2, 3]) - 3), rtol=1e-12)
     assert data["sum_of_exps"] == pytest.approx(sum(data["exps"])) and data["probability_sum"] == pytest.approx(1)
-    assert data["values"] == [1.0, 2.0, 3.0] and data["temperature"] == 1.0
+    assert data["values"] == [1.0, 2.0, 3.0] and data["temperature"] == 1.0  # the input, echoed
     np.testing.assert_allclose(data["probabilities"], scipy.special.softmax([1, 2, 3]), rtol=1e-12)
 
 
@@ -176,7 +176,8 @@ def test_minus_infinity_is_exactly_zero_and_plus_infinities_share(run):
 
 def test_temperature_zero_is_argmax(run):
     data = parse_json(run("softmax", "-t", "0", "--json", "1", "3", "3", "2"))
-    assert data["temperature"] == 0.0 and data["probabilities"] == [0.0, 0.5, 0.5, 0.0]
+    assert data["temperature"] == 0.0  # the input, echoed
+    assert data["probabilities"] == pytest.approx([0.0, 0.5, 0.5, 0.0], abs=1e-12)
     assert "argmax" in run("softmax", "--help").stdout
 
 

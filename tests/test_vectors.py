@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import parse_json
+from tests.exact import assert_copied
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -151,7 +152,7 @@ def test_convert_round_trip(vectors_file, tmp_path, run):
     converted, original = load(dst), load(path)
     assert converted.format == "attn"
     assert converted.index_to_key == original.index_to_key == KEYS
-    np.testing.assert_array_equal(converted.vectors, original.vectors)
+    assert_copied(converted.vectors, original.vectors)
     assert converted.vectors.dtype == np.float32
 
 
@@ -193,7 +194,7 @@ def test_fasttext_bin_converts_its_keys(fasttext_bin, fasttext_model, tmp_path, 
     assert report["source_format"] == "fasttext-bin"
     converted = load(tmp_path / "out")
     assert converted.index_to_key == fasttext_model.wv.index_to_key
-    np.testing.assert_array_equal(converted.vectors, fasttext_model.wv.vectors)
+    assert_copied(converted.vectors, fasttext_model.wv.vectors)
 
 
 def test_float16_stays_float16(tmp_path, run):
@@ -201,7 +202,7 @@ def test_float16_stays_float16(tmp_path, run):
     assert load(tmp_path / "half").vectors.dtype == np.float16
     report = parse_json(run("vectors", "convert", tmp_path / "half", tmp_path / "copy", "--json"))
     assert report["dtype"] == "float16"
-    np.testing.assert_array_equal(load(tmp_path / "copy").vectors, MATRIX.astype(np.float16))
+    assert_copied(load(tmp_path / "copy").vectors, MATRIX.astype(np.float16))
 
 
 def test_fast_format_keys_survive_odd_characters(tmp_path):
@@ -514,7 +515,7 @@ def test_fast_format_round_trips_any_keys(data, n_keys, d):
         fast_format.write_fast(Vectors(keys, matrix), f"{tmp}/out")
         loaded = load(f"{tmp}/out")
         assert loaded.index_to_key == keys
-        np.testing.assert_array_equal(loaded.vectors, matrix)
+        assert_copied(loaded.vectors, matrix)
 
 
 @settings(max_examples=40, deadline=None)
@@ -539,7 +540,7 @@ def test_binary_records_whose_floats_read_as_text_are_binary(tmp_path):
     matrix = np.full((4, 2), 217453.0, dtype=np.float32)
     keyed_vectors(["0", "1", "2", "3"], matrix).save_word2vec_format(str(path), binary=True)
     assert formats.detect_format(path) == "word2vec-bin"
-    np.testing.assert_array_equal(load(str(path)).vectors, matrix)
+    assert_copied(load(str(path)).vectors, matrix)
 
 
 def test_detection_and_the_default_vectors_do_not_import_gensim(tmp_path):
@@ -578,7 +579,7 @@ def test_a_fast_folder_answers_a_few_words_without_building_its_key_index(tmp_pa
     for size in (1, 4, 100):  # blocks that split the matrix, and one that holds it all
         blocks = [(start, block.copy()) for start, block in load(folder).blocks(size)]
         assert [start for start, _ in blocks] == list(range(0, len(keys), size))
-        np.testing.assert_array_equal(np.concatenate([b for _, b in blocks]), matrix)
+        assert_copied(np.concatenate([b for _, b in blocks]), matrix)
     query = dict(positive=["mat", "naïve"], negative=["the"], topn=3)
     assert nb.most_similar(load(folder), **query) == nb.most_similar(in_memory, **query)
     assert nb.most_similar_cosmul(load(folder), **query) == nb.most_similar_cosmul(in_memory, **query)
@@ -614,9 +615,9 @@ def test_text_reader_reads_numbers_as_gensim_does(tmp_path, run, text_reader):
     ours = load(path)
     theirs = KeyedVectors.load_word2vec_format(str(path))
     assert ours.index_to_key == theirs.index_to_key == ["w0", "w1", "w2"]
-    np.testing.assert_array_equal(ours.vectors, theirs.vectors)
+    assert_copied(ours.vectors, theirs.vectors)
     assert run("vectors", "convert", path, tmp_path / "out").exit_code == 0
-    np.testing.assert_array_equal(load(tmp_path / "out").vectors, theirs.vectors)
+    assert_copied(load(tmp_path / "out").vectors, theirs.vectors)
 
 
 @pytest.mark.parametrize("name, writer", [("words.txt", write_word2vec_text), ("glove.txt", write_glove_text)])
@@ -626,7 +627,7 @@ def test_both_text_readers_agree_and_name_a_bad_line(tmp_path, run, text_reader,
     path = writer(tmp_path / name)
     loaded = load(path)
     assert loaded.index_to_key == KEYS
-    np.testing.assert_array_equal(loaded.vectors, keyed_vectors().vectors)
+    assert_copied(loaded.vectors, keyed_vectors().vectors)
     lines = path.read_bytes().split(b"\n")
     lines[3] = lines[3].split(b" ")[0]
     path.write_bytes(b"\n".join(lines))
@@ -662,7 +663,7 @@ def test_convert_stores_each_rows_norm_and_searches_use_them(tmp_path):
     folder = write_fast(tmp_path / "v")
     stored = np.load(folder / "norms.npy", allow_pickle=False)
     assert stored.dtype == np.float64 and stored.shape == (len(KEYS),)
-    np.testing.assert_array_equal(stored, row_norms(MATRIX))
+    np.testing.assert_allclose(stored, row_norms(MATRIX), rtol=1e-14, atol=0)  # recomputed: summed in another order perhaps
     with_norms = load(folder)
     assert with_norms.norms is not None
     (folder / "norms.npy").unlink()
@@ -670,10 +671,11 @@ def test_convert_stores_each_rows_norm_and_searches_use_them(tmp_path):
     assert without.norms is None
     queries = np.random.default_rng(0).standard_normal((5, MATRIX.shape[1])).astype(np.float32)
     for t in (1, 3, 5):  # einsum and BLAS paths of key_scores
-        np.testing.assert_array_equal(search.key_scores(with_norms, queries[:t]), search.key_scores(without, queries[:t]))
+        np.testing.assert_allclose(search.key_scores(with_norms, queries[:t]), search.key_scores(without, queries[:t]), rtol=1e-6, atol=1e-6)
     query = dict(positive=["mat", "naïve"], negative=["the"], topn=3)
-    assert nb.most_similar(with_norms, **query) == nb.most_similar(without, **query)
-    np.testing.assert_array_equal(load(write_fast(tmp_path / "w"), limit=2).norms, row_norms(MATRIX[:2]))
+    (stored_keys, stored_scores), (fresh_keys, fresh_scores) = (zip(*nb.most_similar(v, **query)) for v in (with_norms, without))
+    assert stored_keys == fresh_keys and stored_scores == pytest.approx(fresh_scores, abs=1e-6)
+    np.testing.assert_allclose(load(write_fast(tmp_path / "w"), limit=2).norms, row_norms(MATRIX[:2]), rtol=1e-14, atol=0)
 
 
 @pytest.mark.parametrize("case", list(norms_cases()))
@@ -691,7 +693,7 @@ def test_shipped_norms_are_the_norms_of_the_shipped_vectors(glove):
     from attn_cli.vectors.store import row_norms
 
     assert glove.norms is not None
-    np.testing.assert_array_equal(glove.norms, row_norms(np.asarray(glove.vectors)))
+    np.testing.assert_allclose(glove.norms, row_norms(np.asarray(glove.vectors)), rtol=1e-14, atol=0)  # recomputed here
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 5, 1 << 14])
@@ -705,3 +707,35 @@ def test_keys_are_checked_as_utf8_whatever_the_chunks(chunk):
         assert is_utf8(text.encode(), chunk)
     for data in bad:
         assert not is_utf8(data, chunk) and not is_utf8(b"fine\n" + data + b"\nfine\n", chunk)
+
+
+def test_vectors_info_cuts_a_long_path_in_the_middle(tmp_path, run):
+    import shutil
+
+    from tests import docs
+
+    deep = tmp_path / ("a_long_folder_name_" * 3) / ("and_another_" * 3) / "glove_vectors_here"
+    shutil.copytree(docs.ROOT / "data" / "glove.6B.50d", deep)
+    shown = run("vectors", "info", deep, env={"COLUMNS": "80"}).stdout
+    (line,) = [line for line in shown.splitlines() if line.strip().startswith("path")]
+    path = line.split(maxsplit=1)[1].rstrip()
+    assert "…" in path and len(line.rstrip()) <= 80
+    head, tail = path.split("…")
+    assert str(deep).startswith(head) and str(deep).endswith(tail) and tail.endswith("glove_vectors_here")
+    assert parse_json(run("vectors", "info", deep, "--json"))["path"] == str(deep)  # the data keeps it whole
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(min_size=0, max_size=60), st.integers(0, 70))
+def test_a_cut_keeps_the_start_and_the_end_within_the_width(text, width):
+    from rich.cells import cell_len
+
+    from attn_cli.views.vectors import cut_middle
+
+    cut = cut_middle(text, width)
+    assert cell_len(cut) <= width or cut == "…"[:width]
+    if cell_len(text) <= width:
+        assert cut == text
+    elif width >= 3:
+        head, _, tail = cut.partition("…")
+        assert text.startswith(head) and text.endswith(tail) and len(head) + len(tail) >= 1

@@ -189,7 +189,7 @@ def detect_heads(model, sentences, source: str, patterns: list[str], *, error: s
         try:
             tokens = model.tokenize(text)
         except InputError as e:
-            raise InputError(f"{source} line {line}: {e}") from None
+            raise InputError(f"{source} line {line}: {e}" if line else f"{source}: {e}") from None
         score_sequence(model, tokens, on_text, sums, options, rng)
         done += 1
         if progress is not None:

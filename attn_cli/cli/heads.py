@@ -237,10 +237,11 @@ def numbered_text(path: str, kind: str) -> list[tuple[int, str]]:
 
 @heads_app.command("detect", cls=RowsCommand, epilog=examples(
     "attn heads detect --model ./all-MiniLM-L6-v2",
+    'attn heads detect --model ./gpt2 "The cat sat on the mat." --top 3',
     "attn heads detect --model SmolLM2.gguf --pattern induction --seed 1",
-    "attn heads detect --model ./gpt2 --error abs --exclude-bos --json",
 ))
 def detect(
+    sentence: Annotated[str | None, typer.Argument(metavar="TEXT", help="A sentence for previous, first, special and self, or - to read one a line from stdin (as --text does). Default: the 42 sentences of the shipped previous-word set.", show_default=False)] = None,
     model: ModelOpt = None,
     pattern: Annotated[Pattern, typer.Option("--pattern", help="The kind of head to score every head for, or all of them.")] = Pattern.all,
     error: ErrorOpt = ErrorMeasure.mul,
@@ -268,7 +269,11 @@ def detect(
         raise InputError("heads detect needs --model PATH|NAME (a checkpoint: a Hugging Face folder, a .gguf file or ollama:NAME)")
     check_format(output, HeadsDetected)
     names = list(PATTERNS) if pattern is Pattern.all else [pattern.value]
-    if text is None:
+    if sentence is not None and text is not None:
+        raise InputError("heads detect takes its sentences as TEXT or from --text FILE, not both")
+    if sentence is not None and sentence != "-":
+        sentences, source = [(0, sentence)], "TEXT"  # line 0: not a line of a file
+    elif sentence is None and text is None:
         from attn_cli.heads.links import link_set, read_links
 
         shipped = link_set("previous")
@@ -276,7 +281,8 @@ def detect(
     else:
         from attn_cli.io.files import input_name
 
-        sentences, source = numbered_text(text, "--text"), input_name(text)
+        path = text if text is not None else "-"
+        sentences, source = numbered_text(path, "--text" if text is not None else "TEXT"), input_name(path)
     checkpoint = load(model)
     on_text = any(name not in REPEATED for name in names)
     with line_progress("sentences", len(sentences) if on_text else None) as progress:

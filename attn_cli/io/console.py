@@ -53,39 +53,41 @@ def escape_controls(text: str) -> str:
 
 
 @contextmanager
-def progress_bars(*, fields: str = "", speed: bool = False) -> Iterator[object | None]:
+def progress_bars(*, fields: str = "", speed: bool = False, count: bool = False) -> Iterator[object | None]:
     """Transient Rich progress bars on stderr, or None when stderr is not a terminal (nothing drawn).
 
-    Columns: the task's description, the bar, its percentage, `fields` (a template such as
-    "loss {task.fields[loss]}"), the transfer speed when `speed`, and the time elapsed.
+    Columns: the task's description, the bar, its percentage (or with `count`, "12/140", or "12"
+    without a total), `fields` (a template such as "loss {task.fields[loss]}"), the transfer speed
+    when `speed`, and the time elapsed.
     """
     if not sys.stderr.isatty():
         yield None
         return
-    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TransferSpeedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TransferSpeedColumn
+    from rich.text import Text
 
     from attn_cli.io.output import console
 
-    columns = (TextColumn("{task.description}", markup=False), BarColumn(), TaskProgressColumn(),
+    class Done(MofNCompleteColumn):  # "12/140", or "12" while the total is unknown
+        def render(self, task):
+            return super().render(task) if task.total is not None else Text(str(int(task.completed)), style="progress.download")
+
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), Done() if count else TaskProgressColumn(),
                *([TextColumn(fields)] if fields else []), *([TransferSpeedColumn()] if speed else []), TimeElapsedColumn())
     with Progress(*columns, console=console(stderr=True), transient=True) as bars:
         yield bars
 
 
 def counted(items, what: str, total: int | None = None, *, quiet_on_terminal_stdout: bool = False):
-    """`items` as they are, with a transient Rich progress bar on stderr counting them ("12/140 sentences"),
-    drawn only when stderr is a terminal (a pipeline stays quiet), and not over a view printed to the
+    """`items` as they are, counted on progress_bars ("sentences ━━━ 12/140"), and not over a view printed to the
     same terminal when `quiet_on_terminal_stdout`."""
-    if not sys.stderr.isatty() or (quiet_on_terminal_stdout and sys.stdout.isatty()):
+    if quiet_on_terminal_stdout and sys.stdout.isatty():
         yield from items
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    from attn_cli.io.output import console
-
-    count = MofNCompleteColumn() if total is not None else TextColumn("{task.completed}")
-    with Progress(SpinnerColumn(), BarColumn(), count, TextColumn(what, markup=False), TimeElapsedColumn(),
-                  console=console(stderr=True), transient=True) as bars:
+    with progress_bars(count=True) as bars:
+        if bars is None:
+            yield from items
+            return
         task = bars.add_task(what, total=total)
         for item in items:
             yield item

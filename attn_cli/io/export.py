@@ -20,11 +20,14 @@ KINDS = {"svg": "an SVG file's", "html": "an HTML file's", "page": "the page's"}
 
 
 def svg_format() -> str:
-    """Rich's SVG template without its web fonts."""
+    """Rich's SVG template without its web fonts, and with a width and height (a slide or an <img> shows it at its
+    own size, not stretched to whatever box it is put in)."""
     from rich._export_format import CONSOLE_SVG_FORMAT
 
     offline = re.sub(r"\s*@font-face \{\{.*?\}\}", "", CONSOLE_SVG_FORMAT, flags=re.DOTALL)
-    return offline.replace("font-family: Fira Code, monospace;", f"font-family: {MONOSPACE};")
+    sized = offline.replace('viewBox="0 0 {width} {height}"', 'width="{width}" height="{height}" viewBox="0 0 {width} {height}"', 1)
+    assert sized != offline, "Rich's SVG template changed: its <svg> tag has no viewBox to size"
+    return sized.replace("font-family: Fira Code, monospace;", f"font-family: {MONOSPACE};")
 
 
 HTML_FORMAT = """\

@@ -19,7 +19,22 @@ def where_scored(result, name: str) -> str:
     if name in REPEATED:
         r = result.repeated
         return f"a random sequence of {r['length']} tokens (seed {r['seed']}), then the same again"
-    return f"{result.text['sentences']} sentences of {result.text['source']}"
+    n, source = result.text["sentences"], result.text["source"]
+    return "the sentence given" if source == "TEXT" else f"{n} sentence{'' if n == 1 else 's'} of {source}"
+
+
+def no_score(result, name: str) -> str:
+    """Why a pattern has no score: no sequence holds one of its keys once the exclusions are made."""
+    if name == "first" and result.exclude_bos:
+        return "--exclude-bos leaves out the first token, this pattern's only key: no score"
+    if name == "self" and result.exclude_current:
+        return "--exclude-current leaves out each query's weight on itself, this pattern's only key: no score"
+    if name == "special":
+        where = "the sentence" if result.text["source"] == "TEXT" else "these sentences"
+        if not left_out(result):
+            return f"{result.model}'s tokenizer adds no special token ([CLS], [SEP], BOS...) to {where}, so no key fits the pattern: no score"
+        return f"no special token ([CLS], [SEP], BOS...) of {where} is left{exclusions(result)}: no score"
+    return f"no sequence has a key of this pattern{exclusions(result)}: no score"
 
 
 def pattern_table(result, name: str, top: int) -> list:
@@ -30,7 +45,7 @@ def pattern_table(result, name: str, top: int) -> list:
     title = Text(f"{name}", style="bold cyan")
     title.append(f": weight on {ABOUT[name]} · on {where_scored(result, name)}", style="dim")
     if result.found[name]["sequences"] == 0:
-        return [title, Text(f"no sequence has a key of this pattern{exclusions(result)}: no score", style="yellow")]
+        return [title, Text(no_score(result, name), style="yellow")]
     table = Table(box=box.SIMPLE)
     for column, justify in (("head", "left"), ("score", "right"), ("", "left")):
         table.add_column(column, justify=justify)

@@ -232,16 +232,40 @@ GENERIC_FOLDERS = ("model", "models", "checkpoint", "weights", "snapshot", "fina
 
 
 def folder_name(folder: Path, config: dict) -> str:
-    """What to call the model: ORG/NAME of a Hugging Face cache snapshot, else the folder's own name (a config's
-    _name_or_path often names the model it was trained from: all-MiniLM-L6-v2 says nreimers/MiniLM-L6-H384-uncased),
-    else, for a folder called "model" or the like, _name_or_path."""
-    folder = folder.resolve()
-    if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
-        return folder.parent.parent.name[len("models--"):].replace("--", "/")
+    """What to call the model: the name the user gave it (ORG/NAME of a Hugging Face cache snapshot, else the folder's
+    name as given, a symlink's own), then for a folder called "model" or the like its card's title (README.md).
+    Only a card-less "model" folder falls back on the config's _name_or_path, and then on the folder with its
+    parent: _name_or_path often names the model it was trained from (all-MiniLM-L6-v2 says
+    nreimers/MiniLM-L6-H384-uncased)."""
+    given, real = Path(os.path.abspath(folder)), folder.resolve()
+    for path in (given, real):
+        if path.parent.name == "snapshots" and path.parent.parent.name.startswith("models--"):
+            return path.parent.parent.name[len("models--"):].replace("--", "/")
+    if given.name.lower() not in GENERIC_FOLDERS:
+        return given.name
     claimed = config.get("_name_or_path")
-    if folder.name.lower() in GENERIC_FOLDERS and isinstance(claimed, str) and claimed and not claimed.startswith(("/", ".")):
-        return claimed
-    return folder.name
+    claimed = claimed if isinstance(claimed, str) and claimed and not claimed.startswith(("/", ".")) else None
+    return card_title(folder) or claimed or (f"{given.parent.name}/{given.name}" if given.parent.name else given.name)
+
+
+MAX_CARD_BYTES = 64 * 1024  # the title is near the top; a card is read no further
+
+
+def card_title(folder: Path) -> str | None:
+    """The first '# ' heading of the folder's model card (README.md, after its YAML front matter), if it is one
+    short printable line."""
+    try:
+        with open(folder / "README.md", "rb") as f:
+            text = f.read(MAX_CARD_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    lines = text.splitlines()
+    if lines and lines[0].strip() == "---":  # front matter: up to the next ---
+        lines = lines[next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), len(lines)) + 1:]
+    title = next((line[2:].strip() for line in lines if line.startswith("# ")), None)
+    if not title or len(title) > 100 or not title.isprintable() or "\ufffd" in title:
+        return None
+    return title
 
 
 def weight_files(folder: Path) -> list[Path]:
