@@ -24,6 +24,8 @@ EMBEDDING = "embed.tokens"
 EAGER_DTYPES = ("F32", "F16", "BF16", "F64", "F8_E4M3", "F8_E5M2")  # read at load; anything else (quantized) is dequantized layer by layer
 WORKERS = 2  # threads dequantizing ahead of the forward pass: the machines attn is made for have 2 cores
 AHEAD = 2  # layers read ahead (a layer of a 135M-parameter model is ~15 MB as float32)
+AHEAD_BYTES = 64 << 20  # only layers up to this size as float32 are read ahead: a larger one (an 8B model's is 872 MiB) would
+# hold two layers at once for a gain of at most one layer's dequantization, and is read into the memory of the one before it
 CACHE_SHARE = 0.25  # of the memory available: what dequantized layers may keep, from a model's second forward pass on
 
 
@@ -131,6 +133,9 @@ class Weights:
         `into`: what `read` gave for the same tensor of another layer, no longer used: a quantized file's
         tensors are dequantized into its memory, part after part, rather than into new memory."""
         parts = self.plan[key]
+        if into is None and not self.eager and parts[0][1] == "linear" and len(parts[0][0].shape) == 2:
+            # a quantized file's parts (Q, K, V) are dequantized into one array, rather than into theirs and then joined
+            into = np.empty((sum(t.shape[0] for t, _ in parts), parts[0][0].shape[1]), dtype=np.float32).T
         try:
             rows = None if into is None or parts[0][1] != "linear" else into.T  # [out, in]: the parts' rows one after another
             if rows is not None and rows.flags.c_contiguous and rows.shape == (sum(t.shape[0] for t, _ in parts), *parts[0][0].shape[1:]):
@@ -176,7 +181,7 @@ class Weights:
         if self.eager or self._kept(l):
             return {k[len(prefix):]: self._arrays[k] for k in self.plan if k.startswith(prefix)}
         ahead = self._ahead.pop(l, None)
-        for next_layer in range(l + 1, min(l + 1 + AHEAD, self.spec.n_layers)):
+        for next_layer in range(l + 1, min(l + 1 + (AHEAD if self.layer_bytes(l) <= AHEAD_BYTES else 0), self.spec.n_layers)):
             if next_layer not in self._ahead and not self._kept(next_layer):
                 self._ahead[next_layer] = self._pool().submit(self._read_layer, next_layer)
         layer = ahead.result() if ahead is not None else self._read_layer(l)
@@ -189,6 +194,11 @@ class Weights:
             return kept
         self._lent[l] = layer  # its memory serves a later layer once the forward pass gives it back (release)
         return layer  # one sentence never holds a quantized model as float32
+
+    def layer_bytes(self, l: int) -> int:
+        """Layer l's tensors as float32."""
+        prefix = f"layers.{l}."
+        return 4 * sum(t.size for k, parts in self.plan.items() if k.startswith(prefix) for t, _ in parts)
 
     def _kept(self, l: int) -> bool:  # layer l's tensors are all in memory
         prefix = f"layers.{l}."
