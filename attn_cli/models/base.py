@@ -62,15 +62,98 @@ class LayerTrace(Record):
 
 
 class Trace(Record):
-    """A forward pass: the residual stream before and after every layer, and every head's weights (a plain class)."""
+    """A forward pass: what it kept of each point (models.points), read with get / has (a plain class).
 
-    __slots__ = ("tokens", "hidden", "layers", "output")
+    Compat, for the analyses and views that read a pass whole: `hidden` [L + 1, n, d] (E, then each
+    layer's output), `layers[l]` (masked, weights, attn_update, mlp_update, scores, values) and `output`
+    [n, d], each made from what was kept and a KeyError naming the point when it was not. A model that
+    builds its trace whole (GloVe's one layer of heads) passes hidden, layers and output instead.
+    `rows`: the positions kept of per-position points (None: all n); `offset`: the position of the
+    pass's first row (a cached pass).
+    """
 
-    def __init__(self, tokens: Tokens, hidden: np.ndarray, layers: list[LayerTrace], output: np.ndarray):
+    __slots__ = ("tokens", "store", "n_layers", "rows", "offset", "_hidden", "_layers", "_output")
+
+    def __init__(self, tokens: Tokens, hidden: np.ndarray | None = None, layers: list | None = None, output: np.ndarray | None = None, *,
+                 store: dict | None = None, n_layers: int | None = None, rows=None, offset: int = 0):
         self.tokens = tokens
-        self.hidden = hidden  # [L + 1, n, d]: E (the embeddings), then each layer's output
-        self.layers = layers
-        self.output = output  # [n, d] the model's last hidden state (GPT-2: after ln_f)
+        self.store = {} if store is None else store  # (point, layer or None) -> array
+        self.n_layers = n_layers if n_layers is not None else (len(layers) if layers is not None else 0)
+        self.rows, self.offset = rows, offset
+        self._hidden, self._layers, self._output = hidden, layers, output
+        if hidden is not None:  # a trace built whole: its streams under the points' names too
+            self.store.setdefault(("resid_pre", 0), hidden[0])
+            for l in range(len(hidden) - 1):
+                self.store.setdefault(("resid_post", l), hidden[l + 1])
+                if l + 1 < len(hidden) - 1:
+                    self.store.setdefault(("resid_pre", l + 1), hidden[l + 1])
+        for l, layer in enumerate(layers or []):
+            for point, name in (("attn.scores", "masked"), ("attn.pattern", "weights"), ("attn.qk", "scores")):
+                if getattr(layer, name, None) is not None:
+                    self.store.setdefault((point, l), getattr(layer, name))
+        if output is not None:
+            self.store.setdefault(("resid_final", None), output)
+
+    def has(self, point: str, layer: int | None = None) -> bool:
+        return (point, layer) in self.store
+
+    def get(self, point: str, layer: int | None = None) -> np.ndarray:
+        """What the pass kept of `point` at `layer` (KeyError when it was not kept)."""
+        try:
+            return self.store[(point, layer)]
+        except KeyError:
+            where = "" if layer is None else f" of layer {layer}"
+            raise KeyError(f"{point}{where} was not kept by this pass (ask for it with keep=Keep(points=...))") from None
+
+    @property
+    def hidden(self) -> np.ndarray:  # [L + 1, n, d]
+        if self._hidden is None:
+            self._hidden = np.stack([self.get("resid_pre", 0)] + [self.get("resid_post", l) for l in range(self.n_layers)])
+        return self._hidden
+
+    @property
+    def output(self) -> np.ndarray:  # [n, d]
+        return self._output if self._output is not None else self.get("resid_final")
+
+    @property
+    def layers(self) -> list:
+        if self._layers is None:
+            self._layers = [LayerView(self, l) for l in range(self.n_layers)]
+        return self._layers
+
+
+class LayerView:
+    """One layer of a kept trace under LayerTrace's names (read from the trace's points when asked)."""
+
+    __slots__ = ("trace", "layer")
+    heads: list = []
+
+    def __init__(self, trace: "Trace", layer: int):
+        self.trace, self.layer = trace, layer
+
+    @property
+    def masked(self) -> np.ndarray:  # [H, n, t]
+        return self.trace.get("attn.scores", self.layer)
+
+    @property
+    def weights(self) -> np.ndarray:  # [H, n, t]
+        return self.trace.get("attn.pattern", self.layer)
+
+    @property
+    def attn_update(self) -> np.ndarray:  # [n, d] resid_mid - resid_pre (post-norm models: the norm's change included)
+        return self.trace.get("resid_mid", self.layer) - self.trace.get("resid_pre", self.layer)
+
+    @property
+    def mlp_update(self) -> np.ndarray:  # [n, d]
+        return self.trace.get("resid_post", self.layer) - self.trace.get("resid_mid", self.layer)
+
+    @property
+    def scores(self) -> np.ndarray | None:  # [H, n, t] Q K^T before scaling, when kept
+        return self.trace.store.get(("attn.qk", self.layer))
+
+    @property
+    def values(self) -> np.ndarray | None:  # [h_kv, t, d_head], when kept
+        return self.trace.store.get(("v", self.layer))
 
 
 class Model(Protocol):
@@ -86,7 +169,7 @@ class Model(Protocol):
 
     def tokenize(self, text: str) -> Tokens: ...
 
-    def forward(self, tokens: Tokens, keep_values: bool = False) -> Trace: ...  # keep_values: each layer's V in the trace too
+    def forward(self, tokens: Tokens, keep=None, edits=(), cache=None, start=None, keep_scores: bool = False, keep_values: bool = False) -> Trace: ...  # models.points: what to keep and change
 
     def output_maps(self, layer: int) -> list: ...  # per query head: [d_v, d], what its values go through into the stream (None: d_v = d)
 

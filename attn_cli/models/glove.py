@@ -93,10 +93,14 @@ class GloveModel:
 
         return input_embeddings(tokens.vectors, self.settings.position)
 
-    def forward(self, tokens: WordTokens, keep_scores: bool = True, keep_values: bool = False) -> Trace:
+    def forward(self, tokens: WordTokens, keep=None, edits=(), cache=None, start=None, keep_scores: bool = True, keep_values: bool = False) -> Trace:
         """The one layer: every head over E, their updates summed (each head's scores are always kept: they are small).
-        `keep_values`: each head's V [n, d_v] in the trace too (each head is its own key/value head)."""
+        `keep_values`: each head's V [n, d_v] in the trace too (each head is its own key/value head). The trace is built
+        whole whatever `keep` asks (one layer of a sentence is small); edits, a cache and a start are a checkpoint's."""
         from attn_cli.core.attention import allowed_keys
+
+        if edits or cache is not None or start is not None:
+            raise InputError("the lesson's heads run whole: edits, a cache and a start are for a checkpoint (--model)")
 
         e = self.embeddings(tokens)  # [n, d]
         allowed = allowed_keys(self.settings.mask, len(e))

@@ -1,0 +1,300 @@
+"""The forward pass that keeps only what is asked, can be edited and can start from a cache (models.points, models.cache,
+core.blocked), against plain loops written out here, and its invariants under hypothesis.
+
+Tolerances: float32 passes against a float64 loop within 2e-4 of each value's scale (the stream's RMS);
+two float32 passes that do the same arithmetic in another order (a cache, blocks of rows, a batch) within 5e-5
+of the scale (weights within 1e-4, the bar against transformers); what no arithmetic touched (a position before a patch) within 1e-6.
+"""
+
+import math
+from functools import cache
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from attn_cli.core.blocked import attend_rows, plain_attention
+from attn_cli.core.blocks import rms_norm, rotary_frequencies, rotary_tables, rotate, silu
+from attn_cli.models import loading
+from attn_cli.models.cache import KVCache
+from attn_cli.models.points import Keep, Mean, Patch, Start, Zero
+from tests import checkpoints
+
+LOOP, REORDERED, UNTOUCHED = 2e-4, 5e-5, 1e-6
+SENTENCE = "the grey cat sat on the mat and looked at the dog"
+
+
+@cache
+def tiny(name: str = "tiny-llama"):
+    return loading.load(str(checkpoints.FIXTURES / name))
+
+
+def scale_error(ours: np.ndarray, theirs: np.ndarray) -> float:
+    theirs = np.asarray(theirs, dtype=np.float64)
+    return float(np.abs(np.asarray(ours, dtype=np.float64) - theirs).max() / np.sqrt(np.mean(theirs**2)))
+
+
+def plain_llama(m, ids: list[int], zero: tuple | None = None) -> np.ndarray:  # -> [n, d] the final norm's output, float64
+    """The tiny Llama written out with loops over layers, heads and queries, in float64; `zero` = (layer, head): that head's
+    weighted values set to 0 before W_O."""
+    spec, w_all = m.spec, m.weights
+    n, h, kv, dh = len(ids), spec.n_heads, spec.n_kv_heads, spec.d_head
+    x = w_all.rows(ids).astype(np.float64)  # [n, d]
+    cos, sin = rotary_tables(n, rotary_frequencies(dh, spec.rope_theta, spec.rope_scaling))
+    for l in range(spec.n_layers):
+        w = {k: a.astype(np.float64) for k, a in w_all.layer(l).items()}
+        normed = rms_norm(x, w["attn.norm.w"], None, spec.eps)
+        qkv = normed @ w["attn.qkv.w"]
+        q = rotate(qkv[:, : h * dh].reshape(n, h, dh).transpose(1, 0, 2), cos, sin)
+        k = rotate(qkv[:, h * dh : (h + kv) * dh].reshape(n, kv, dh).transpose(1, 0, 2), cos, sin)
+        v = qkv[:, (h + kv) * dh :].reshape(n, kv, dh).transpose(1, 0, 2)
+        z = np.zeros((n, h, dh))
+        for head in range(h):
+            if zero == (l, head):
+                continue
+            shared = head // (h // kv)
+            for i in range(n):
+                scores = np.array([q[head, i] @ k[shared, j] / math.sqrt(dh) for j in range(i + 1)])
+                e = np.exp(scores - scores.max())
+                z[i, head] = (e / e.sum()) @ v[shared, : i + 1]
+        mid = x + z.reshape(n, h * dh) @ w["attn.o.w"]
+        normed = rms_norm(mid, w["mlp.norm.w"], None, spec.eps)
+        x = mid + (silu(normed @ w["mlp.gate.w"]) * (normed @ w["mlp.in.w"])) @ w["mlp.out.w"]
+    return rms_norm(x, w_all.get("final_norm.w").astype(np.float64), None, spec.eps)
+
+
+def ids(m, text: str = SENTENCE) -> list[int]:
+    return m.tokenize(text).ids
+
+
+def test_the_pass_equals_a_plain_loop():
+    m = tiny()
+    trace = m.forward(ids(m), keep=Keep(("resid_final",)))
+    assert scale_error(trace.get("resid_final"), plain_llama(m, ids(m))) < LOOP
+
+
+@pytest.mark.parametrize("layer, head", [(0, 1), (1, 3)])
+def test_zeroing_a_head_equals_a_plain_loop_without_it(layer, head):
+    m = tiny()
+    ablated = m.forward(ids(m), keep=Keep(("resid_final", "attn.z")), edits=[Zero("attn.z", layer, head=head)])
+    expected = plain_llama(m, ids(m), zero=(layer, head))
+    assert scale_error(ablated.get("resid_final"), expected) < LOOP
+    assert np.abs(ablated.get("attn.z", layer)[:, head]).max() == 0  # set, not computed
+    clean = m.forward(ids(m), keep=Keep(("resid_final",)))
+    assert scale_error(clean.get("resid_final"), expected) > 10 * LOOP, "the head matters, so the test can fail"
+
+
+def test_mean_ablation_puts_the_mean_in_at_every_position():
+    m = tiny()
+    clean = m.forward(ids(m), keep=Keep(("attn.z",)))
+    mean = clean.get("attn.z", 0)[:, 2].mean(axis=0)  # [d_head]
+    edited = m.forward(ids(m), keep=Keep(("attn.z", "attn.out")), edits=[Mean("attn.z", 0, head=2, mean=mean)])
+    np.testing.assert_allclose(edited.get("attn.z", 0)[:, 2], np.broadcast_to(mean, (len(ids(m)), len(mean))), atol=UNTOUCHED)
+    w_o = m.output_maps(0)  # [h, d_head, d]
+    z = clean.get("attn.z", 0).copy()
+    z[:, 2] = mean
+    assert scale_error(edited.get("attn.out", 0), np.einsum("nhk,hkd->nd", z, w_o)) < REORDERED
+
+
+def test_a_cached_pass_token_by_token_equals_the_full_pass():
+    """Prefix, then one token at a time: every new row's stream, pattern and final output as the full pass gives them."""
+    m = tiny()
+    all_ids = ids(m)
+    full = m.forward(all_ids)
+    kv = KVCache(m)
+    first = m.forward(all_ids[:5], cache=kv)
+    assert scale_error(first.get("resid_final"), full.output[:5]) < REORDERED
+    for p in range(5, len(all_ids)):
+        step = m.forward(all_ids[p : p + 1], cache=kv)
+        assert kv.length == p + 1
+        assert scale_error(step.get("resid_final")[0], full.output[p]) < REORDERED
+        for l in range(m.n_layers):
+            np.testing.assert_allclose(step.get("attn.pattern", l)[:, 0], full.layers[l].weights[:, p, : p + 1], atol=1e-4)
+            assert scale_error(step.get("resid_post", l)[0], full.hidden[l + 1, p]) < REORDERED
+
+
+def test_learned_positions_are_absolute_in_a_cached_pass():
+    m = tiny("tiny-gpt2")
+    all_ids = ids(m, "a cat sat on a mat")
+    full = m.forward(all_ids, keep=Keep(("resid_final",)))
+    kv = KVCache(m)
+    m.forward(all_ids[:3], cache=kv)
+    rest = m.forward(all_ids[3:], cache=kv, keep=Keep(("resid_final",)))
+    assert scale_error(rest.get("resid_final"), full.get("resid_final")[3:]) < REORDERED
+
+
+def test_keep_stores_only_the_rows_heads_and_layers_asked_for():
+    m = tiny()
+    full = m.forward(ids(m))
+    kept = m.forward(ids(m), keep=Keep(("attn.pattern", "resid_post", "attn.z"), layers=[1], heads=[3, 0], rows=[-1, 2]))
+    assert kept.get("attn.pattern", 1).shape == (2, 2, len(ids(m)))
+    np.testing.assert_allclose(kept.get("attn.pattern", 1), full.layers[1].weights[[3, 0]][:, [-1, 2]], atol=1e-7)
+    np.testing.assert_allclose(kept.get("resid_post", 1), full.hidden[2][[-1, 2]], atol=1e-6)
+    assert kept.get("attn.z", 1).shape == (2, 2, m.spec.d_head)
+    assert not kept.has("attn.pattern", 0) and not kept.has("resid_pre", 1)
+    with pytest.raises(KeyError, match="attn.pattern of layer 0 was not kept"):
+        kept.get("attn.pattern", 0)
+    with pytest.raises(KeyError, match="resid_mid"):
+        kept.layers[1].attn_update
+
+
+def test_watchers_see_every_block_of_rows_and_can_reduce_them():
+    """A watcher summing each head's weight on the first key gets what the whole pattern gives, the blocks made small."""
+    import attn_cli.core.blocked as blocked
+
+    m = tiny()
+    text = " ".join([SENTENCE] * 6)
+    full = m.forward(ids(m, text))
+    on_first = np.zeros((m.n_layers, m.n_heads))
+    rows_seen = np.zeros(m.n_layers, int)
+
+    def watch(l, block):
+        on_first[l] += block.values[:, :, 0 - block.lo].sum(axis=1) if block.lo == 0 else 0
+        rows_seen[l] += block.values.shape[1]
+
+    original = blocked.BLOCK_BYTES
+    blocked.BLOCK_BYTES = 1 << 12  # many blocks of 16 rows
+    try:
+        m.forward(ids(m, text), keep=Keep((), watch={"attn.pattern": watch}))
+    finally:
+        blocked.BLOCK_BYTES = original
+    assert list(rows_seen) == [len(ids(m, text))] * m.n_layers
+    np.testing.assert_allclose(on_first, np.stack([l.weights[:, :, 0].sum(axis=1) for l in full.layers]), rtol=1e-5)
+
+
+def test_zeroing_a_pattern_head_leaves_its_values_zero_and_zeroing_them_again_changes_nothing():
+    m = tiny()
+    by_pattern = m.forward(ids(m), keep=Keep(("resid_final", "attn.z")), edits=[Zero("attn.pattern", 0, head=1)])
+    assert np.abs(by_pattern.get("attn.z", 0)[:, 1]).max() == 0
+    both = m.forward(ids(m), keep=Keep(("resid_final",)), edits=[Zero("attn.pattern", 0, head=1), Zero("attn.z", 0, head=1)])
+    assert scale_error(both.get("resid_final"), by_pattern.get("resid_final")) < UNTOUCHED
+    alone = m.forward(ids(m), keep=Keep(("resid_final",)), edits=[Zero("attn.z", 0, head=1)])
+    assert scale_error(alone.get("resid_final"), by_pattern.get("resid_final")) < REORDERED
+
+
+def test_a_batch_from_a_layer_equals_one_patched_pass_per_position():
+    """Start(layer, resid [B, n, d]): the clean stream patched at position b in row b of the batch, all in one pass, against
+    one pass per position (Patch at resid_pre of that layer)."""
+    m = tiny()
+    clean_ids = ids(m, "the cat sat on the mat")
+    n = len(clean_ids)
+    clean = m.forward(clean_ids)
+    other = m.forward((ids(m, "the dog ran to the car") * n)[:n])
+    resid = np.repeat(clean.get("resid_pre", 1)[None], n, axis=0)  # [B = n, n, d]
+    resid[np.arange(n), np.arange(n)] = other.get("resid_pre", 1)
+    batched = m.forward(clean_ids, start=Start(1, resid), keep=Keep(("resid_final", "attn.pattern"), heads=[2]))
+    assert batched.get("resid_final").shape == (n, n, m.d_model)
+    assert batched.get("attn.pattern", 1).shape == (n, 1, n, n)
+    for p in range(n):
+        one = m.forward(clean_ids, edits=[Patch("resid_pre", 1, positions=[p], value=other.get("resid_pre", 1))])
+        assert scale_error(batched.get("resid_final")[p], one.output) < REORDERED
+        np.testing.assert_allclose(batched.get("attn.pattern", 1)[p, 0], one.layers[1].weights[2], atol=1e-4)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_patching_a_position_changes_no_earlier_output(data):
+    m = tiny()
+    n = len(ids(m))
+    p = data.draw(st.integers(0, n - 1), label="position")
+    layer = data.draw(st.integers(0, m.n_layers - 1), label="layer")
+    point = data.draw(st.sampled_from(["resid_pre", "attn.z", "resid_mid", "mlp_out"]), label="point")
+    clean = m.forward(ids(m), keep=Keep(("resid_final", point)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    value = rng.normal(size=clean.get(point, layer).shape).astype(np.float32) * 3
+    patched = m.forward(ids(m), keep=Keep(("resid_final",)), edits=[Patch(point, layer, positions=[p], value=value)])
+    if p:
+        np.testing.assert_allclose(patched.get("resid_final")[:p], clean.get("resid_final")[:p], atol=UNTOUCHED)
+    assert scale_error(patched.get("resid_final")[p], clean.get("resid_final")[p]) > 1e-3, "the patch reaches its own position"
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.sampled_from(["the cat sat", "a b c d e f", "dogs bark at night loudly"]))
+def test_patching_every_position_of_layer_0_from_the_clean_run_gives_the_clean_run(corrupt_text):
+    m = tiny()
+    clean = m.forward(m.tokenize("the dog ran home fast"))
+    corrupt = ids(m, corrupt_text)
+    n = len(clean.tokens.ids)
+    corrupt = (corrupt + corrupt * n)[:n]  # as many tokens as the clean text
+    patched = m.forward(corrupt, edits=[Patch("resid_pre", 0, value=clean.get("resid_pre", 0))])
+    assert scale_error(patched.output, clean.output) < UNTOUCHED
+    for l in range(m.n_layers):
+        np.testing.assert_allclose(patched.layers[l].weights, clean.layers[l].weights, atol=UNTOUCHED)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 3), st.integers(0, 1))
+def test_zero_ablating_an_already_zero_head_changes_nothing(head, layer):
+    m = tiny()
+    once = m.forward(ids(m), keep=Keep(("resid_final", "attn.z")), edits=[Zero("attn.z", layer, head=head)])
+    zeros = np.zeros_like(once.get("attn.z", layer))
+    again = m.forward(ids(m), keep=Keep(("resid_final",)), edits=[Zero("attn.z", layer, head=head),
+                                                                  Patch("attn.z", layer, head=head, value=zeros)])
+    assert scale_error(again.get("resid_final"), once.get("resid_final")) < UNTOUCHED
+
+
+def test_edits_say_what_they_cannot_do():
+    with pytest.raises(ValueError, match="no point"):
+        Zero("attn.q", 0)
+    with pytest.raises(ValueError, match="no head axis"):
+        Zero("resid_pre", 0, head=1)
+    with pytest.raises(ValueError, match="needs its layer"):
+        Zero("attn.z", None)
+    with pytest.raises(ValueError, match="Patch"):
+        Mean("attn.pattern", 0, mean=np.zeros(3))
+
+
+def test_a_text_past_the_context_is_refused_in_one_line():
+    from attn_cli.errors import InputError
+
+    m = tiny()
+    kv = KVCache(m)
+    kv.length = m.spec.max_positions - 2
+    with pytest.raises(InputError, match="more than the 65,536 positions"):
+        m.forward(ids(m, "one two three"), cache=kv)
+
+
+# --- core.blocked -------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_attention_in_blocks_of_rows_equals_the_plain_attention(data):
+    """Any block size, grouped heads, a cache offset, a sliding window, a soft-cap, causal or not."""
+    h_kv = data.draw(st.integers(1, 3), label="h_kv")
+    g = data.draw(st.integers(1, 3), label="group")
+    n = data.draw(st.integers(1, 40), label="n")
+    offset = data.draw(st.integers(0, 12), label="offset")
+    causal = data.draw(st.booleans(), label="causal")
+    window = data.draw(st.one_of(st.none(), st.integers(1, 20)), label="window") if causal else None
+    cap = data.draw(st.one_of(st.none(), st.floats(1.0, 50.0)), label="cap")
+    budget = data.draw(st.sampled_from([1, 1 << 10, 1 << 14, 1 << 22]), label="budget")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16), label="seed"))
+    d_k, d_v, t = 8, 6, offset + n
+    q = rng.normal(size=(h_kv * g, n, d_k)).astype(np.float32) * 2
+    k = rng.normal(size=(h_kv, t, d_k)).astype(np.float32) * 2
+    v = rng.normal(size=(h_kv, t, d_v)).astype(np.float32)
+    import attn_cli.core.blocked as blocked
+
+    saved = blocked.MIN_BLOCK_ROWS
+    blocked.MIN_BLOCK_ROWS = 1
+    try:
+        out = attend_rows(q, k, v, offset, root=math.sqrt(d_k), causal=causal, window=window, cap=cap,
+                          keep=("attn.scores", "attn.pattern"), budget=budget)
+    finally:
+        blocked.MIN_BLOCK_ROWS = saved
+    scores, pattern, z = plain_attention(q, k, v, offset, root=math.sqrt(d_k), causal=causal, window=window, cap=cap)
+    np.testing.assert_allclose(out.kept["attn.pattern"], pattern, atol=1e-5)
+    np.testing.assert_allclose(out.z, z, atol=1e-4)
+    finite = np.isfinite(scores)
+    assert (np.isfinite(out.kept["attn.scores"]) == finite).all()
+    np.testing.assert_allclose(out.kept["attn.scores"][finite], scores[finite], rtol=1e-4, atol=1e-4)
+
+
+def test_blocks_keep_only_the_rows_and_heads_asked_for():
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.normal(size=s).astype(np.float32) for s in ((4, 50, 8), (2, 50, 8), (2, 50, 8)))
+    whole = attend_rows(q, k, v, root=2.0, keep=("attn.pattern",))
+    part = attend_rows(q, k, v, root=2.0, keep=("attn.pattern",), heads=[3, 1], rows=[49, 0, 20], budget=1 << 10)
+    np.testing.assert_allclose(part.kept["attn.pattern"], whole.kept["attn.pattern"][[3, 1]][:, [49, 0, 20]], atol=1e-7)
+    np.testing.assert_allclose(part.z, whole.z, atol=1e-6)
