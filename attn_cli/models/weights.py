@@ -181,9 +181,7 @@ class Weights:
         if self.eager or self._kept(l):
             return {k[len(prefix):]: self._arrays[k] for k in self.plan if k.startswith(prefix)}
         ahead = self._ahead.pop(l, None)
-        for next_layer in range(l + 1, min(l + 1 + (AHEAD if self.layer_bytes(l) <= AHEAD_BYTES else 0), self.spec.n_layers)):
-            if next_layer not in self._ahead and not self._kept(next_layer):
-                self._ahead[next_layer] = self._pool().submit(self._read_layer, next_layer)
+        self.prefetch(l + 1)
         layer = ahead.result() if ahead is not None else self._read_layer(l)
         if self.passes > 1 and self._keeps(sum(a.nbytes for a in layer.values())):  # a second sentence: keep what fits, for the next ones
             kept = {k: in_memory_order(a) for k, a in layer.items()}
@@ -194,6 +192,15 @@ class Weights:
             return kept
         self._lent[l] = layer  # its memory serves a later layer once the forward pass gives it back (release)
         return layer  # one sentence never holds a quantized model as float32
+
+    def prefetch(self, first: int = 0) -> None:
+        """Start dequantizing layers first .. first + AHEAD - 1 on the other threads (a quantized file's, each up to
+        AHEAD_BYTES as float32), unless they are in memory or under way: what the forward pass reaches next."""
+        if self.eager:
+            return
+        for l in range(first, min(first + AHEAD, self.spec.n_layers)):
+            if l not in self._ahead and not self._kept(l) and self.layer_bytes(l) <= AHEAD_BYTES:
+                self._ahead[l] = self._pool().submit(self._read_layer, l)
 
     def layer_bytes(self, l: int) -> int:
         """Layer l's tensors as float32."""
