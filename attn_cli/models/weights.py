@@ -94,6 +94,7 @@ class Weights:
         self._lent: dict = {}  # layer -> its dequantized tensors, in the forward pass's hands until release()
         self._spare: list[dict] = []  # dequantized layers given back: memory for the next layers read
         self._vocabulary_ahead = None
+        self._layer_keys: list | None = None  # layer -> its canonical names (layer_keys)
 
     def _find(self, canonical: str, stored, l: int | None):
         """[(source tensor, layout)] for one canonical tensor, shapes checked; None when it is optional and absent."""
@@ -179,7 +180,7 @@ class Weights:
         now, the next layer's on a second thread meanwhile (NumPy leaves the interpreter lock while it works)."""
         prefix = f"layers.{l}."
         if self.eager or self._kept(l):
-            return {k[len(prefix):]: self._arrays[k] for k in self.plan if k.startswith(prefix)}
+            return {k[len(prefix):]: self._arrays[k] for k in self.layer_keys(l)}
         ahead = self._ahead.pop(l, None)
         self.prefetch(l + 1)
         layer = ahead.result() if ahead is not None else self._read_layer(l)
@@ -204,12 +205,19 @@ class Weights:
 
     def layer_bytes(self, l: int) -> int:
         """Layer l's tensors as float32."""
-        prefix = f"layers.{l}."
-        return 4 * sum(t.size for k, parts in self.plan.items() if k.startswith(prefix) for t, _ in parts)
+        return 4 * sum(t.size for k in self.layer_keys(l) for t, _ in self.plan[k])
+
+    def layer_keys(self, l: int) -> list[str]:
+        """The canonical names of layer l's tensors ("layers.3.attn.o.w", ...), found in the plan once."""
+        if self._layer_keys is None:
+            self._layer_keys = [[] for _ in range(self.spec.n_layers)]
+            for k in self.plan:
+                if k.startswith("layers."):
+                    self._layer_keys[int(k.split(".", 2)[1])].append(k)
+        return self._layer_keys[l]
 
     def _kept(self, l: int) -> bool:  # layer l's tensors are all in memory
-        prefix = f"layers.{l}."
-        return all(k in self._arrays for k in self.plan if k.startswith(prefix))
+        return all(k in self._arrays for k in self.layer_keys(l))
 
     def release(self, l: int) -> None:
         """The forward pass is done with layer l's tensors: a quantized file's next layers are dequantized into their memory.
@@ -224,7 +232,7 @@ class Weights:
             spare = self._spare.pop()  # from another thread than release's: list.pop and append are atomic
         except IndexError:
             spare = {}
-        return {k[len(prefix):]: self.read(k, into=spare.get(k[len(prefix):])) for k in self.plan if k.startswith(prefix)}
+        return {k[len(prefix):]: self.read(k, into=spare.get(k[len(prefix):])) for k in self.layer_keys(l)}
 
     def _pool(self):
         if self._workers is None:
