@@ -102,3 +102,22 @@ def test_a_row_range_is_those_rows():
         np.testing.assert_array_max_ulp(out, whole[2:6], maxulp=0)
         with pytest.raises(IndexError):
             tensor.row_range(0, tensor.shape[0] + 1)
+        ids = np.arange(3, 11)
+        np.testing.assert_array_max_ulp(tensor.rows(ids), whole[3:11], maxulp=0)  # a block of rows, read in place
+        np.testing.assert_array_max_ulp(tensor.rows(ids[::-1]), whole[3:11][::-1], maxulp=0)  # gathered
+
+
+def test_a_large_layer_is_not_read_ahead_nor_kept_after_the_pass(monkeypatch):
+    """Layers over AHEAD_BYTES as float32 are read when the pass reaches them, into the memory of the one before;
+    after the last one nothing dequantized is held (the output head's blocks get that memory). The pass is unchanged."""
+    from attn_cli.models import loading, weights
+
+    path = str(checkpoints.gguf_fixture("tiny-llama", "Q4_1"))
+    expected = loading.load(path).forward([5, 7, 11, 13]).get("resid_final")
+    monkeypatch.setattr(weights, "AHEAD_BYTES", 0)  # every layer counts as large
+    model = loading.load(path)
+    submitted = []
+    pool = model.weights._pool()
+    monkeypatch.setattr(pool, "submit", lambda *a, **k: submitted.append(a) or pytest.fail("a layer was read ahead"))
+    np.testing.assert_allclose(model.forward([5, 7, 11, 13]).get("resid_final"), expected, rtol=1e-6, atol=1e-7)
+    assert not submitted and not model.weights._spare and not model.weights._lent

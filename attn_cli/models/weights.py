@@ -223,8 +223,10 @@ class Weights:
         """The forward pass is done with layer l's tensors: a quantized file's next layers are dequantized into their memory.
         (Writing into fresh memory costs a page fault per 4 KiB: on SmolLM2 that was half of a cold `predict`.)"""
         layer = self._lent.pop(l, None)
-        if layer is not None:
+        if layer is not None and (l < self.spec.n_layers - 1 or self.layer_bytes(l) <= AHEAD_BYTES):
             self._spare.append(layer)
+        elif layer is not None:  # the last layer of a large model: its memory goes back now, for the output head's blocks
+            self._spare.clear()
 
     def _read_layer(self, l: int) -> dict[str, np.ndarray]:
         prefix = f"layers.{l}."

@@ -95,6 +95,8 @@ class GGUFTensor:
             raise IndexError(f"tensor {self.name}: row {bad} is out of range (it has {self.shape[0]:,} rows)")
         if not ids.size:
             return np.zeros((0, self.shape[1]), dtype=np.float32)
+        if self._order is None and ids[-1] - ids[0] == len(ids) - 1 and (len(ids) == 1 or (np.diff(ids) == 1).all()):
+            return self.row_range(int(ids[0]), int(ids[-1]) + 1)  # a block of rows: read in place, not gathered first
         if self._order is not None:
             ids = self._order[ids]
         return _finite(self.name, _decode(self._blocks()[ids], self.dtype, self.name))
