@@ -21,8 +21,8 @@ import numpy as np
 F16, F32 = np.dtype("<f2"), np.float32
 QK_K = 256
 CHUNK_VALUES = 1 << 18  # values decoded per step: 1 MiB of float32 plus its byte-sized codes fit a 2 MiB L2 cache
-SHIFT_8 = np.arange(8, dtype=np.uint8)  # Q5_K: bit i of a high-bit byte belongs to sub-block i
-SHIFT_4 = np.array([0, 2, 4, 6], dtype=np.uint8)  # Q6_K: 2 high bits for each of 4 groups
+SHIFT_8 = tuple(np.uint8(i) for i in range(8))  # Q5_K: bit i of a high-bit byte belongs to sub-block i
+SHIFT_4 = tuple(np.uint8(i) for i in (0, 2, 4, 6))  # Q6_K: 2 high bits for each of 4 groups
 
 
 def _k_scales(head: np.ndarray):  # [n, 12] uint8 -> sc, m [n, 8] uint8 (6 bits each)
@@ -103,8 +103,11 @@ def q4_k(b: np.ndarray, out: np.ndarray, codes: np.ndarray) -> None:  # [n, 144]
 
 
 def _high_bits(qh: np.ndarray, shifts: np.ndarray, mask: int, into: np.ndarray) -> np.ndarray:  # [n, m] -> [s, n, m] uint8
-    """((qh >> shift) & mask) << 4 for each shift, with the shifts outermost so that every pass is one long loop."""
-    np.right_shift(np.ascontiguousarray(qh)[None], shifts.reshape(-1, *[1] * qh.ndim), out=into)
+    """((qh >> shift) & mask) << 4 for each shift, with the shifts outermost so that every pass is one long loop
+    (a shift by one number: NumPy's vector loop; a shift by an array of them goes element by element)."""
+    qh = np.ascontiguousarray(qh)
+    for i, shift in enumerate(shifts):
+        np.right_shift(qh, shift, out=into[i])
     np.bitwise_and(into, mask, out=into)
     np.left_shift(into, 4, out=into)
     return into
