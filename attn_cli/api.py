@@ -54,16 +54,17 @@ def head_stats(model, sentences: Iterable, *, error: str = "mul", exclude_bos: b
     A sentence the model cannot take (InputError) is counted as failed and said to on_error(line, message);
     progress(lines done) is called after each line.
     """
-    import numpy as np
-
     from attn_cli.io.lines import Lines
+    from attn_cli.models.points import Keep
 
     partial = Partial({"name": model.name, "layers": model.n_layers, "heads": model.n_heads, "causal": bool(model.causal)},
                       {"error": error, "exclude_bos": exclude_bos, "exclude_current": exclude_current})
 
-    def compute(line):
+    def compute(line):  # the heads' sums, a block of query rows at a time as the pass makes them: no [L, H, n, n] is kept
         tokens = model.tokenize(sentence_text(line))
-        return tokens, np.stack([layer.weights for layer in model.forward(tokens).layers])  # [L, H, n, n]
+        sums = partial.sums_for(model.n_layers, model.n_heads, tokens.ids, tokens.special)
+        model.forward(tokens, keep=Keep((), watch={"attn.pattern": sums.watch}))
+        return tokens, sums
 
     source = Lines(numbered(sentences))
     for done, item in enumerate(source.results(compute), 1):
@@ -72,8 +73,8 @@ def head_stats(model, sentences: Iterable, *, error: str = "mul", exclude_bos: b
             if on_error is not None:
                 on_error(item.number, item.error)
         else:
-            tokens, weights = item.result
-            partial.add_sentence(weights, tokens.ids, tokens.special)
+            tokens, sums = item.result
+            partial.add_sums(sums, tokens.ids, tokens.special)
         if progress is not None:
             progress(done)
     partial.blank = source.blank

@@ -298,3 +298,33 @@ def test_blocks_keep_only_the_rows_and_heads_asked_for():
     part = attend_rows(q, k, v, root=2.0, keep=("attn.pattern",), heads=[3, 1], rows=[49, 0, 20], budget=1 << 10)
     np.testing.assert_allclose(part.kept["attn.pattern"], whole.kept["attn.pattern"][[3, 1]][:, [49, 0, 20]], atol=1e-7)
     np.testing.assert_allclose(part.z, whole.z, atol=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_sums_a_block_of_rows_at_a_time_give_the_detectors_scores(data):
+    """analysis.blockwise against detect.pattern_scores over the whole matrices, for any split into blocks of rows."""
+    from attn_cli.analysis import detect
+    from attn_cli.analysis.blockwise import PatternSums
+
+    n = data.draw(st.integers(2, 24), label="n")
+    ids = data.draw(st.lists(st.integers(0, 4), min_size=n, max_size=n), label="ids")
+    special = data.draw(st.lists(st.booleans(), min_size=n, max_size=n), label="special")
+    bos, current = data.draw(st.booleans(), label="exclude_bos"), data.draw(st.booleans(), label="exclude_current")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16), label="seed"))
+    weights = rng.random((2, 3, n, n)) * np.tri(n) ** 4
+    weights /= weights.sum(axis=-1, keepdims=True)  # [L, H, n, n], causal rows summing to 1
+    sums = PatternSums(2, 3, ids, special, detect.PATTERNS, bos, current, measures=True)
+    cut = sorted(set(data.draw(st.lists(st.integers(1, n - 1), max_size=4), label="cuts")) | {0, n})
+    for l in range(2):
+        for r0, r1 in zip(cut, cut[1:]):
+            lo = data.draw(st.integers(0, r0), label="lo")  # keys before lo hold no weight in these rows: give them none
+            block = weights[l][:, r0:r1].copy()
+            block[:, :, :lo] = 0
+            weights[l][:, r0:r1, :lo] = 0
+            sums.add(l, r0, lo, block[:, :, lo:r1])
+    for name in detect.PATTERNS:
+        pattern = detect.targets(name, ids, special)
+        assert sums.scorable(name) == detect.scorable(pattern, bos, current)
+        for error in ("mul", "abs"):
+            np.testing.assert_allclose(sums.scores(name, error), detect.pattern_scores(weights, pattern, error, bos, current), atol=1e-12)

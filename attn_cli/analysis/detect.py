@@ -154,14 +154,20 @@ class Sums:
 
 
 def score_sequence(model, tokens, names: list[str], sums: Sums, options: dict, rng: np.random.Generator) -> None:
-    """One sequence through the model; each pattern it can be scored on, for every head and both baselines."""
-    trace = model.forward(tokens)
-    weights = np.stack([layer.weights for layer in trace.layers])  # [L, H, n, n]
-    baselines = baseline_weights(len(tokens.ids), model.causal, rng)  # [2, n, n]
+    """One sequence through the model; each pattern it can be scored on, for every head and both baselines. The heads' weights
+    are summed a block of query rows at a time as the pass makes them (analysis.blockwise): no [L, H, n, n] is kept."""
+    from attn_cli.analysis.blockwise import PatternSums, baseline_blocks
+    from attn_cli.models.points import Keep
+
+    exclusions = {"exclude_bos": options["exclude_bos"], "exclude_current": options["exclude_current"]}
+    heads = PatternSums(model.n_layers, model.n_heads, tokens.ids, tokens.special, names, **exclusions)
+    model.forward(tokens, keep=Keep((), watch={"attn.pattern": heads.watch}))
+    base = PatternSums(1, 2, tokens.ids, tokens.special, names, **exclusions)
+    for r0, block in baseline_blocks(len(tokens.ids), model.causal, rng):  # [2, b, n]
+        base.add(0, r0, 0, block)
     for name in names:
-        pattern = targets(name, tokens.ids, tokens.special)
-        if scorable(pattern, options["exclude_bos"], options["exclude_current"]):
-            sums.add(name, pattern_scores(weights, pattern, **options), pattern_scores(baselines, pattern, **options))
+        if heads.scorable(name):
+            sums.add(name, heads.scores(name, options["error"]), base.scores(name, options["error"])[0])
 
 
 def detect_heads(model, sentences, source: str, patterns: list[str], *, error: str = "mul", exclude_bos: bool = False,

@@ -41,14 +41,25 @@ def position(model, tokens, focus: str | None) -> int:
     return masks[0]
 
 
+def predict_keep(model, i: int, lens: bool):
+    """What predict keeps of a pass: the stream at position i only (after the last layer; with the lens, before and after every
+    layer), and no attention at all."""
+    from attn_cli.models.points import Keep
+
+    if lens:
+        return Keep(("resid_pre", "resid_post"), rows=[i])
+    return Keep(("resid_post",), layers=[model.n_layers - 1], rows=[i])
+
+
 def predict(model, text: str, settings: PredictSettings) -> PredictResult:
     if model.predicts is None:
         raise InputError(f"{model.name} has no output head to predict with: an encoder without a masked-LM head (only its layers can be inspected)")
     tokens = model.tokenize(text, chat=settings.chat)
     i = position(model, tokens, settings.focus)
-    model.weights.prefetch_vocabulary()  # the output head's matrix, read while the layers run
-    trace = model.forward(tokens)
-    rows = trace.hidden[:, i] if settings.lens else trace.hidden[-1:, i]  # [L + 1, d] or [1, d]
+    model.weights.prefetch_vocabulary()  # the output head's matrix, read while the layers run (when it is small)
+    trace = model.forward(tokens, keep=predict_keep(model, i, settings.lens))
+    rows = np.concatenate([trace.get("resid_pre", 0)] + [trace.get("resid_post", l) for l in range(model.n_layers)]) if settings.lens \
+        else trace.get("resid_post", model.n_layers - 1)  # [L + 1, d] or [1, d]: position i only
     logits = model.lm_logits(rows).astype(np.float64)  # [m, V]
     with np.errstate(over="ignore", under="ignore"):
         probabilities = softmax_with_temperature(logits, settings.temperature)  # [m, V]

@@ -16,30 +16,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attn_cli.analysis.detect import PATTERNS, pattern_scores, scorable, targets
+from attn_cli.analysis.detect import PATTERNS
 from attn_cli.errors import InputError
 
-MEASURES = ("entropy", "distance", "first", "special", "self", "previous")  # means over queries
+from attn_cli.analysis.blockwise import MEASURES  # means over queries: ("entropy", "distance", "first", "special", "self", "previous")
 AFTER_FIRST = ("first", "previous")  # over the queries after the first token
 UNIT = 2**40  # the sums' fixed point: each sentence's sum is rounded to a multiple of 1 / UNIT
 MAX_ERRORS = 20  # failed lines a partial remembers with their message (all are counted)
-
-
-def measure_sums(weights: np.ndarray, special: list[bool]) -> dict[str, np.ndarray]:  # [..., n, n] -> {measure: [...]}
-    """Each head's sums over the queries of one sentence (MEASURES; divide by the query counts for means)."""
-    a = np.asarray(weights, dtype=np.float64)
-    n = a.shape[-1]
-    logs = np.log(a, out=np.zeros_like(a), where=a > 0)  # 0 log 0 = 0
-    gaps = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])  # [n, n] |i - j|
-    keys = np.asarray(special, dtype=bool)
-    return {
-        "entropy": -(a * logs).sum(axis=(-2, -1)),
-        "distance": (a * gaps).sum(axis=(-2, -1)),
-        "first": a[..., 1:, 0].sum(axis=-1),
-        "special": a[..., keys].sum(axis=(-2, -1)),
-        "self": np.einsum("...ii->...", a),
-        "previous": np.diagonal(a, offset=-1, axis1=-2, axis2=-1).sum(axis=-1),
-    }
 
 
 def fixed(x: np.ndarray) -> np.ndarray:  # float [...] -> object [...] of Python ints
@@ -67,21 +50,36 @@ class Partial:
 
     def add_sentence(self, weights: np.ndarray, ids: list[int], special: list[bool]) -> None:
         """One sentence's every head, weights [L, H, n, n]."""
-        from attn_cli.analysis.links import even_weights
+        heads = self.sums_for(weights.shape[0], weights.shape[1], ids, special)
+        for l in range(weights.shape[0]):
+            heads.add(l, 0, 0, weights[l])
+        self.add_sums(heads, ids, special)
 
-        n = weights.shape[-1]
-        even = even_weights(n, np.tri(n, dtype=bool) if self.model["causal"] else None)[None, None]  # [1, 1, n, n]
+    def sums_for(self, n_layers: int, n_heads: int, ids: list[int], special: list[bool]):
+        """An empty analysis.blockwise.PatternSums for one sentence (its `watch` reads a pass's patterns a block at a time)."""
+        from attn_cli.analysis.blockwise import PatternSums
+
+        return PatternSums(n_layers, n_heads, ids, special, PATTERNS, self.options["exclude_bos"], self.options["exclude_current"], measures=True)
+
+    def add_sums(self, heads, ids: list[int], special: list[bool]) -> None:
+        """One sentence's sums (a PatternSums filled by a pass), beside even attention's over the same keys."""
+        from attn_cli.analysis.blockwise import baseline_blocks
+
+        n = len(ids)
+        even = self.sums_for(1, 1, ids, special)
+        for r0, block in baseline_blocks(n, self.model["causal"], None):  # [1, b, n]
+            even.add(0, r0, 0, block)
         self.sentences += 1
         self.queries += n
         self.later += n - 1
-        for into, stack in ((self.sums, weights), (self.even, even)):
-            for name, value in measure_sums(stack, special).items():
-                into[name] = into.get(name, 0) + fixed(value)
+        for into, sums in ((self.sums, heads), (self.even, even)):
+            for name in MEASURES:
+                into[name] = into.get(name, 0) + fixed(sums.sums[name])
+        error = self.options["error"]
         for name in PATTERNS:
-            pattern = targets(name, ids, special)
-            if not scorable(pattern, self.options["exclude_bos"], self.options["exclude_current"]):
+            if not heads.scorable(name):
                 continue
-            scores, base = pattern_scores(weights, pattern, **self.options), pattern_scores(even, pattern, **self.options)
+            scores, base = heads.scores(name, error), even.scores(name, error)
             self.detect[name] = self.detect.get(name, 0) + fixed(np.nan_to_num(scores))
             self.detect_counts[name] = self.detect_counts.get(name, 0) + np.isfinite(scores).astype(np.int64)
             self.detect_even[name] = self.detect_even.get(name, 0) + fixed(np.nan_to_num(base))

@@ -69,6 +69,28 @@ def visible(r0: int, r1: int, lo: int, hi: int, offset: int, causal: bool, windo
     return None if seen.all() else seen
 
 
+def scale(block: np.ndarray, root: float | None, cap: float | None) -> None:
+    """In place: Q K^T / root, then soft-capped, cap tanh(s / cap) (smooth, bounded by +-cap; Gemma 2's logit soft-cap)."""
+    dtype = block.dtype.type
+    if root is not None:
+        np.divide(block, dtype(root), out=block)
+    if cap is not None:
+        np.divide(block, dtype(cap), out=block)
+        np.tanh(block, out=block)
+        np.multiply(block, dtype(cap), out=block)
+
+
+def copy_kept(into: np.ndarray | None, block: np.ndarray, head_of, row_of, here, r0: int, lo: int) -> None:
+    """The kept heads and rows of a block [G, b, k] copied into the kept point [G', m, t] (nothing when it is not kept)."""
+    if into is None or (here is not None and not len(here)):
+        return
+    src = block if head_of is None else block[head_of]
+    if here is None:
+        into[:, r0 : r0 + block.shape[1], lo : lo + block.shape[2]] = src
+    else:
+        into[:, here, lo : lo + block.shape[2]] = src[:, row_of[here] - r0]
+
+
 def attend_rows(q: np.ndarray, k: np.ndarray, v: np.ndarray, offset: int = 0, *, root: float | None, causal: bool = True,
                 window: int | None = None, cap: float | None = None, keep: tuple = (), heads=None, rows=None,
                 watch: dict | None = None, edit=None, budget: int = BLOCK_BYTES) -> Attended:
@@ -93,9 +115,7 @@ def attend_rows(q: np.ndarray, k: np.ndarray, v: np.ndarray, offset: int = 0, *,
     m = n if row_of is None else len(row_of)
     head_of = None if heads is None else np.asarray(heads, dtype=np.int64)
     g_kept = g_all if head_of is None else len(head_of)
-    kept = {}
-    for point in keep:
-        kept[point] = np.full((g_kept, m, t), -np.inf if point != "attn.pattern" else 0, dtype)  # [G', m, t]
+    kept = {point: np.full((g_kept, m, t), -np.inf if point != "attn.pattern" else 0, dtype) for point in keep}  # [G', m, t] each
     b_max = min(n, block_rows(g_all, t, dtype.itemsize, budget)) if n else 0
     scratch = np.empty(g_all * b_max * t, dtype)
     overflow = False
@@ -113,20 +133,9 @@ def attend_rows(q: np.ndarray, k: np.ndarray, v: np.ndarray, offset: int = 0, *,
         if not block.max(initial=-np.inf) < np.inf:  # +inf or NaN: Q K^T beyond float32
             overflow = True
         here = None if row_of is None else np.flatnonzero((row_of >= r0) & (row_of < r1))  # kept rows in this block
-        def put(point):  # noqa: E306 (a copy of the block's kept heads and rows)
-            if point in kept and (here is None or len(here)):
-                src = block if head_of is None else block[head_of]
-                if here is None:
-                    kept[point][:, r0:r1, lo:hi] = src
-                else:
-                    kept[point][:, here, lo:hi] = src[:, row_of[here] - r0]
+        put = lambda point: copy_kept(kept.get(point), block, head_of, row_of, here, r0, lo)  # noqa: E731
         put("attn.qk")
-        if root is not None:
-            np.divide(block, dtype.type(root), out=block)
-        if cap is not None:  # soft-capping: cap tanh(s / cap), smooth and bounded by +-cap
-            np.divide(block, dtype.type(cap), out=block)
-            np.tanh(block, out=block)
-            np.multiply(block, dtype.type(cap), out=block)
+        scale(block, root, cap)
         seen = visible(r0, r1, lo, hi, offset, causal, window)
         if seen is not None:
             np.copyto(block, dtype.type(-np.inf), where=~seen)

@@ -306,10 +306,9 @@ class Transformer:
 
     def logits(self, rows: np.ndarray) -> np.ndarray:  # [m, d] -> [m, V] float32
         """rows @ W_U^T, the output projection, a block of the vocabulary at a time."""
-        w_u = self.weights.unembedding()  # [V, d]
-        out = np.empty((len(rows), len(w_u)), F32)
-        for start in range(0, len(w_u), LOGIT_ROWS):
-            out[:, start : start + LOGIT_ROWS] = rows @ w_u[start : start + LOGIT_ROWS].T  # [m, d] x [d, c] -> [m, c]
+        out = np.empty((len(rows), self.spec.vocab_size), F32)
+        for start, block in self.weights.each_unembedding_block(LOGIT_ROWS):  # [c, d] float32
+            out[:, start : start + len(block)] = rows @ block.T  # [m, d] x [d, c] -> [m, c]
         return out
 
     def summary(self) -> dict:

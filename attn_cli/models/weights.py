@@ -26,6 +26,8 @@ WORKERS = 2  # threads dequantizing ahead of the forward pass: the machines attn
 AHEAD = 2  # layers read ahead (a layer of a 135M-parameter model is ~15 MB as float32)
 AHEAD_BYTES = 64 << 20  # only layers up to this size as float32 are read ahead: a larger one (an 8B model's is 872 MiB) would
 # hold two layers at once for a gain of at most one layer's dequantization, and is read into the memory of the one before it
+UNEMBEDDING_ROWS = 8192  # vocabulary rows per block of the logits: [8192, d] float32
+PREFETCH_VOCABULARY = 256 << 20  # an output projection up to this size as float32 is read whole, ahead, while the layers run
 CACHE_SHARE = 0.25  # of the memory available: what dequantized layers may keep, from a model's second forward pass on
 
 
@@ -243,8 +245,16 @@ class Weights:
             self._workers = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="dequantize")
         return self._workers
 
+    def vocabulary_bytes(self) -> int:
+        """The output projection as float32, whole."""
+        (tensor, _), = self.plan[self.unembedding_key()]
+        return 4 * tensor.size
+
     def prefetch_vocabulary(self) -> None:
-        """Start reading the whole embedding matrix (for the output head) on the second thread, if it is not in memory."""
+        """Start reading the whole output projection on the second thread, if it is not in memory and small enough
+        (PREFETCH_VOCABULARY bytes as float32): a larger one is read a block of rows at a time as the logits are made."""
+        if self.vocabulary_bytes() > PREFETCH_VOCABULARY:
+            return
         if self._vocabulary is None and self._vocabulary_ahead is None and not self.eager:
             self._vocabulary_ahead = self._pool().submit(self.read, EMBEDDING if not self.has("unembed") else "unembed")
 
@@ -289,6 +299,36 @@ class Weights:
             ahead = self._vocabulary_ahead if not self.has("unembed") else None
             self._vocabulary = ahead.result() if ahead is not None else self.read(EMBEDDING)
         return self._vocabulary
+
+    def unembedding_key(self) -> str:
+        return "unembed" if self.has("unembed") else EMBEDDING
+
+    def each_unembedding_block(self, rows: int = UNEMBEDDING_ROWS):
+        """(start, [c, d] float32) for blocks of c rows of the output projection, in order: slices of the whole table when it
+        is in memory (or being read ahead), else each block dequantized from the file alone (a quantized file's row range),
+        so the [V, d] float32 table of a large vocabulary never exists. A block read from the file is in memory that the next
+        block reuses: use it before asking for the next."""
+        key = self.unembedding_key()
+        whole = self._arrays.get(key) if key != EMBEDDING else self._vocabulary
+        if whole is None and self._vocabulary_ahead is not None:
+            whole = self.unembedding()
+        (tensor, _), = self.plan[key]
+        size = tensor.shape[0]
+        buffer = None
+        for start in range(0, size, rows):
+            end = min(size, start + rows)
+            if whole is not None:
+                yield start, whole[start:end]
+                continue
+            try:
+                if hasattr(tensor, "row_range"):  # a GGUF tensor: dequantized into the memory of the block before
+                    if buffer is None:
+                        buffer = np.empty((min(rows, size), tensor.shape[1]), dtype=np.float32)
+                    yield start, tensor.row_range(start, end, out=buffer[: end - start])
+                else:
+                    yield start, tensor.rows(np.arange(start, end))
+            except DataError as e:
+                raise DataError(f"{self.where}: {e}") from None
 
     def unembedding(self) -> np.ndarray:  # -> [V, d] float32: logits = x @ W_U^T
         if not self.has("unembed"):
