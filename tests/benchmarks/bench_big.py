@@ -270,8 +270,8 @@ def main() -> None:
         layers_in_file = read_file(path).metadata["llama.block_count"]
         layer_f32 = 4 * (D * (HEADS + 2 * KV_HEADS) * D_HEAD + HEADS * D_HEAD * D + 3 * D * FF + 2 * D) / 2**20
         print(f"Llama-3-8B shapes: d {D}, FFN {FF}, {HEADS} q heads / {KV_HEADS} kv heads, vocabulary {VOCAB:,} (untied), "
-              f"{layers_in_file} layers; one layer's weights as float32: {layer_f32:,.0f} MiB -> target peak RssAnon "
-              f"<= {layer_f32 + 400:,.0f} MiB")
+              f"{layers_in_file} layers; one layer's weights as float32: {layer_f32:,.0f} MiB ({layer_f32 * 2**20 / 1e6:,.0f} MB) -> "
+              f"target peak RssAnon <= {layer_f32 + 400:,.0f} MiB")
         print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} (shared: other work runs beside this)")
         attn = [sys.executable, "-m", "attn_cli"]
         if "memory" not in args.skip:
