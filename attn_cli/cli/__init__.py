@@ -14,9 +14,9 @@ from attn_cli.cli.app import app as typer_app
 
 COMMAND_MODULES = {
     "heads": "heads", "inspect": "inspect", "predict": "predict", "softmax": "softmax", "analogy": "analogy", "similarity": "similarity",
-    "model": "model", "vectors": "vectors", "senses": "senses",
+    "model": "model", "vectors": "vectors", "senses": "senses", "explain": "explain",
 }  # fmt: skip
-ALL_MODULES = ("heads", "inspect", "senses", "predict", "softmax", "analogy", "similarity", "model", "vectors")  # the order `attn --help` lists them in
+ALL_MODULES = ("heads", "inspect", "senses", "predict", "explain", "softmax", "analogy", "similarity", "model", "vectors")  # the order `attn --help` lists them in
 globals().pop("app")  # the submodule, bound here by its import: `app` is the Typer app, from __getattr__ below
 
 

@@ -9,7 +9,7 @@ creation too.
 
 from attn_cli.lazy import module_getattr
 
-MODULES = ("inspect", "numbers", "senses", "analogy", "heads", "vectors", "models", "detect", "stats", "meter")
+MODULES = ("inspect", "numbers", "senses", "analogy", "heads", "vectors", "models", "detect", "stats", "meter", "explain")
 WHERE = {
     "VectorsInfo": "vectors", "VectorsConverted": "vectors",
     "ProbeScore": "analogy", "Neighbor": "analogy", "Answer": "analogy", "AnalogyResult": "analogy",
@@ -18,7 +18,7 @@ WHERE = {
     "ModelInfo": "models", "ResidualRow": "models", "HeadsFound": "models",
     "SenseMeter": "meter", "MeterReading": "meter", "SensesEval": "meter",
     "HeadInfo": "heads", "HeadsList": "heads", "HeadTrained": "heads", "HeadsEval": "heads",
-    "HeadsDetected": "detect", "HeadStats": "stats",
+    "HeadsDetected": "detect", "HeadStats": "stats", "ExplainResult": "explain",
 }  # fmt: skip
 
 

@@ -1,0 +1,45 @@
+"""`attn explain`: why a decoder predicts a token, as the parts of the residual stream that wrote its logit."""
+
+from typing import Annotated
+
+import typer
+
+from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
+
+
+@app.command("explain", cls=RowsCommand, epilog=examples(
+    'attn explain "The capital of France is" --model ./SmolLM2.Q4_1.gguf',
+    'attn explain "Bob gave it to" --model m.gguf --target " Ann" --versus " Bob"',
+    'attn explain "The capital of France is" --model ./m.gguf --json',
+))
+def explain(
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="The text whose next token is explained; - reads one per line from stdin.", show_default=False)],
+    model: Annotated[str, typer.Option("--model", metavar="PATH|NAME", help="A decoder: a Hugging Face folder, a .gguf file, ollama:NAME[:TAG], or a name in the local Hugging Face cache (never downloaded).", show_default=False)],
+    target: Annotated[str | None, typer.Option("--target", metavar="TOKEN", help="The token whose logit is split: a text that is one token, its leading space included (' Mary'), or id:N. Default: the top prediction.", show_default=False)] = None,
+    versus: Annotated[str | None, typer.Option("--versus", metavar="TOKEN", help="Split the logit difference target − this token instead (one token, or id:N).", show_default=False)] = None,
+    focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="Explain the prediction after this token instead of the last one.", show_default=False)] = None,
+    chat: Annotated[bool, typer.Option("--chat", help="Wrap the text in the model's own chat template as a user's message first.")] = False,
+    output: FormatOpt = Format.table,
+) -> None:
+    """Direct logit attribution: the target's logit split exactly into the embeddings, every head, every MLP and the biases.
+
+    The residual stream after the last layer is a sum of what each part wrote into it; with the
+    final norm's scale frozen there, each part's share of the logit is its own dot product with
+    the token's row of the output matrix, and the shares add up to the model's logit. The lesson's
+    "dot products as alignment", read backwards from the answer.
+    """
+    from attn_cli.analysis.explain import ExplainSettings, explain as run
+    from attn_cli.cli.inspect import emit, line_text, stdin_lines
+    from attn_cli.io.files import check_text
+    from attn_cli.models.loading import load
+
+    lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
+    chosen = load(model)
+    settings = ExplainSettings(target=target, versus=versus, focus=focus, chat=chat)
+
+    def view(result, line: int) -> list:
+        from attn_cli.views.explain import explain_view
+
+        return explain_view(result)
+
+    emit(lines, lambda line: run(chosen, line_text(line), settings), view, single=text != "-", output=output, exports=None, options=None)
