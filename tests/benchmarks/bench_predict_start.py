@@ -45,12 +45,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--peer-python", required=True, help="a Python with torch and transformers")
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--baseline-python", help="also time `attn predict` run by this Python (another checkout's attn), in the same alternation")
     args = parser.parse_args()
     model = str(checkpoints.smollm2_gguf())
     predict = "attn predict --json (cold)"
     peer = 'python -c "import torch, transformers"'
     commands = {predict: [sys.executable, "-m", "attn_cli", "predict", PROMPT, "--model", model, "--json"],
                 peer: [args.peer_python, "-c", "import torch, transformers"]}
+    baseline = f"attn predict --json (cold), {args.baseline_python}"
+    if args.baseline_python:
+        commands[baseline] = [args.baseline_python, "-m", "attn_cli", "predict", PROMPT, "--model", model, "--json"]
     import os
 
     env = compiled_once(commands)
@@ -60,6 +64,9 @@ def main() -> None:
           f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} (shared machine)")
     print(f"  {predict:<40} {a:6.2f} s  peak RSS {a_mib:6.0f} MiB   predicts {json.loads(out)['predictions'][0]['token']!r}")
     print(f"  {peer:<40} {t:6.2f} s  peak RSS {t_mib:6.0f} MiB")
+    if args.baseline_python:
+        b, b_mib, _ = found[baseline]
+        print(f"  {baseline:<40} {b:6.2f} s  peak RSS {b_mib:6.0f} MiB   its / torch import: {b / t:5.2f}x")
     print(f"  attn / torch import: {a / t:5.2f}x (target <= 0.25)")
     phases = json.loads(measured([sys.executable, "-c", PHASES, model, PROMPT], env)[2])
     print("  where one cold process spends it: " + ", ".join(f"{k} {v:.2f} s" for k, v in phases.items()))
