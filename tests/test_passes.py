@@ -328,3 +328,30 @@ def test_sums_a_block_of_rows_at_a_time_give_the_detectors_scores(data):
         assert sums.scorable(name) == detect.scorable(pattern, bos, current)
         for error in ("mul", "abs"):
             np.testing.assert_allclose(sums.scores(name, error), detect.pattern_scores(weights, pattern, error, bos, current), atol=1e-12)
+
+
+def close(a, b, tol: float = 1e-6) -> bool:
+    """Two JSON documents alike: the same keys, lists and strings, numbers within `tol` of each other's scale."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(close(a[k], b[k], tol) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(close(x, y, tol) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, (int, float)):
+        return abs(a - b) <= tol * max(1.0, abs(b))
+    return a == b
+
+
+@pytest.mark.parametrize("heads, focus, stage", [(["1.2"], None, None), (["0", "1.3"], "cat", "scores"), (["1.0"], "sat", "masked")])
+def test_inspect_keeping_only_the_heads_shown_reports_what_keeping_everything_does(heads, focus, stage, monkeypatch):
+    """The pass that keeps the heads shown and makes the rest by watchers (analysis.kept) against the pass that keeps every head."""
+    import json
+
+    from attn_cli.analysis import inspect as analysis
+    from attn_cli.io.output import json_line
+
+    m = tiny()
+    settings = analysis.InspectSettings(heads=heads, focus=focus, stage=stage, neighbors=2)
+    lean = json.loads(json_line(analysis.inspect(m, SENTENCE, settings).to_dict()))
+    monkeypatch.setattr(analysis, "keeps_everything", lambda settings, n: True)
+    whole = json.loads(json_line(analysis.inspect(m, SENTENCE, settings).to_dict()))
+    assert close(lean, whole)

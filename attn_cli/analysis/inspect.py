@@ -19,11 +19,14 @@ from attn_cli.results.inspect import HeadView, InspectResult
 class InspectSettings(Record):
     """What `inspect` reports for each sentence (how a model runs is the model's own settings). A plain class: see attention.Head."""
 
-    __slots__ = ("heads", "words", "hide_special", "focus", "neighbors", "stage", "embeddings", "senses", "matrices", "weigh", "rollout")
+    __slots__ = ("heads", "words", "hide_special", "focus", "neighbors", "stage", "embeddings", "senses", "matrices", "weigh", "rollout",
+                 "max_memory", "json")
 
     def __init__(self, heads: list[str] | None = None, words: bool = False, hide_special: bool = False, focus: str | None = None,
                  neighbors: int = 3, stage: str | None = None, embeddings: bool = False, senses=None, matrices: tuple | None = None,
-                 weigh: str = "weight", rollout: bool = False):
+                 weigh: str = "weight", rollout: bool = False, max_memory: int | None = None, json: bool = False):
+        self.max_memory = max_memory  # bytes a checkpoint's run may take (None: most of what is available)
+        self.json = json  # the heads shown go out as JSON numbers (else a terminal view)
         self.heads = heads  # a checkpoint's "L.H" or "L" (every head of layer L); None: every head
         self.words = words  # merge word pieces into words
         self.hide_special = hide_special  # leave [CLS], [SEP], ... out of the view
@@ -66,10 +69,78 @@ def inspect(model: Model, text: str, settings: InspectSettings) -> InspectResult
         from attn_cli.io.memory import check_memory
 
         check_memory(len(tokens.ids), *settings.matrices)
+    if "layers" in model.capabilities:
+        check_footprint(model, settings, len(tokens.ids))
+        if not keeps_everything(settings, len(tokens.ids)):
+            return shown_only(model, tokens, settings)
     trace = model.forward(tokens, keep_scores=settings.stage in ("scores", "masked"), keep_values=settings.weigh == "norm")
     if "layers" in model.capabilities:
         return layered(model, trace, settings)
     return one_layer(model, trace, settings)
+
+
+def check_footprint(model: Model, settings: InspectSettings, n: int) -> None:
+    """Refuse, before the pass, a run of a checkpoint that would not fit in memory (models.footprint), naming what would."""
+    from attn_cli.models import footprint
+
+    heads = len(parse_heads(settings.heads, model.n_layers, model.n_heads)) if settings.heads else 0
+    every = model.n_layers * model.n_heads
+    planes = 1 + (settings.stage in ("scores", "masked")) + (settings.stage == "scores")
+
+    def need(n: int):
+        if keeps_everything(settings, n):  # every head's scores and weights, every layer's streams; JSON shows every head
+            shown = (heads or every) if settings.json or settings.heads else 0
+            return footprint.estimate(model, n, cells=(2 + (settings.stage == "scores")) * every * n * n, shown=shown * n * n, streams=True,
+                                      logits_rows=0)
+        return footprint.estimate(model, n, cells=planes * heads * n * n, shown=heads * n * n, logits_rows=0)
+
+    options = "--head L.H or --layer L" if not heads or heads > 1 else ""
+    footprint.check(model, n, need, f"inspect of {heads or every} head{'s' if (heads or every) != 1 else ''}", settings.max_memory, options)
+
+
+def keeps_everything(settings: InspectSettings, n: int) -> bool:
+    """Whether a checkpoint's view needs every head's weights kept: the model view of a text of up to MAX_TOKENS, and
+    what reads every head (JSON of every head, --words, --hide-special, --weigh norm, --rollout, the sense meter)."""
+    from attn_cli.models.base import MAX_TOKENS
+
+    overview = not settings.heads
+    return (overview and (n <= MAX_TOKENS or settings.json)) or settings.words or settings.hide_special or settings.weigh == "norm" or settings.rollout \
+        or settings.senses is not None
+
+
+def shown_only(model: Model, tokens, settings: InspectSettings) -> InspectResult:
+    """A checkpoint's pass keeping only the heads shown in full (the model view of a long text: every head pooled into
+    blocks of tokens), the rest of the figures made by watchers as the pass runs (analysis.kept)."""
+    from attn_cli.analysis.kept import FirstToken, Pooled, StreamNumbers, watchers
+    from attn_cli.analysis.residual import residual
+    from attn_cli.analysis.units import groups, visible_units
+    from attn_cli.models.points import Keep
+
+    n = len(tokens.ids)
+    selected = parse_heads(settings.heads, model.n_layers, model.n_heads) if settings.heads else []
+    members, labels, special = groups(tokens, False)
+    focus = None if settings.focus is None else find_focus(labels, tokens.pieces, settings.focus, model.fold)
+    stream, first = StreamNumbers(model.n_layers, n, focus), FirstToken(model.n_layers, model.n_heads, n)
+    pooled = None if selected else Pooled(model.n_layers, model.n_heads, n)
+    staged = settings.stage in ("scores", "masked")
+    points = ("attn.pattern",) + (("attn.scores",) if staged else ()) + (("attn.qk",) if settings.stage == "scores" else ())
+    heads = sorted({h for _, h in selected})
+    keep = Keep(points if selected else (), layers={l for l, _ in selected}, heads=heads,
+                watch={"attn.pattern": watchers(first.watch, None if pooled is None else pooled.watch), **stream.watch()})
+    trace = model.forward(tokens, keep=keep)
+    allowed = visible_units(model.causal, members)  # [n, n] or None
+    kept = lambda point, l, h: trace.get(point, l)[heads.index(h)] if trace.has(point, l) else None  # noqa: E731
+    views = [HeadView(f"{l}.{h}", model.d_k, kept("attn.pattern", l, h), allowed, layer=l, index=h,
+                      scores=kept("attn.qk", l, h), masked=kept("attn.scores", l, h)) for l, h in selected]
+    path = None if focus is None else stream.focus_trace(tokens, model.n_layers)
+    weights = None if pooled is None else pooled.means()
+    return InspectResult(
+        labels, "causal" if model.causal else "none", views, settings.stage, model=model.summary(), caption=model.spec.update_caption,
+        first_token=first.means(), pieces=list(tokens.pieces), special=special, words=False, hide_special=False, weights=weights,
+        allowed=None if weights is None else np.tri(weights.shape[-1], dtype=bool) if model.causal else None, **stream.numbers(),
+        focus=focus, focus_piece=focus, residual=None if path is None else residual(model, path, 0, settings.neighbors),
+        focus_path=None if path is None else path.hidden[:, 0],
+    )
 
 
 def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectResult:

@@ -20,9 +20,11 @@ LENS_TOP = 3  # tokens shown per layer of the lens
 
 
 class PredictSettings(Record):
-    __slots__ = ("top", "temperature", "chat", "lens", "focus")
+    __slots__ = ("top", "temperature", "chat", "lens", "focus", "max_memory")
 
-    def __init__(self, top: int = 10, temperature: float = 1.0, chat: bool = False, lens: bool = False, focus: str | None = None):
+    def __init__(self, top: int = 10, temperature: float = 1.0, chat: bool = False, lens: bool = False, focus: str | None = None,
+                 max_memory: int | None = None):
+        self.max_memory = max_memory  # bytes the run may take (None: most of what is available)
         self.top = top  # predictions listed
         self.temperature = temperature  # softmax(logits / T)
         self.chat = chat  # wrap the text in the model's chat template first
@@ -52,10 +54,14 @@ def predict_keep(model, i: int, lens: bool):
 
 
 def predict(model, text: str, settings: PredictSettings) -> PredictResult:
+    from attn_cli.models import footprint
+
     if model.predicts is None:
         raise InputError(f"{model.name} has no output head to predict with: an encoder without a masked-LM head (only its layers can be inspected)")
     tokens = model.tokenize(text, chat=settings.chat)
     i = position(model, tokens, settings.focus)
+    rows = model.n_layers + 1 if settings.lens else 1
+    footprint.check(model, len(tokens.ids), lambda n: footprint.estimate(model, n, logits_rows=rows), "predict", settings.max_memory)
     model.weights.prefetch_vocabulary()  # the output head's matrix, read while the layers run (when it is small)
     trace = model.forward(tokens, keep=predict_keep(model, i, settings.lens))
     rows = np.concatenate([trace.get("resid_pre", 0)] + [trace.get("resid_post", l) for l in range(model.n_layers)]) if settings.lens \

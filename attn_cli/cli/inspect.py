@@ -64,7 +64,7 @@ def line_text(line: str | bytes) -> str:
 HELP_PANELS["inspect"] = {name: panel for panel, names in {  # inspect --help, option by option
     "Sentence and word vectors": ("mask", "position", "scale", "max_tokens", "vectors_path", "limit", "trust_pickle", "oov"),
     "Heads": ("head", "seed"),
-    "Model (--model: a real checkpoint instead of the word vectors)": ("model", "layer", "words", "hide_special", "rollout"),
+    "Model (--model: a real checkpoint instead of the word vectors)": ("model", "layer", "words", "hide_special", "rollout", "max_memory"),
     "Views": ("stage", "weigh", "transpose", "focus", "neighbors", "per_head", "picture", "sense", "sense_set"),
     "Output format": ("output", "spreadsheet", "embeddings"),
     "Output files (besides stdout)": ("svg", "html", "export_view", "width", "colors", "page", "force"),
@@ -111,6 +111,7 @@ def inspect(
     ] = None,
     embeddings: Annotated[bool, typer.Option("--embeddings", help="With --json, add the input embeddings E and the output E'.")] = False,
     max_tokens: Annotated[int, typer.Option("--max-tokens", metavar="N", min=1, help="Refuse sentences with more tokens than this.")] = MAX_TOKENS,
+    max_memory: Annotated[str | None, typer.Option("--max-memory", metavar="SIZE", help="With --model: the memory the run may take (4G, 512M); default: most of what is available. A run that needs more is refused before it starts, naming what would fit.", show_default=False)] = None,
     svg: Annotated[Path | None, typer.Option("--svg", metavar="FILE", help="Also save the view as an SVG picture (FILE ends in .svg; no network needed to show it).", show_default=False)] = None,
     html: Annotated[Path | None, typer.Option("--html", metavar="FILE", help="Also save the view as an HTML page (FILE ends in .html), dark like the SVG.", show_default=False)] = None,
     width: Annotated[int | None, typer.Option("--width", metavar="N", min=40, max=4096, help="Columns of the --svg/--html picture, whatever the terminal. Default: 100, or what --export-view's figure needs.", show_default=False)] = None,
@@ -143,7 +144,7 @@ def inspect(
     given = {"--vectors": vectors_path, "--sense": sense, "--sense-set": sense_set, "--mask": mask, "--per-head": per_head or None,
              "--embeddings": embeddings or None, "--no-position": None if position else True, "--no-scale": None if scale else True,
              "--limit": limit, "--oov": None if oov == Oov.error else oov, "--neighbors": neighbors if neighbors and focus is None else None,
-             "--layer": layer, "--words": words or None, "--hide-special": hide_special or None, "--rollout": rollout or None}
+             "--layer": layer, "--max-memory": max_memory, "--words": words or None, "--hide-special": hide_special or None, "--rollout": rollout or None}
     if weigh is Weigh.norm and stage not in (None, Stage.weights):
         raise InputError("--weigh norm weighs the weights; drop --stage")
     if model is not None:
@@ -155,7 +156,8 @@ def inspect(
         if picture and focus is None:
             raise InputError("--picture with --model draws the --focus token through the layers; name it with --focus")
         chosen, settings = open_checkpoint(model, head, layer, words=words, hide_special=hide_special, focus=focus, neighbors=neighbors,
-                                           stage=stage, output=output, weigh=weigh.value, rollout=rollout, senses=checkpoint_senses(sense, sense_set, focus))
+                                           stage=stage, output=output, weigh=weigh.value, rollout=rollout, senses=checkpoint_senses(sense, sense_set, focus),
+                                           max_memory=max_memory)
         overview = not (head or layer is not None)
     else:
         from attn_cli.models.glove import Settings
@@ -193,7 +195,7 @@ SENSES = ("probe-senses", "context-senses")  # the sense meter: by probe words' 
 OPTION_NEEDS = {
     "--vectors": "word-vectors", "--limit": "word-vectors", "--oov": "word-vectors", "--sense": SENSES, "--sense-set": SENSES,
     "--mask": "settings", "--no-position": "settings", "--no-scale": "settings", "--per-head": "shift", "--embeddings": "shift",
-    "--neighbors": "shift", "--layer": "layers", "--words": "pieces", "--hide-special": "pieces", "--rollout": "layers",
+    "--neighbors": "shift", "--layer": "layers", "--max-memory": "layers", "--words": "pieces", "--hide-special": "pieces", "--rollout": "layers",
 }  # --neighbors: the keys nearest E and E'; with --focus, a checkpoint's token path takes it too
 
 
@@ -291,10 +293,10 @@ def checkpoint_senses(sense, sense_set, focus) -> tuple | None:
     return (None, *senses.resolve_sense_set(sense_set))
 
 
-def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neighbors, stage, output, weigh="weight", rollout=False, senses=None):
+def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neighbors, stage, output, weigh="weight", rollout=False, senses=None,
+                    max_memory: str | None = None):
     """`inspect --model`: the checkpoint, and what each sentence reports (a bad --head is an error before any sentence)."""
     from attn_cli.analysis.inspect import InspectSettings, parse_heads
-    from attn_cli.io.memory import BYTES_PER_CELL
     from attn_cli.models.loading import load
 
     model = load(spec)
@@ -302,16 +304,11 @@ def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neig
     if layer is not None:
         chosen.append(str(layer))
     selected = parse_heads(chosen, model.n_layers, model.n_heads)
-    every = model.n_layers * model.n_heads
-    # The forward pass keeps every head's scores and weights (float32); the heads shown in full, or all
-    # of them in JSON, also become tables or JSON numbers.
-    shown = len(selected) if chosen or output is Format.table else every
-    matrices = every * 8 / BYTES_PER_CELL + shown
-    if weigh == "norm":  # every head's norms in float64, and those shown as numbers too
-        matrices += every * 8 / BYTES_PER_CELL + shown
+    from attn_cli.models.footprint import parse_size
+
     settings = InspectSettings(heads=chosen or None, words=words, hide_special=hide_special, focus=focus, weigh=weigh, rollout=rollout,
                                neighbors=DEFAULT_NEIGHBORS if neighbors is None else neighbors, stage=stage.value if stage else None, senses=senses,
-                               matrices=(matrices, f"{model.n_layers} layers x {model.n_heads} heads"))
+                               max_memory=None if max_memory is None else parse_size(max_memory), json=output is not Format.table)
     return model, settings
 
 

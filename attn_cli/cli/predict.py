@@ -24,6 +24,7 @@ def predict(
     chat: Annotated[bool, typer.Option("--chat", help="Wrap the text in the model's own chat template as a user's message first.")] = False,
     lens: Annotated[bool, typer.Option("--lens", help="Also read every layer's residual through the output head (the logit lens): what it would predict there.")] = False,
     focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="Predict from this token instead (default: the last one, or the [MASK]).", show_default=False)] = None,
+    max_memory: Annotated[str | None, typer.Option("--max-memory", metavar="SIZE", help="The memory the run may take (4G, 512M); default: most of what is available. A run that needs more is refused before it starts.", show_default=False)] = None,
     output: FormatOpt = Format.table,
 ) -> None:
     """The model's own prediction: its logits at the last position through softmax over the whole vocabulary, the top tokens.
@@ -42,7 +43,10 @@ def predict(
     chosen = load(model)
     if chosen.predicts is None:
         raise InputError(f"{chosen.name} has no output head to predict with: an encoder without a masked-LM head (attn inspect --model shows its layers)")
-    settings = PredictSettings(top=top, temperature=temperature, chat=chat, lens=lens, focus=focus)
+    from attn_cli.models.footprint import parse_size
+
+    settings = PredictSettings(top=top, temperature=temperature, chat=chat, lens=lens, focus=focus,
+                               max_memory=None if max_memory is None else parse_size(max_memory))
 
     def view(result, line: int) -> list:
         from attn_cli.views.predict import predict_view

@@ -69,6 +69,11 @@ class GGUFTensor:
     def size(self) -> int:
         return int(np.prod(self.shape))
 
+    @property
+    def nbytes(self) -> int:  # bytes in the file
+        _, block, block_bytes = GGML_TYPES[self._info.type_id]
+        return self.size // block * block_bytes
+
     def array(self, out: np.ndarray | None = None) -> np.ndarray:  # -> self.shape, float32
         """The tensor as float32; `out` (C-contiguous, self.shape, float32): written there instead of into new memory."""
         blocks = self._blocks()
