@@ -55,10 +55,9 @@ def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray | None, eps: float) -
 
 def rms_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray | None, eps: float) -> np.ndarray:  # [n, d] -> [n, d]
     """x / sqrt(mean(x^2) + eps) * g: LayerNorm without the centring or a bias (Llama, Mistral, Qwen2)."""
-    square = np.einsum("...d,...d->...", x, x)[..., None] / F32(x.shape[-1])  # [n, 1] mean of squares, without an [n, d] x * x
+    square = np.mean(x * x, axis=-1, keepdims=True)
     square[np.isinf(square)] = np.nan  # as layer_norm: beyond float32 is refused, not normalised to 0
-    out = x * (F32(1) / np.sqrt(square + F32(eps)))  # one [n, d] pass, then g in place
-    out *= g
+    out = x / np.sqrt(square + F32(eps)) * g
     return out if b is None else out + b
 
 
