@@ -45,6 +45,7 @@ def load(spec: str) -> Transformer:
     weights = Weights(spec_, tensors, family.TENSORS, family.OPTIONAL, weights_at, where, family.LAYER)
     if not spec_.tied_embeddings and "unembed" in family.TENSORS and not weights.has("unembed"):
         raise DataError(f"{weights_at}: the config says the output is not tied to the embeddings, but there is no lm_head.weight")
+    weights.prefetch()  # a quantized file's first layers, dequantized on the other threads while the tokenizer is built
     tokenizer = source.tokenizer()
     special = {"bos": source.bos_token, "eos": source.eos_token}
     for key, token_id in (("bos", source.bos_token_id), ("eos", source.eos_token_id)):

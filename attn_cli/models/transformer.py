@@ -204,7 +204,10 @@ class Transformer:
     def held(self, value: np.ndarray, l: int | None, stage: str, norms: bool = False) -> np.ndarray:
         """`value` when float32 held every number of it (and, with `norms`, each row's squared norm, which the views
         compute); else one line naming where the forward pass overflowed and the weights that made it."""
-        if np.isfinite(np.einsum("...d,...d->...", value, value) if norms else value).all():
+        # a finite total says every part is finite in one pass without a temporary (a total can overflow alone: then each part)
+        if norms and (np.isfinite(np.dot(flat := value.reshape(-1), flat)) or np.isfinite(np.einsum("...d,...d->...", value, value)).all()):
+            return value
+        if not norms and (np.isfinite(value.sum()) or np.isfinite(value).all()):
             return value
         self.overflowed(l, stage)
 

@@ -24,6 +24,8 @@ EMBEDDING = "embed.tokens"
 EAGER_DTYPES = ("F32", "F16", "BF16", "F64", "F8_E4M3", "F8_E5M2")  # read at load; anything else (quantized) is dequantized layer by layer
 WORKERS = 2  # threads dequantizing ahead of the forward pass: the machines attn is made for have 2 cores
 AHEAD = 2  # layers read ahead (a layer of a 135M-parameter model is ~15 MB as float32)
+AHEAD_BYTES = 64 << 20  # only layers up to this size as float32 are read ahead: a larger one (an 8B model's is 872 MiB) would
+# hold two layers at once for a gain of at most one layer's dequantization, and is read into the memory of the one before it
 UNEMBEDDING_ROWS = 8192  # vocabulary rows per block of the logits: [8192, d] float32
 PREFETCH_VOCABULARY = 256 << 20  # an output projection up to this size as float32 is read whole, ahead, while the layers run
 CACHE_SHARE = 0.25  # of the memory available: what dequantized layers may keep, from a model's second forward pass on
@@ -111,7 +113,6 @@ class Weights:
         self.tensors = {strip_prefix(name): t for name, t in tensors.items()}  # source tensors, by name without a task model's prefix
         self.table, self.optional = table, optional
         self.plan: dict[str, list] = {}  # canonical name ("layers.3.attn.qkv.w" or "embed.norm.w") -> [(tensor, layout)]
-        self._layer_keys: dict[int, list[str]] = {}  # layer -> its keys of the plan (layer_keys)
         for canonical, stored in table.items():
             for l in range(spec.n_layers) if "{l}" in "".join(stored.names) else [None]:
                 key = canonical if l is None else f"layers.{l}.{canonical}"
@@ -133,6 +134,7 @@ class Weights:
         self._lent: dict = {}  # layer -> its dequantized tensors, in the forward pass's hands until release()
         self._spare: list[dict] = []  # dequantized layers given back: memory for the next layers read
         self._vocabulary_ahead = None
+        self._layer_keys: list | None = None  # layer -> its canonical names (layer_keys)
 
     def _find(self, canonical: str, stored, l: int | None):
         """[(source tensor, layout)] for one canonical tensor, shapes checked; None when it is optional and absent."""
@@ -174,6 +176,9 @@ class Weights:
         `into`: what `read` gave for the same tensor of another layer, no longer used: a quantized file's
         tensors are dequantized into its memory, part after part, rather than into new memory."""
         parts = self.plan[key]
+        if into is None and not self.eager and parts[0][1] == "linear" and len(parts[0][0].shape) == 2:
+            # a quantized file's parts (Q, K, V) are dequantized into one array, rather than into theirs and then joined
+            into = np.empty((sum(t.shape[0] for t, _ in parts), parts[0][0].shape[1]), dtype=np.float32).T
         try:
             rows = None if into is None or parts[0][1] != "linear" else into.T  # [out, in]: the parts' rows one after another
             if rows is not None and rows.flags.c_contiguous and rows.shape == (sum(t.shape[0] for t, _ in parts), *parts[0][0].shape[1:]):
@@ -219,9 +224,7 @@ class Weights:
         if self.eager or self._kept(l):
             return {k[len(prefix):]: self._arrays[k] for k in self.layer_keys(l)}
         ahead = self._ahead.pop(l, None)
-        for next_layer in range(l + 1, min(l + 1 + AHEAD, self.spec.n_layers)):
-            if next_layer not in self._ahead and not self._kept(next_layer):
-                self._ahead[next_layer] = self._pool().submit(self._read_layer, next_layer)
+        self.prefetch(l + 1)
         layer = ahead.result() if ahead is not None else self._read_layer(l)
         if self.passes > 1 and self._keeps(sum(a.nbytes for a in layer.values())):  # a second sentence: keep what fits, for the next ones
             kept = {k: in_memory_order(a) for k, a in layer.items()}
@@ -233,23 +236,39 @@ class Weights:
         self._lent[l] = layer  # its memory serves a later layer once the forward pass gives it back (release)
         return layer  # one sentence never holds a quantized model as float32
 
-    def _kept(self, l: int) -> bool:  # layer l's tensors are all in memory
-        return all(k in self._arrays for k in self.layer_keys(l))
+    def prefetch(self, first: int = 0) -> None:
+        """Start dequantizing layers first .. first + AHEAD - 1 on the other threads (a quantized file's, each up to
+        AHEAD_BYTES as float32), unless they are in memory or under way: what the forward pass reaches next."""
+        if self.eager:
+            return
+        for l in range(first, min(first + AHEAD, self.spec.n_layers)):
+            if l not in self._ahead and not self._kept(l) and self.layer_bytes(l) <= AHEAD_BYTES:
+                self._ahead[l] = self._pool().submit(self._read_layer, l)
+
+    def layer_bytes(self, l: int) -> int:
+        """Layer l's tensors as float32."""
+        return 4 * sum(t.size for k in self.layer_keys(l) for t, _ in self.plan[k])
 
     def layer_keys(self, l: int) -> list[str]:
-        """The plan's keys of layer l ("layers.3.attn.o.w", ...), found once: a decoding loop asks for every layer at every step."""
-        keys = self._layer_keys
-        if l not in keys:
-            prefix = f"layers.{l}."
-            keys[l] = [k for k in self.plan if k.startswith(prefix)]
-        return keys[l]
+        """The canonical names of layer l's tensors ("layers.3.attn.o.w", ...), found in the plan once."""
+        if self._layer_keys is None:
+            self._layer_keys = [[] for _ in range(self.spec.n_layers)]
+            for k in self.plan:
+                if k.startswith("layers."):
+                    self._layer_keys[int(k.split(".", 2)[1])].append(k)
+        return self._layer_keys[l]
+
+    def _kept(self, l: int) -> bool:  # layer l's tensors are all in memory
+        return all(k in self._arrays for k in self.layer_keys(l))
 
     def release(self, l: int) -> None:
         """The forward pass is done with layer l's tensors: a quantized file's next layers are dequantized into their memory.
         (Writing into fresh memory costs a page fault per 4 KiB: on SmolLM2 that was half of a cold `predict`.)"""
         layer = self._lent.pop(l, None)
-        if layer is not None:
+        if layer is not None and (l < self.spec.n_layers - 1 or self.layer_bytes(l) <= AHEAD_BYTES):
             self._spare.append(layer)
+        elif layer is not None:  # the last layer of a large model: its memory goes back now, for the output head's blocks
+            self._spare.clear()
 
     def _read_layer(self, l: int) -> dict[str, np.ndarray]:
         prefix = f"layers.{l}."
@@ -257,7 +276,7 @@ class Weights:
             spare = self._spare.pop()  # from another thread than release's: list.pop and append are atomic
         except IndexError:
             spare = {}
-        return {k[len(prefix):]: self.read(k, into=spare.get(k[len(prefix):])) for k in self.plan if k.startswith(prefix)}
+        return {k[len(prefix):]: self.read(k, into=spare.get(k[len(prefix):])) for k in self.layer_keys(l)}
 
     def _pool(self):
         if self._workers is None:
@@ -331,20 +350,26 @@ class Weights:
         """(start, [c, d] float32) for blocks of c rows of the output projection (or of `key`'s table: EMBEDDING for the
         nearest tokens), in order: slices of the whole table when it is in memory (or being read ahead), else each block
         dequantized from the file alone (a quantized file's row range), so the [V, d] float32 table of a large vocabulary
-        never exists."""
+        never exists. A block read from the file is in memory that the next block reuses: use it before asking for the next."""
         key = key or self.unembedding_key()
         whole = self._arrays.get(key) if key != EMBEDDING else self._vocabulary
         if whole is None and self._vocabulary_ahead is not None:
             whole = self.unembedding()
         (tensor, _), = self.plan[key]
         size = tensor.shape[0]
+        buffer = None
         for start in range(0, size, rows):
             end = min(size, start + rows)
             if whole is not None:
                 yield start, whole[start:end]
                 continue
             try:
-                yield start, tensor.rows(np.arange(start, end))
+                if hasattr(tensor, "row_range"):  # a GGUF tensor: dequantized into the memory of the block before
+                    if buffer is None:
+                        buffer = np.empty((min(rows, size), tensor.shape[1]), dtype=np.float32)
+                    yield start, tensor.row_range(start, end, out=buffer[: end - start])
+                else:
+                    yield start, tensor.rows(np.arange(start, end))
             except DataError as e:
                 raise DataError(f"{self.where}: {e}") from None
 

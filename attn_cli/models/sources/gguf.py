@@ -1,8 +1,9 @@
 """A .gguf file (llama.cpp's format) as a `Source`: metadata -> config, tensors -> lazy float32, tokenizer.ggml.* -> a tokenizer.
 
 The header is read by gguf_file (fast, and checked as hostile input); the tokenizer is built by
-gguf_tokenizer. The numbers are `gguf.quants`' (llama.cpp's own package), imported only when a
-quantized tensor is first dequantized.
+gguf_tokenizer. The commonest block types (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K) are dequantized
+by `quants` here, the others by `gguf.quants` (llama.cpp's own package, imported only when a tensor of
+such a type is first read); both give the same float32 bits.
 """
 
 import re
@@ -70,6 +71,15 @@ class GGUFTensor:
             values -= np.float32(1)
         return values
 
+    def row_range(self, start: int, stop: int, out: np.ndarray | None = None) -> np.ndarray:  # -> [stop - start, in] float32
+        """Rows start..stop of a matrix (a block of the vocabulary), dequantized from their bytes alone; `out` as in array()."""
+        if len(self.shape) != 2 or not 0 <= start <= stop <= self.shape[0]:
+            raise IndexError(f"tensor {self.name}: rows {start}..{stop} of shape {list(self.shape)}")
+        if self._order is not None:  # Q or K: the file's rows are permuted (rows() gathers them)
+            rows = self.rows(np.arange(start, stop))
+            return rows if out is None else np.copyto(out, rows) or out
+        return _finite(self.name, _decode(self._blocks()[start:stop], self.dtype, self.name, out))
+
     def rows(self, ids) -> np.ndarray:  # [m] row indices -> [m, in] float32
         if len(self.shape) != 2:
             raise DataError(f"tensor {self.name}: rows() needs a matrix, this has shape {list(self.shape)}")
@@ -79,6 +89,8 @@ class GGUFTensor:
             raise IndexError(f"tensor {self.name}: row {bad} is out of range (it has {self.shape[0]:,} rows)")
         if not ids.size:
             return np.zeros((0, self.shape[1]), dtype=np.float32)
+        if self._order is None and ids[-1] - ids[0] == len(ids) - 1 and (len(ids) == 1 or (np.diff(ids) == 1).all()):
+            return self.row_range(int(ids[0]), int(ids[-1]) + 1)  # a block of rows: read in place, not gathered first
         if self._order is not None:
             ids = self._order[ids]
         return _finite(self.name, _decode(self._blocks()[ids], self.dtype, self.name))
@@ -102,6 +114,11 @@ def _decode(blocks: np.ndarray, dtype: str, name: str, out: np.ndarray | None = 
         return out
     if dtype not in QUANTIZED:
         raise DataError(f"tensor {name}: type {dtype} is not supported; attn reads {', '.join(READABLE)}")
+    from attn_cli.models.sources import quants as ours
+
+    if dtype in ours.DECODERS:
+        with np.errstate(all="ignore"):  # a damaged scale gives NaN, which _finite reports in one line
+            return ours.dequantize(blocks, dtype, out)
     from gguf import quants
 
     kind = getattr(quants, dtype, None)  # gguf.quants' class for the type (Q4_1, Q8_0, ...)
