@@ -30,6 +30,7 @@ from typer.testing import CliRunner
 from attn_cli.cli import app
 from tests import checkpoints
 from tests.browser import Browser
+from tests.exact import assert_same_ids
 
 runner = CliRunner()
 LESSON = "A fluffy blue creature roamed the verdant forest."
@@ -283,7 +284,8 @@ def test_a_page_past_its_budget_leaves_out_the_smallest_weights_and_says_so(tmp_
     kept, full = decoded(data), page_module.thousandths(result.weights)
     lower = np.tri(80, dtype=bool)[None, None] & np.ones(full.shape, dtype=bool)
     big = full >= tight["smallest"]
-    assert (kept[big] == full[big]).all() and (kept[lower & ~big] == 0).all()  # counts of thousandths, no arithmetic on floats
+    assert_same_ids(kept[big], full[big])  # counts of thousandths, no arithmetic on floats
+    assert not kept[lower & ~big].any()
     assert tight["dropped"] == int((lower & ~big & (full > 0)).sum())
     note = page_module.kept_note(data)
     assert note.startswith(f"weights under {tight['smallest'] / 1000:.3f} left out") and f"{tight['dropped']:,} cells" in note
@@ -489,5 +491,6 @@ def test_the_kept_cells_decode_to_the_thousandths_for_any_shape_mask_and_budget(
     full = page_module.thousandths(weights).astype(np.int64)
     seen = np.tri(n, dtype=bool) if causal else np.ones((n, n), dtype=bool)
     expected = np.where(full >= w["smallest"], full, 0)
-    assert (kept[..., seen] == expected[..., seen]).all() and not kept[..., ~seen].any()  # thousandths: ints
+    assert_same_ids(kept[..., seen], expected[..., seen])  # thousandths: ints
+    assert not kept[..., ~seen].any()
     assert w["dropped"] == int(((full > 0) & (full < w["smallest"]))[..., seen].sum())
