@@ -17,10 +17,8 @@ model loaded and warmed up (one short generation first):
 """
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -32,6 +30,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 from tests import checkpoints  # noqa: E402
+
+sys.path.insert(0, str(HERE))
+from runs import answer  # noqa: E402
 
 PROMPT = "Once upon a time, in a small village by the sea,"  # SmolLM2 writes 64 tokens after it without ending its turn
 STEPS = 64
@@ -95,18 +96,6 @@ print(json.dumps({"rates": rates, "ids": new}))
 """
 
 
-def ask(python: str, code: str, argv: list, threads: int, extra_path: bool) -> dict:
-    env = os.environ | {v: str(threads) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
-    if extra_path:
-        env["PYTHONPATH"] = str(ROOT)
-    else:
-        env.pop("PYTHONPATH", None)
-    done = subprocess.run([python, "-c", code, *map(str, argv)], capture_output=True, text=True, env=env, timeout=3600)
-    if done.returncode != 0:
-        sys.exit(f"{python}: {done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--peer-python", required=True, help="a Python with torch, transformers and accelerate")
@@ -119,8 +108,8 @@ def main() -> None:
     for threads in args.threads:
         ours, theirs = {"kept": [], "alone": []}, []
         for _ in range(args.rounds):  # alternate the processes: a slow spell of the machine falls on both
-            a = ask(sys.executable, ATTN, [gguf, PROMPT, STEPS, args.runs], threads, True)
-            t = ask(args.peer_python, PEER, [gguf, PROMPT, STEPS, args.runs, threads], threads, False)
+            a = answer(sys.executable, ATTN, [gguf, PROMPT, STEPS, args.runs], threads, str(ROOT))
+            t = answer(args.peer_python, PEER, [gguf, PROMPT, STEPS, args.runs, threads], threads, None)
             ours["kept"] += a["kept"]
             ours["alone"] += a["alone"]
             theirs += t["rates"]

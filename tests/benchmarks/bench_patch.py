@@ -16,10 +16,8 @@ Each side in its own process with the model loaded; the processes alternate. Goa
 """
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -31,6 +29,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 from tests import checkpoints  # noqa: E402
+
+sys.path.insert(0, str(HERE))
+from runs import answer  # noqa: E402
 
 CLEAN = "When Mary and John went to the store, John gave a drink to"
 CORRUPT = "When Mary and John went to the store, Mary gave a drink to"
@@ -101,18 +102,6 @@ print(json.dumps({"seconds": dt, "resid": resid, "heads": heads}))
 """
 
 
-def ask(python: str, code: str, argv: list, threads: int, ours: bool) -> dict:
-    env = os.environ | {v: str(threads) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
-    if ours:
-        env["PYTHONPATH"] = str(ROOT)
-    else:
-        env.pop("PYTHONPATH", None)
-    done = subprocess.run([python, "-c", code, *map(str, argv)], capture_output=True, text=True, env=env, timeout=7200)
-    if done.returncode != 0:
-        sys.exit(f"{python}: {done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     import numpy as np
 
@@ -126,8 +115,8 @@ def main() -> None:
     for threads in args.threads:
         ours, theirs = [], []
         for _ in range(args.rounds):
-            a = ask(sys.executable, ATTN, [gguf, CLEAN, CORRUPT], threads, True)
-            t = ask(args.peer_python, PEER, [gguf, CLEAN, CORRUPT, threads], threads, False)
+            a = answer(sys.executable, ATTN, [gguf, CLEAN, CORRUPT], threads, str(ROOT))
+            t = answer(args.peer_python, PEER, [gguf, CLEAN, CORRUPT, threads], threads, None)
             ours.append(a["seconds"])
             theirs.append(t["seconds"])
         gap = max(float(np.abs(np.array(a["resid"]) - np.array(t["resid"])).max()), float(np.abs(np.array(a["heads"]) - np.array(t["heads"])).max()))

@@ -41,3 +41,20 @@ def compiled_once(commands: dict, env: dict | None = None) -> dict:
     env = (env or {}) | {"PYTHONPYCACHEPREFIX": tempfile.mkdtemp(prefix="attn-bytecode-"), "PYTHONDONTWRITEBYTECODE": ""}  # empty: written
     medians(commands, 1, env=env)
     return env
+
+
+def answer(python: str, code: str, argv: list, threads: int, path: str | None) -> dict:
+    """The JSON a program (`python -c code argv...`) prints last, run with `threads` BLAS threads; `path`: the
+    PYTHONPATH it gets (attn's checkout), None for a peer, which must not see it."""
+    import json
+    import sys
+
+    env = os.environ | {v: str(threads) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    if path is None:
+        env.pop("PYTHONPATH", None)
+    else:
+        env["PYTHONPATH"] = path
+    done = subprocess.run([python, "-c", code, *map(str, argv)], capture_output=True, text=True, env=env, timeout=7200)
+    if done.returncode != 0:
+        sys.exit(f"{python}: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
