@@ -38,12 +38,17 @@ def check_spm(file: GGUFFile, config: dict) -> None:
             raise DataError(f"{file.path}: GGUF metadata tokenizer.ggml.{key} should be {len(tokens):,} {'numbers' if kinds == 'f' else 'integers'}")
     if not np.isfinite(file.metadata["tokenizer.ggml.scores"]).all():
         raise DataError(f"{file.path}: GGUF metadata tokenizer.ggml.scores holds NaN or infinite values")
+    check_special_ids(file, config, len(tokens))
+
+
+def check_special_ids(file: GGUFFile, config: dict, n_tokens: int) -> None:
+    """A vocabulary's BOS and EOS among its tokens, and no more tokens than the embedding has rows (any GGUF tokenizer)."""
     for key in ("bos_token_id", "eos_token_id"):
-        if config[key] is not None and not 0 <= config[key] < len(tokens):
-            raise DataError(f"{file.path}: tokenizer.ggml.{key} is {config[key]}, but there are {len(tokens):,} tokens")
+        if config[key] is not None and not 0 <= config[key] < n_tokens:
+            raise DataError(f"{file.path}: tokenizer.ggml.{key} is {config[key]}, but there are {n_tokens:,} tokens")
     rows = file.tensors["token_embd.weight"].dims[-1]
-    if len(tokens) > rows:
-        raise DataError(f"{file.path}: {len(tokens):,} tokens but token_embd.weight has {rows:,} rows")
+    if n_tokens > rows:
+        raise DataError(f"{file.path}: {n_tokens:,} tokens but token_embd.weight has {rows:,} rows")
 
 
 class Vocabulary:

@@ -4,7 +4,7 @@ import numpy as np
 
 from attn_cli.errors import DataError, is_panic, native_stderr_held
 from attn_cli.models.sources.gguf_file import GGUFFile, _get
-from attn_cli.models.sources.gguf_spm import check_spm
+from attn_cli.models.sources.gguf_spm import check_special_ids, check_spm
 from attn_cli.models.sources.gguf_spm_text import build_spm_tokenizer
 
 # tokenizer.ggml.pre -> llama.cpp's split regexes (llama-vocab.cpp), applied one after another, then the byte alphabet
@@ -43,12 +43,7 @@ def _check_tokenizer(file: GGUFFile, config: dict) -> None:
     types = file.metadata.get("tokenizer.ggml.token_type")
     if types is not None and (not isinstance(types, np.ndarray) or types.dtype.kind not in "iu" or len(types) != len(tokens)):
         raise DataError(f"{file.path}: GGUF metadata tokenizer.ggml.token_type should be {len(tokens):,} integers")
-    for key in ("bos_token_id", "eos_token_id"):
-        if config[key] is not None and not 0 <= config[key] < len(tokens):
-            raise DataError(f"{file.path}: tokenizer.ggml.{key} is {config[key]}, but there are {len(tokens):,} tokens")
-    rows = file.tensors["token_embd.weight"].dims[-1]
-    if len(tokens) > rows:
-        raise DataError(f"{file.path}: {len(tokens):,} tokens but token_embd.weight has {rows:,} rows")
+    check_special_ids(file, config, len(tokens))
 
 
 def special_tokens_processor(tokens: list[str], bos_id: int | None, eos_id: int | None):
