@@ -13,13 +13,31 @@ _pending = False  # a Ctrl-C that could not be raised where it landed: before ru
 def _interrupt(signum, frame) -> None:
     """The SIGINT handler: Interrupted, raised wherever the command is (once). Before run() begins
     there is nothing to raise it through (the `attn` script is still importing this module): it
-    is noted, and run() stops as it begins."""
+    is noted, and run() stops as it begins. Inside the import machinery it would break the import
+    under way instead (NumPy's C core prints it and fails with an ImportError): it is raised again
+    a millisecond later (SIGALRM), once the import is done."""
     global _stopping, _pending
+    if signum != _signal.SIGINT and not _pending:
+        return  # a retry whose Ctrl-C was raised meanwhile
     if not _started:
         _pending = True
     elif not _stopping:
-        _stopping = True
+        if hasattr(_signal, "setitimer") and _importing(frame):
+            _pending = True
+            _signal.signal(_signal.SIGALRM, _interrupt)
+            _signal.setitimer(_signal.ITIMER_REAL, 0.001)
+            return
+        _stopping, _pending = True, False
         raise Interrupted
+
+
+def _importing(frame) -> bool:
+    """Whether `frame` runs inside Python's import machinery (a module being imported, or its lock)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 if __name__ == "__main__" or os.path.basename(sys.argv[0]) in ("attn", "attn.exe", "attn-script.py"):

@@ -22,13 +22,25 @@ def smollm2():
     return loading.load(str(checkpoints.smollm2_gguf()))
 
 
+# A child's peak RSS (ru_maxrss) starts from its parent's resident memory at fork(), which Linux keeps across exec:
+# after a long test session pytest holds gigabytes. So `attn` is started by a small Python of its own, whose
+# wait4 reports the peak of attn alone.
+LAUNCH = """import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.executable, [sys.executable, "-m", "attn_cli", *sys.argv[1:]])
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+"""
+
+
 def peak(args: list[str]) -> int:
-    """The peak resident bytes of `attn ARGS` run as a subprocess with one BLAS thread."""
+    """The peak resident bytes of `attn ARGS` run as a new process with one BLAS thread."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    process = subprocess.Popen([sys.executable, "-m", "attn_cli", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(process.pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, process.stderr.read().decode()
-    return usage.ru_maxrss * 1024
+    done = subprocess.run([sys.executable, "-c", LAUNCH, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    code, kib = (int(x) for x in done.stdout.split()[-2:])
+    assert code == 0, done.stderr
+    return kib * 1024
 
 
 @pytest.mark.slow
