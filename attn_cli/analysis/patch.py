@@ -65,49 +65,74 @@ def chunks(total: int, per_item: int):  # -> ranges of items whose [B, ...] atte
 def patch_maps(model, clean_ids: list[int], corrupt_ids: list[int], metric, position: int = -1) -> dict:
     """The two patching maps (raw metric values) and the clean and corrupt metrics, read at `position` (the last token,
     or a masked LM's [MASK])."""
-    from attn_cli.models.points import Keep, Patch, Start
-
-    L, H, n = model.n_layers, model.n_heads, len(clean_ids)
-    model.weights.hold(HOLD_BYTES)  # some 2 L passes read the later layers again: dequantize them once
     from attn_cli.models.cache import KVCache
+    from attn_cli.models.points import Keep
 
+    model.weights.hold(HOLD_BYTES)  # some 2 L passes read the later layers again: dequantize them once
     keep = Keep(points=("resid_pre", "attn.z", "resid_post"), rows=None)
     past = KVCache(model)  # the corrupt run's keys and values: what positions before a patched one give later layers
     clean, corrupt = model.forward(clean_ids, keep=keep), model.forward(corrupt_ids, keep=keep, cache=past)
-    last = L - 1
-    at = position % n
-    clean_diff = float(metric(clean.get("resid_post", last)[at : at + 1])[0])
-    corrupt_diff = float(metric(corrupt.get("resid_post", last)[at : at + 1])[0])
-    out_keep = Keep(points=("resid_post",), layers=[last], rows=[at])
-    per_stream = 4 * H * n * n  # one stream's attention weights at one layer
+    at, last = position % len(clean_ids), model.n_layers - 1
+    clean_diff, corrupt_diff = (float(metric(run.get("resid_post", last)[at : at + 1])[0]) for run in (clean, corrupt))
+    resid = (stream_map_causal(model, clean, corrupt, corrupt_ids, past, metric, at, corrupt_diff) if model.causal
+             else stream_map(model, clean, corrupt, corrupt_ids, metric, at))
+    return {"clean": clean_diff, "corrupt": corrupt_diff, "resid_pre": resid, "heads": head_map(model, clean, corrupt, corrupt_ids, metric, at)}
+
+
+def stream_map_causal(model, clean, corrupt, ids: list[int], past, metric, at: int, corrupt_diff: float) -> np.ndarray:  # -> [L, n]
+    """Map (a) of a causal model: patching position p changes no position before it, so one pass per p runs only
+    positions p .. n - 1 after the corrupt run's keys and values, each layer's patched stream joining it at its layer."""
+    from attn_cli.models.points import Keep, Start
+
+    L, n, last = model.n_layers, len(ids), model.n_layers - 1
+    H = model.n_heads
     resid = np.empty((L, n))
-    heads = np.empty((L, H))
-    if model.causal:
-        resid[:, at + 1 :] = corrupt_diff  # a position after the one read cannot reach it
-        for p in range(at + 1):
-            m = n - p  # positions p .. n - 1 rerun
-            streams = np.stack([corrupt.get("resid_pre", l)[p:] for l in range(L)])  # [L, m, d]: stream l is patched at layer l
-            streams[:, 0] = [clean.get("resid_pre", l)[p] for l in range(L)]
-            for group in chunks(L, 4 * H * m * n):
-                trace = model.forward(corrupt_ids[p:], keep=Keep(points=("resid_post",), layers=[last], rows=[at - p]),
-                                      cache=past.prefix(p), start=Start(list(group), streams[list(group)]))
-                resid[list(group), p] = metric(trace.get("resid_post", last)[:, 0])
+    resid[:, at + 1 :] = corrupt_diff  # a position after the one read cannot reach it
+    for p in range(at + 1):
+        m = n - p  # positions p .. n - 1 rerun
+        streams = np.stack([corrupt.get("resid_pre", l)[p:] for l in range(L)])  # [L, m, d]: stream l is patched at layer l
+        streams[:, 0] = [clean.get("resid_pre", l)[p] for l in range(L)]
+        for group in chunks(L, 4 * H * m * n):
+            trace = model.forward(ids[p:], keep=Keep(points=("resid_post",), layers=[last], rows=[at - p]),
+                                  cache=past.prefix(p), start=Start(list(group), streams[list(group)]))
+            resid[list(group), p] = metric(trace.get("resid_post", last)[:, 0])
+    return resid
+
+
+def stream_map(model, clean, corrupt, ids: list[int], metric, at: int) -> np.ndarray:  # -> [L, n]
+    """Map (a) of any model: for each layer l, every position's patch as one batch of streams through layers l .. L - 1."""
+    from attn_cli.models.points import Keep, Start
+
+    L, H, n, last = model.n_layers, model.n_heads, len(ids), model.n_layers - 1
+    out_keep = Keep(points=("resid_post",), layers=[last], rows=[at])
+    resid = np.empty((L, n))
     for l in range(L):
-        base = corrupt.get("resid_pre", l)  # [n, d]
-        good = clean.get("resid_pre", l)
-        for group in chunks(n, per_stream) if not model.causal else ():
+        base, good = corrupt.get("resid_pre", l), clean.get("resid_pre", l)  # [n, d]
+        for group in chunks(n, 4 * H * n * n):
             streams = np.repeat(base[None], len(group), axis=0)  # [B, n, d]: patch b puts back position group[b]
             streams[np.arange(len(group)), list(group)] = good[list(group)]
-            trace = model.forward(corrupt_ids, keep=out_keep, start=Start(l, streams))
+            trace = model.forward(ids, keep=out_keep, start=Start(l, streams))
             resid[l, list(group)] = metric(trace.get("resid_post", last)[:, 0])
+    return resid
+
+
+def head_map(model, clean, corrupt, ids: list[int], metric, at: int) -> np.ndarray:  # -> [L, H]
+    """Map (b): for each layer l, every head's z put back at every position, the heads of a layer as one batch."""
+    from attn_cli.models.points import Keep, Patch, Start
+
+    L, H, n, last = model.n_layers, model.n_heads, len(ids), model.n_layers - 1
+    out_keep = Keep(points=("resid_post",), layers=[last], rows=[at])
+    heads = np.empty((L, H))
+    for l in range(L):
+        base = corrupt.get("resid_pre", l)  # [n, d]
         z_bad, z_good = corrupt.get("attn.z", l), clean.get("attn.z", l)  # [n, H, d_head]
-        for group in chunks(H, per_stream):
+        for group in chunks(H, 4 * H * n * n):
             value = np.repeat(z_bad[None], len(group), axis=0)  # [B, n, H, d_head]: patch b puts back head group[b]
             value[np.arange(len(group)), :, list(group)] = np.moveaxis(z_good[:, list(group)], 1, 0)
-            trace = model.forward(corrupt_ids, keep=out_keep, start=Start(l, np.repeat(base[None], len(group), axis=0)),
+            trace = model.forward(ids, keep=out_keep, start=Start(l, np.repeat(base[None], len(group), axis=0)),
                                   edits=[Patch("attn.z", l, value=value)])
             heads[l, list(group)] = metric(trace.get("resid_post", last)[:, 0])
-    return {"clean": clean_diff, "corrupt": corrupt_diff, "resid_pre": resid, "heads": heads}
+    return heads
 
 
 def patch(model, clean_text: str, corrupt_text: str, settings: PatchSettings):
