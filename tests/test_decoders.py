@@ -46,6 +46,23 @@ def encode(m, text: str, chat: bool) -> Tokens:
     return Tokens(list(enc.ids), list(enc.tokens), [bool(s) for s in enc.special_tokens_mask], list(enc.word_ids), list(enc.offsets), text)
 
 
+def compare_case(m, case, worst: dict) -> int:
+    """One recorded case against the model's own pass: its ids exactly, the same next token at every position, and the
+    largest differences of attention, hidden states (per layer's RMS) and logits kept in `worst`; returns the positions."""
+    tokens = encode(m, str(case["text"]), bool(case["chat"]))
+    assert tokens.ids == case["ids"].tolist(), "the tokenizer must give transformers' ids"
+    trace = m.forward(tokens)
+    weights = np.stack([layer.weights for layer in trace.layers])  # [L, H, n, n]
+    assert weights.shape == case["attentions"].shape and weights.dtype == np.float32
+    worst["attention"] = max(worst["attention"], float(np.abs(weights - case["attentions"]).max()))
+    hidden = np.concatenate([trace.hidden[:-1], trace.output[None]])  # transformers' last hidden state is after the final norm
+    worst["hidden"] = max(worst["hidden"], layer_scale_error(hidden, case["hidden"]))
+    logits = m.lm_logits(trace.hidden[-1])  # [n, V]
+    worst["logits"] = max(worst["logits"], float(np.abs(logits - case["logits"]).max()))
+    assert_same_ids(logits.argmax(-1), case["logits"].argmax(-1))  # the same next token at every position
+    return len(logits)
+
+
 def layer_scale_error(ours: np.ndarray, theirs: np.ndarray) -> float:  # [L + 1, n, d] each -> max over layers of max|diff| / rms
     rms = np.sqrt(np.mean(theirs.astype(np.float64) ** 2, axis=(1, 2)))  # [L + 1]
     return float(np.max(np.abs(ours - theirs).max(axis=(1, 2)) / rms))
@@ -59,18 +76,7 @@ def test_every_layer_and_head_matches_transformers(name, kind):
     worst = {"attention": 0.0, "hidden": 0.0, "logits": 0.0}
     positions = 0
     for case in oracle(name, kind):
-        tokens = encode(m, str(case["text"]), bool(case["chat"]))
-        assert tokens.ids == case["ids"].tolist(), "the tokenizer must give transformers' ids"
-        trace = m.forward(tokens)
-        weights = np.stack([layer.weights for layer in trace.layers])  # [L, H, n, n]
-        assert weights.shape == case["attentions"].shape and weights.dtype == np.float32
-        worst["attention"] = max(worst["attention"], float(np.abs(weights - case["attentions"]).max()))
-        hidden = np.concatenate([trace.hidden[:-1], trace.output[None]])  # transformers' last hidden state is after the final norm
-        worst["hidden"] = max(worst["hidden"], layer_scale_error(hidden, case["hidden"]))
-        logits = m.lm_logits(trace.hidden[-1])  # [n, V]
-        worst["logits"] = max(worst["logits"], float(np.abs(logits - case["logits"]).max()))
-        assert_same_ids(logits.argmax(-1), case["logits"].argmax(-1))  # the same next token at every position
-        positions += len(logits)
+        positions += compare_case(m, case, worst)
     assert positions > 100
     assert worst["attention"] <= ATTENTION and worst["hidden"] <= HIDDEN and worst["logits"] <= LOGITS, worst
 

@@ -15,7 +15,7 @@ import pytest
 from attn_cli.models import loading
 from tests import checkpoints
 from tests.exact import assert_same_ids
-from tests.test_decoders import ATTENTION, HIDDEN, LOGITS, encode, layer_scale_error
+from tests.test_decoders import ATTENTION, HIDDEN, LOGITS, compare_case
 
 NAMES = ("tiny-qwen3", "tiny-phi3", "tiny-gemma2", "tiny-gemma3")
 KINDS = ("folder", "F32", "Q8_0")
@@ -39,17 +39,7 @@ def test_every_layer_and_head_matches_transformers(name, kind):
     m = model(name, kind)
     worst = {"attention": 0.0, "hidden": 0.0, "logits": 0.0}
     for case in oracle(name, kind):
-        tokens = encode(m, str(case["text"]), bool(case["chat"]))
-        assert tokens.ids == case["ids"].tolist(), "the tokenizer must give transformers' ids"
-        trace = m.forward(tokens)
-        weights = np.stack([layer.weights for layer in trace.layers])  # [L, H, n, n]
-        assert weights.shape == case["attentions"].shape and weights.dtype == np.float32
-        worst["attention"] = max(worst["attention"], float(np.abs(weights - case["attentions"]).max()))
-        hidden = np.concatenate([trace.hidden[:-1], trace.output[None]])  # transformers' last hidden state is after the final norm
-        worst["hidden"] = max(worst["hidden"], layer_scale_error(hidden, case["hidden"]))
-        logits = m.lm_logits(trace.hidden[-1])  # [n, V]
-        worst["logits"] = max(worst["logits"], float(np.abs(logits - case["logits"]).max()))
-        assert_same_ids(logits.argmax(-1), case["logits"].argmax(-1))  # the same next token at every position
+        compare_case(m, case, worst)
     assert worst["attention"] <= ATTENTION and worst["hidden"] <= HIDDEN and worst["logits"] <= LOGITS, worst
 
 
