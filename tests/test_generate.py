@@ -155,14 +155,18 @@ def test_200_tokens_fit_80_columns_and_a_screen_of_table():
 
 def test_ctrl_c_keeps_every_finished_step_and_exits_130(tmp_path):
     page = tmp_path / "g.html"
-    p = subprocess.Popen([sys.executable, "-m", "attn_cli", "generate", "The cat sat on the", "--model", str(checkpoints.tiny_llama_folder()),
-                          "--steps", "100000", "--jsonl", "--page", str(page)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ | {"PYTHONPATH": str(ROOT)})
-    first = p.stdout.readline()
-    assert json.loads(first)["step"] == 0
-    time.sleep(0.3)
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=60)
+    with (tmp_path / "err").open("w") as errors:  # a file, not a pipe: nothing waits on it while stdout is read
+        p = subprocess.Popen([sys.executable, "-m", "attn_cli", "generate", "The cat sat on the", "--model", str(checkpoints.tiny_llama_folder()),
+                              "--steps", "100000", "--jsonl", "--page", str(page)],
+                             stdout=subprocess.PIPE, stderr=errors, text=True, env=os.environ | {"PYTHONPATH": str(ROOT)})
+        first = p.stdout.readline()
+        assert json.loads(first)["step"] == 0
+        time.sleep(0.3)
+        p.send_signal(signal.SIGINT)
+        out = p.stdout.read()  # through the same reader: readline may already hold later steps in its buffer
+        p.stdout.close()
+        p.wait(timeout=60)
+    err = (tmp_path / "err").read_text()
     assert p.returncode == 130, err
     lines = [first] + out.splitlines()
     steps = [json.loads(line)["step"] for line in lines]  # every line whole
