@@ -1,5 +1,6 @@
 """attn's own dequantization (attn_cli.models.sources.quants) against gguf.quants, llama.cpp's package: random blocks of
-every type it decodes, blocks spread over several of its steps, and the real SmolLM2 and Gemma 3 files' tensors.
+every type it decodes, blocks spread over several of its steps, and the real SmolLM2 and Gemma 3 files' tensors; each
+through both paths: the optional C decoder (_quants.c, built at install) and the NumPy one it stands in for.
 
 The arithmetic is gguf.quants' own, operation for operation, so the tolerance is 0 ULP; scales are finite f16 values
 (a damaged, non-finite one is a DataError, tested in test_gguf)."""
@@ -36,6 +37,57 @@ def random_blocks(rng: np.random.Generator, dtype: str, rows: int, blocks_per_ro
     return raw
 
 
+@pytest.fixture(params=["compiled", "numpy"])
+def path(request, monkeypatch):
+    """Each test once through the C decoder (skipped where it was not built) and once through NumPy alone."""
+    if request.param == "compiled" and quants.COMPILED is None:
+        pytest.skip("the C decoder was not built (no C compiler at install)")
+    if request.param == "numpy":
+        monkeypatch.setattr(quants, "COMPILED", None)
+    return request.param
+
+
+def test_the_c_decoder_is_built_where_a_compiler_is():
+    """pip install -e . builds _quants.c where a C compiler is found (the NumPy path is the fallback, not the rule)."""
+    import shutil
+    import sysconfig
+
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C compiler ({compiler}) here")
+    assert quants.COMPILED is not None, "attn_cli/models/sources/_quants.c was not built: pip install -e . again"
+
+
+@pytest.mark.parametrize("dtype", sorted(quants.COMPILED_TYPES))
+def test_the_c_decoder_gives_numpys_bits_on_any_bytes(dtype):
+    """Every byte random, the scales too (NaN with its payload, inf, subnormals): the same bits as the NumPy path."""
+    if quants.COMPILED is None:
+        pytest.skip("the C decoder was not built")
+    _, per_block, block_bytes, _ = quants.DECODERS[dtype]
+    blocks = np.random.default_rng(3).integers(0, 256, (300, 3 * block_bytes), dtype=np.uint8)
+    ours = np.empty((300, 3 * per_block), np.float32)
+    quants.COMPILED.dequantize(dtype, blocks, ours)
+    steps = np.empty_like(ours)
+    decode, _, _, scratch = quants.DECODERS[dtype]
+    with np.errstate(all="ignore"):
+        decode(blocks.reshape(-1, block_bytes), steps.reshape(-1, per_block), np.empty(900 * scratch, np.uint8))
+    assert np.array_equal(ours.view(np.uint32), steps.view(np.uint32))
+
+
+def test_the_c_decoder_refuses_what_does_not_fit():
+    if quants.COMPILED is None:
+        pytest.skip("the C decoder was not built")
+    blocks = np.zeros((2, 144), np.uint8)
+    with pytest.raises(ValueError, match="do not fill"):
+        quants.COMPILED.dequantize("Q4_K", blocks, np.empty((2, 255), np.float32))
+    with pytest.raises(ValueError, match="do not fill"):
+        quants.COMPILED.dequantize("Q4_K", blocks[:, :100].copy(), np.empty((2, 256), np.float32))
+    with pytest.raises(ValueError, match="no compiled decoder"):
+        quants.COMPILED.dequantize("Q2_K", blocks, np.empty((2, 256), np.float32))
+    with pytest.raises(TypeError, match="read-write bytes-like"):  # not contiguous: no buffer to write straight into
+        quants.COMPILED.dequantize("Q4_K", blocks, np.empty((2, 512), np.float32)[:, ::2])
+
+
 def test_the_table_matches_ggml():
     """Block sizes as ggml's own table (gguf_file.GGML_TYPES) gives them."""
     names = {info[0]: info for info in GGML_TYPES.values()}
@@ -44,17 +96,23 @@ def test_the_table_matches_ggml():
 
 
 @pytest.mark.parametrize("dtype", TYPES)
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), rows=st.integers(1, 5), blocks_per_row=st.integers(1, 4))
-def test_random_blocks_match_gguf(dtype, seed, rows, blocks_per_row):
+def test_random_blocks_match_gguf(compiled, dtype, seed, rows, blocks_per_row):
+    if compiled and quants.COMPILED is None:
+        pytest.skip("the C decoder was not built (no C compiler at install)")
     blocks = random_blocks(np.random.default_rng(seed), dtype, rows, blocks_per_row)
-    ours = quants.dequantize(blocks, dtype)
+    with pytest.MonkeyPatch.context() as patch:
+        if not compiled:
+            patch.setattr(quants, "COMPILED", None)
+        ours = quants.dequantize(blocks, dtype)
     assert ours.dtype == np.float32 and ours.shape == (rows, blocks.shape[1] // quants.DECODERS[dtype][2] * quants.DECODERS[dtype][1])
     np.testing.assert_array_max_ulp(ours, reference(blocks, dtype), maxulp=0)
 
 
 @pytest.mark.parametrize("dtype", TYPES)
-def test_many_steps_and_a_given_output(dtype, monkeypatch):
+def test_many_steps_and_a_given_output(path, dtype, monkeypatch):
     """Blocks spread over several steps (the last one short), written into a given array, which is returned."""
     monkeypatch.setattr(quants, "CHUNK_VALUES", 3 * quants.DECODERS[dtype][1])  # 3 blocks a step
     blocks = random_blocks(np.random.default_rng(7), dtype, 5, 2)  # 10 blocks: steps of 3, 3, 3, 1
@@ -72,7 +130,7 @@ ROWS = 8  # rows of each end of each tensor compared: every block type, in a few
 
 
 @pytest.mark.parametrize("which", ["smollm2", "gemma3"])
-def test_real_files_match_gguf(which):
+def test_real_files_match_gguf(path, which):
     """Every tensor of a type attn decodes, in the SmolLM2 (Q4_1, Q8_0) and Gemma 3 (Q4_K, Q5_0, Q6_K, Q8_0) files:
     its first and last rows."""
     file = real_file(which)

@@ -20,9 +20,15 @@ import numpy as np
 
 F16, F32 = np.dtype("<f2"), np.float32
 QK_K = 256
-CHUNK_VALUES = 1 << 18  # values decoded per step: 1 MiB of float32 plus its byte-sized codes fit a 2 MiB L2 cache
-SHIFT_8 = tuple(np.uint8(i) for i in range(8))  # Q5_K: bit i of a high-bit byte belongs to sub-block i
-SHIFT_4 = tuple(np.uint8(i) for i in (0, 2, 4, 6))  # Q6_K: 2 high bits for each of 4 groups
+CHUNK_VALUES = 1 << 19  # values decoded per step: 2 MiB of float32 and its codes stay in the last-level cache (measured best of 2^17..2^21, bench_big.py)
+SHIFT_8 = tuple(np.uint8(i) for i in range(8))  # Q5_0: bit i of a high-bit byte belongs to value i of a row of 8
+LOW_NIBBLES, LOW_BITS = np.uint64(0x0F0F0F0F0F0F0F0F), np.uint64(0x0101010101010101)  # Q5_K's masks, a byte at a time
+U64_1, U64_4 = np.uint64(1), np.uint64(4)
+EACH_GROUP = np.tile(np.arange(4), 4)  # Q5_K: the high-bit words' indices, once for each of 4 groups
+GROUP_SHIFTS = np.repeat(np.arange(0, 8, 2, dtype=np.uint64), 4)  # [16]: group g's words take bit 2g
+LOW_2_BITS = np.uint64(0x0303030303030303)
+EACH_GROUP_Q6 = np.repeat(np.arange(2), 16) * 4 + np.tile(np.arange(4), 8)  # Q6_K: [32] (half, group, word) -> half h's word w
+GROUP_SHIFTS_Q6 = np.tile(np.repeat(np.arange(0, 8, 2, dtype=np.uint64), 4), 2)  # [32]: group k takes bits 2k, 2k + 1
 
 
 def _k_scales(head: np.ndarray):  # [n, 12] uint8 -> sc, m [n, 8] uint8 (6 bits each)
@@ -85,12 +91,17 @@ def q8_0(b: np.ndarray, out: np.ndarray, codes: np.ndarray) -> None:  # [n, 34] 
     np.multiply(out, d, out=out)
 
 
-def _k_affine(b: np.ndarray, out: np.ndarray) -> None:  # Q4_K/Q5_K: out [n, 8, 32] holding q -> (d sc) q - dmin m
-    n = len(b)
+def _each_value(per_sub_block: np.ndarray, width: int) -> np.ndarray:  # [n, s] -> [n, s * width]
+    """A sub-block's scale for each of its values: multiplying by it is one long loop, where a broadcast [n, s, 1]
+    runs one short loop of `width` values per sub-block."""
+    return np.repeat(per_sub_block.reshape(-1), width).reshape(len(per_sub_block), -1)
+
+
+def _k_affine(b: np.ndarray, out: np.ndarray) -> None:  # Q4_K/Q5_K: out [n, 256] holding q -> (d sc) q - dmin m
     d, dmin = b[:, :2].view(F16).astype(F32), b[:, 2:4].view(F16).astype(F32)  # [n, 1]
     sc, mn = _k_scales(b[:, 4:16])
-    np.multiply((d * sc.astype(F32)).reshape(n, 8, 1), out, out=out)
-    np.subtract(out, (dmin * mn.astype(F32)).reshape(n, 8, 1), out=out)
+    np.multiply(_each_value(d * sc.astype(F32), 32), out, out=out)
+    np.subtract(out, _each_value(dmin * mn.astype(F32), 32), out=out)
 
 
 def q4_k(b: np.ndarray, out: np.ndarray, codes: np.ndarray) -> None:  # [n, 144] uint8 -> out [n, 256] float32
@@ -99,7 +110,7 @@ def q4_k(b: np.ndarray, out: np.ndarray, codes: np.ndarray) -> None:  # [n, 144]
     o = out.reshape(n, 4, 2, 32)  # 4 groups of 32 bytes: sub-block 2g is their low halves, 2g + 1 their high
     np.copyto(o[:, :, 0], low[:, 16:].reshape(n, 4, 32), casting="unsafe")
     np.copyto(o[:, :, 1], high[:, 16:].reshape(n, 4, 32), casting="unsafe")
-    _k_affine(b, out.reshape(n, 8, 32))
+    _k_affine(b, out)
 
 
 def _high_bits(qh: np.ndarray, shifts: np.ndarray, mask: int, into: np.ndarray) -> np.ndarray:  # [n, m] -> [s, n, m] uint8
@@ -114,37 +125,60 @@ def _high_bits(qh: np.ndarray, shifts: np.ndarray, mask: int, into: np.ndarray) 
 
 
 def q5_k(b: np.ndarray, out: np.ndarray, codes: np.ndarray) -> None:  # [n, 176] uint8 -> out [n, 256] float32
+    """As uint64 words, 8 codes at a time. Group g's 32 bytes hold sub-block 2g in their low halves and 2g + 1 in
+    their high; value j's fifth bit in sub-block s is bit s of high-bit byte j, moved to bit 4 by a right shift by s
+    (so nothing crosses a byte: bit 8j + s lands on 8j, then << 4)."""
     n = len(b)
-    low, high = _nibbles(b, codes)
-    fifth = _high_bits(b[:, 16:48], SHIFT_8, 1, codes[2 * b.size : 2 * b.size + n * QK_K].reshape(8, n, 32))  # sub-block i's fifth bit is bit i
-    q = codes[2 * b.size + n * QK_K : 2 * b.size + 2 * n * QK_K].reshape(n, 4, 2, 32)
-    np.bitwise_or(low[:, 48:].reshape(n, 4, 32), fifth[0::2].transpose(1, 0, 2), out=q[:, :, 0])
-    np.bitwise_or(high[:, 48:].reshape(n, 4, 32), fifth[1::2].transpose(1, 0, 2), out=q[:, :, 1])
-    np.copyto(out.reshape(n, 8, 32), q.reshape(n, 8, 32), casting="unsafe")
-    _k_affine(b, out.reshape(n, 8, 32))
+    qs = b[:, 48:].view("<u8")  # [n, 16] words: (group, word)
+    q = codes[: n * QK_K].view("<u8").reshape(n, 2, 16)  # [n, low/high half, (group, word)]: sub-block 2 group + half
+    fifth = codes[n * QK_K : 2 * n * QK_K].view("<u8").reshape(n, 2, 16)
+    np.bitwise_and(qs, LOW_NIBBLES, out=q[:, 0])
+    np.right_shift(qs, U64_4, out=q[:, 1])
+    np.bitwise_and(q[:, 1], LOW_NIBBLES, out=q[:, 1])
+    qh = np.take(b[:, 16:48].view("<u8"), EACH_GROUP, axis=1)  # [n, 16]: the 4 high-bit words once per group
+    np.right_shift(qh, GROUP_SHIFTS, out=fifth[:, 0])  # sub-block 2g: bit 2g
+    np.right_shift(fifth[:, 0], U64_1, out=fifth[:, 1])  # sub-block 2g + 1: bit 2g + 1
+    np.bitwise_and(fifth, LOW_BITS, out=fifth)
+    np.left_shift(fifth, U64_4, out=fifth)
+    np.bitwise_or(q, fifth, out=q)
+    np.copyto(out.reshape(n, 4, 2, 32), codes[: n * QK_K].reshape(n, 2, 4, 32).transpose(0, 2, 1, 3), casting="unsafe")
+    _k_affine(b, out)
 
 
 def q6_k(b: np.ndarray, out: np.ndarray, codes: np.ndarray) -> None:  # [n, 210] uint8 -> out [n, 256] float32
+    """As uint64 words, 8 codes at a time. Each half of 128 values: groups 0 and 1 are the low 4 bits of its two parts
+    of 32 bytes, groups 2 and 3 their high 4 bits; group k's top 2 bits are bits 2k, 2k + 1 of the half's 32 high-bit
+    bytes, moved to bits 4, 5 by a right shift by 2k (nothing crosses a byte)."""
     n = len(b)
-    low, high = _nibbles(b, codes)
-    top = _high_bits(b[:, 128:192].reshape(n, 2, 32), SHIFT_4, 3, codes[2 * b.size : 2 * b.size + n * QK_K].reshape(4, n, 2, 32))
-    q = codes[2 * b.size + n * QK_K : 2 * b.size + 2 * n * QK_K].reshape(n, 2, 4, 32)  # [half, group, 32]
-    # groups 0, 1 of a half: the low 4 bits of its 64 bytes, groups 2, 3: their high 4 bits; group k's top 2 bits: bits 2k, 2k + 1
-    np.bitwise_or(low[:, :128].reshape(n, 2, 2, 32), top[:2].transpose(1, 2, 0, 3), out=q[:, :, :2])
-    np.bitwise_or(high[:, :128].reshape(n, 2, 2, 32), top[2:].transpose(1, 2, 0, 3), out=q[:, :, 2:])
-    q = q.reshape(-1)
+    ql = b[:, :128].view("<u8").reshape(n, 2, 2, 4)  # [n, half, part, word]
+    q = codes[: n * QK_K].view("<u8").reshape(n, 2, 2, 2, 4)  # [n, half, low/high 4 bits, part, word]: group 2 (bits) + part
+    top = codes[n * QK_K : 2 * n * QK_K].view("<u8").reshape(n, 32)  # [n, (half, group, word)]
+    np.bitwise_and(ql, LOW_NIBBLES, out=q[:, :, 0])
+    np.right_shift(ql, U64_4, out=q[:, :, 1])
+    np.bitwise_and(q[:, :, 1], LOW_NIBBLES, out=q[:, :, 1])
+    np.right_shift(np.take(b[:, 128:192].view("<u8"), EACH_GROUP_Q6, axis=1), GROUP_SHIFTS_Q6, out=top)
+    np.bitwise_and(top, LOW_2_BITS, out=top)
+    np.left_shift(top, U64_4, out=top)
+    np.bitwise_or(q.reshape(n, 32), top, out=q.reshape(n, 32))
+    q = codes[: n * QK_K]
     q -= 32  # wraps: viewed as int8 it is q - 32
-    scale = (b[:, 208:210].view(F16).astype(F32) * b[:, 192:208].view(np.int8).astype(F32)).reshape(n, 16, 1)
-    o = out.reshape(n, 16, 16)
-    np.copyto(o, q.reshape(n, 16, 16).view(np.int8), casting="unsafe")
-    np.multiply(scale, o, out=o)
+    scale = b[:, 208:210].view(F16).astype(F32) * b[:, 192:208].view(np.int8).astype(F32)  # [n, 16]
+    np.copyto(out, q.reshape(n, QK_K).view(np.int8), casting="unsafe")
+    np.multiply(_each_value(scale, 16), out, out=out)
 
 
 # type -> (decoder, values per block, bytes per block, scratch bytes per block: both halves of each byte, the codes)
 DECODERS = {
     "Q4_0": (q4_0, 32, 18, 36), "Q4_1": (q4_1, 32, 20, 40), "Q5_0": (q5_0, 32, 22, 44 + 64), "Q8_0": (q8_0, 32, 34, 0),
-    "Q4_K": (q4_k, QK_K, 144, 288), "Q5_K": (q5_k, QK_K, 176, 352 + 2 * QK_K), "Q6_K": (q6_k, QK_K, 210, 420 + 2 * QK_K),
+    "Q4_K": (q4_k, QK_K, 144, 288), "Q5_K": (q5_k, QK_K, 176, 4 * QK_K), "Q6_K": (q6_k, QK_K, 210, 2 * QK_K),
 }
+
+
+try:  # the optional C decoder (_quants.c, built at install where a compiler is found): the same values, ~10x as fast
+    from attn_cli.models.sources import _quants as COMPILED
+except ImportError:
+    COMPILED = None
+COMPILED_TYPES = frozenset({"Q4_0", "Q8_0", "Q4_K", "Q5_K", "Q6_K"})
 
 
 def dequantize(blocks: np.ndarray, dtype: str, out: np.ndarray | None = None) -> np.ndarray:  # [rows, bytes] uint8 -> [rows, values] float32
@@ -154,6 +188,9 @@ def dequantize(blocks: np.ndarray, dtype: str, out: np.ndarray | None = None) ->
     if out is None:
         out = np.empty((len(blocks), blocks.shape[1] // block_bytes * per_block), dtype=F32)
     flat = out.reshape(-1, per_block)  # [blocks, values]: out is C-contiguous, so this is a view
+    if COMPILED is not None and dtype in COMPILED_TYPES and out.flags.aligned:
+        COMPILED.dequantize(dtype, b, flat)
+        return out
     step = max(1, CHUNK_VALUES // per_block)
     codes = np.empty(min(step, len(b)) * scratch, dtype=np.uint8)  # the unpacked codes
     for start in range(0, len(b), step):
