@@ -444,3 +444,61 @@ def test_the_llama3_pre_tokenizer_is_llama3s(tmp_path):
         assert ours.encode(text).ids == reference.encode(text).ids, text
     assert [piece for piece, _ in ours.pre_tokenizer.pre_tokenize_str("12345")] == ["123", "45"]  # digits in threes
     assert ours.model.ignore_merges and src.add_bos_token
+
+
+def test_the_c_string_reader_gives_what_python_reads_and_leaves_bad_items_to_it(tmp_path, monkeypatch):
+    """gguf_file's optional C reader of string arrays (_gguf_strings.c): the same vocabulary and merges as the Python
+    walk on the real SmolLM2 file; on a damaged item (cut short, too long, not UTF-8) it steps aside, and the message
+    is the Python reader's, naming the item."""
+    from attn_cli.models.sources import gguf_file
+
+    if gguf_file.COMPILED is None:
+        pytest.skip("the C reader was not built (no C compiler at install)")
+    real = checkpoints.smollm2_gguf()
+    fast = gguf_file.read_file(real).metadata
+    data = SMALL.read_bytes()
+    tokens = header_field(data, b"tokenizer.ggml.tokens", after=4 + 4 + 8)  # the first token's length
+    (length,) = struct.unpack_from("<Q", data, tokens)
+    damages = {"not UTF-8": data[: tokens + 8] + b"\xff" + data[tokens + 9 :],
+               "more than is left": data[:tokens] + struct.pack("<Q", 1 << 45) + data[tokens + 8 :]}
+    fast_errors = {k: one_line_error(damaged(tmp_path, v)) for k, v in damages.items()}
+    monkeypatch.setattr(gguf_file, "COMPILED", None)
+    slow = gguf_file.read_file(real).metadata
+    for key in ("tokenizer.ggml.tokens", "tokenizer.ggml.merges"):
+        assert fast[key] == slow[key] and len(fast[key]) > 40_000
+    assert fast.keys() == slow.keys()
+    for reason, data_ in damages.items():
+        assert fast_errors[reason] == one_line_error(damaged(tmp_path, data_)) and reason in fast_errors[reason]
+    assert length >= 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(items=st.lists(st.tuples(st.binary(max_size=12), st.integers(-3, 3)), max_size=8), tail=st.binary(max_size=9),
+       extra=st.integers(0, 3), keep=st.booleans())
+def test_the_c_string_reader_agrees_with_the_python_walk_on_any_bytes(items, tail, extra, keep):
+    """Items whose stated lengths are off by a few bytes either way, trailing bytes, more items asked for than there are:
+    the C reader reads what the Python walk reads, ends where it ends, and refuses wherever it raises."""
+    from attn_cli.models.sources import gguf_file
+
+    if gguf_file.COMPILED is None:
+        pytest.skip("the C reader was not built (no C compiler at install)")
+    data = b"".join(struct.pack("<Q", max(0, len(b) + off)) + b for b, off in items) + tail
+    n = len(items) + extra
+    fast = gguf_file.COMPILED.strings(data, 0, n, keep)
+    reader = gguf_file._Reader(data, len(data), "x.gguf")
+    try:
+        slow = python_strings(reader, n, keep)
+    except DataError:
+        assert fast is None
+    else:
+        assert fast == (slow, reader.pos)
+
+
+def python_strings(reader, n, keep):
+    from attn_cli.models.sources import gguf_file
+
+    saved, gguf_file.COMPILED = gguf_file.COMPILED, None
+    try:
+        return reader.strings(n, "x", keep)
+    finally:
+        gguf_file.COMPILED = saved

@@ -1,4 +1,4 @@
-/* llama.cpp's K-quants and Q8_0/Q4_0 dequantized in C: the optional fast path of quants.py.
+/* llama.cpp's K-quants and Q4_0, Q4_1, Q5_0, Q8_0 dequantized in C: the optional fast path of quants.py.
  *
  * Each loop is ggml's own (ggml-quants.c, dequantize_row_*), and each value is the same float32 arithmetic
  * as gguf.quants' NumPy code, in the same order: built with -ffp-contract=off, so that no multiply and
@@ -7,7 +7,7 @@
  * and quants.py decodes in NumPy.
  *
  *     dequantize(type, blocks, out) -> None
- *         type: "Q4_0", "Q8_0", "Q4_K", "Q5_K" or "Q6_K"; blocks: a C-contiguous buffer of whole blocks;
+ *         type: "Q4_0", "Q4_1", "Q5_0", "Q8_0", "Q4_K", "Q5_K" or "Q6_K"; blocks: a C-contiguous buffer of whole blocks;
  *         out: a writable C-contiguous float32 buffer of exactly the blocks' values.
  */
 #define PY_SSIZE_T_CLEAN
@@ -49,6 +49,28 @@ static void q4_0(const uint8_t *b, float *y, Py_ssize_t n) { /* [d f16, 16 B of 
         for (int j = 0; j < 16; j++) {
             y[j] = d * (float)((int8_t)(b[2 + j] & 0x0f) - 8);
             y[j + 16] = d * (float)((int8_t)(b[2 + j] >> 4) - 8);
+        }
+    }
+}
+
+static void q4_1(const uint8_t *b, float *y, Py_ssize_t n) { /* [d f16, m f16, 16 B of 4-bit q]: x = d q + m */
+    for (Py_ssize_t i = 0; i < n; i++, b += 20, y += 32) {
+        const float d = f16_to_f32(b), m = f16_to_f32(b + 2);
+        for (int j = 0; j < 16; j++) {
+            y[j] = d * (float)(b[4 + j] & 0x0f) + m;
+            y[j + 16] = d * (float)(b[4 + j] >> 4) + m;
+        }
+    }
+}
+
+static void q5_0(const uint8_t *b, float *y, Py_ssize_t n) { /* [d f16, u32 of fifth bits, 16 B of 4-bit q]: x = d (q - 16) */
+    for (Py_ssize_t i = 0; i < n; i++, b += 22, y += 32) {
+        const float d = f16_to_f32(b);
+        const uint32_t qh = (uint32_t)b[2] | ((uint32_t)b[3] << 8) | ((uint32_t)b[4] << 16) | ((uint32_t)b[5] << 24);
+        for (int j = 0; j < 16; j++) {
+            const int low = (b[6 + j] & 0x0f) | (((qh >> j) & 1) << 4), high = (b[6 + j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
+            y[j] = d * (float)(int8_t)(low - 16);
+            y[j + 16] = d * (float)(int8_t)(high - 16);
         }
     }
 }
@@ -125,6 +147,8 @@ static PyObject *dequantize(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "sy*w*", &type, &blocks, &out)) return NULL;
     Py_ssize_t block_bytes, values;
     if (!strcmp(type, "Q4_0")) block_bytes = 18, values = 32;
+    else if (!strcmp(type, "Q4_1")) block_bytes = 20, values = 32;
+    else if (!strcmp(type, "Q5_0")) block_bytes = 22, values = 32;
     else if (!strcmp(type, "Q8_0")) block_bytes = 34, values = 32;
     else if (!strcmp(type, "Q4_K")) block_bytes = 144, values = QK_K;
     else if (!strcmp(type, "Q5_K")) block_bytes = 176, values = QK_K;
@@ -143,7 +167,10 @@ static PyObject *dequantize(PyObject *self, PyObject *args) {
     const uint8_t *b = blocks.buf;
     float *y = out.buf;
     Py_BEGIN_ALLOW_THREADS
-    if (values == 32) (block_bytes == 18 ? q4_0 : q8_0)(b, y, n);
+    if (block_bytes == 18) q4_0(b, y, n);
+    else if (block_bytes == 20) q4_1(b, y, n);
+    else if (block_bytes == 22) q5_0(b, y, n);
+    else if (block_bytes == 34) q8_0(b, y, n);
     else if (block_bytes == 210) q6_k(b, y, n);
     else k_affine(b, y, n, block_bytes == 176);
     Py_END_ALLOW_THREADS

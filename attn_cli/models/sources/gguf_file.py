@@ -20,6 +20,11 @@ import numpy as np
 
 from attn_cli.errors import DataError
 
+try:  # the optional C reader of string arrays (_gguf_strings.c, built at install where a compiler is found)
+    from attn_cli.models.sources import _gguf_strings as COMPILED
+except ImportError:
+    COMPILED = None
+
 MAGIC = b"GGUF"
 VERSIONS = (2, 3)
 DEFAULT_ALIGNMENT = 32
@@ -148,7 +153,10 @@ class _Reader:
     def strings(self, n: int, what: str, keep: bool = True) -> list[str] | None:
         """n strings in a row: one struct call per string, no NumPy object per item (a vocabulary is 50-150k of them),
         each decoded as it is read (one copy at a time); with `keep` False only walked past (checked, nothing made)."""
-        buffer, pos, size = self.buffer, self.pos, self.size
+        if COMPILED is not None and (read := COMPILED.strings(self.buffer, self.pos, n, keep)) is not None:
+            out, self.pos = read
+            return out
+        buffer, pos, size = self.buffer, self.pos, self.size  # also where the C reader refused: this walk says why
         out = [None] * n if keep else None
         unpack = struct.Struct("<Q").unpack_from
         for i in range(n):

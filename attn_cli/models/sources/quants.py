@@ -178,7 +178,7 @@ try:  # the optional C decoder (_quants.c, built at install where a compiler is 
     from attn_cli.models.sources import _quants as COMPILED
 except ImportError:
     COMPILED = None
-COMPILED_TYPES = frozenset({"Q4_0", "Q8_0", "Q4_K", "Q5_K", "Q6_K"})
+COMPILED_TYPES = frozenset(DECODERS)
 
 
 def dequantize(blocks: np.ndarray, dtype: str, out: np.ndarray | None = None) -> np.ndarray:  # [rows, bytes] uint8 -> [rows, values] float32
