@@ -222,6 +222,12 @@ def random_blocks(rng, dtype: str, rows: int, cols: int) -> np.ndarray:  # -> [r
     return raw
 
 
+def quants_compiled():
+    from attn_cli.models.sources import quants
+
+    return quants.COMPILED
+
+
 def throughput(cases: dict, rounds: int) -> list[tuple]:
     """(label, GB/s attn into reused memory, GB/s attn into new memory, GB/s gguf.quants, the two ratios) per case, best of
     `rounds` interleaved rounds, the values checked equal. A forward pass dequantizes each layer into the arrays of the
@@ -262,6 +268,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs of each command (the smallest peak and time are printed)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of each dequantization")
     parser.add_argument("--skip", nargs="*", default=[], choices=["memory", "layers", "dequantize"])
+    parser.add_argument("--numpy", action="store_true", help="time attn's NumPy decoder alone, as where its C module was not built")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="attn-bench-big-") as scratch:
         path = args.out or Path(scratch) / f"bench-8b-shaped-{args.layers}L.Q4_K.gguf"
@@ -308,7 +315,11 @@ def main() -> None:
             file = read_file(path)
             info = file.tensors["blk.0.ffn_up.weight"]
             cases["Q4_K this file's blk.0.ffn_up"] = (file.raw(info).reshape(info.dims[1], -1), "Q4_K")
-            print(f"\ndequantization, GB/s of float32 written (best of {args.rounds} interleaved rounds; same values, 0 ULP); attn into the"
+            if args.numpy:
+                from attn_cli.models.sources import quants
+
+                quants.COMPILED = None
+            print(f"\ndequantization ({'NumPy' if args.numpy or quants_compiled() is None else 'C'} decoder), GB/s of float32 written (best of {args.rounds} interleaved rounds; same values, 0 ULP); attn into the"
                   f" memory of the layer before, as a pass does, and into new memory, as gguf.quants.dequantize always writes:")
             for label, into, new, theirs, ratio, ratio_new in throughput(cases, args.rounds):
                 print(f"  {label:<32} attn {into:5.2f} GB/s (new memory {new:5.2f})   gguf.quants.dequantize {theirs:5.2f} GB/s   "

@@ -1,10 +1,12 @@
-"""llama.cpp's commonest block types dequantized in NumPy, a few blocks at a time, straight into the output.
+"""llama.cpp's commonest block types dequantized, a few blocks at a time, straight into the output.
 
-`gguf.quants` (llama.cpp's own package) decodes a type in a dozen whole-array steps, each allocating a
-temporary as large as its output; here the 4- to 8-bit codes are unpacked as bytes (a quarter of the
-float32's size), turned into float32 by one cast into the output itself, then scaled there, a block of
-values small enough to stay in the CPU's cache at a time. The arithmetic is gguf.quants' own, step for
-step (the same float32 products and sums in the same order), so the values are the same bits.
+Two paths give the same bits. `_quants.c` (ggml's own loops, built by pip install where a C compiler is found) runs
+when it was built; otherwise NumPy does it here. `gguf.quants` (llama.cpp's own package) decodes a type in a dozen
+whole-array steps, each allocating a temporary as large as its output; here the 4- to 8-bit codes are unpacked as
+bytes, or as uint64 words of 8 codes (a quarter of the float32's size), turned into float32 by one cast into the
+output itself, then scaled there, a block of values small enough to stay in the CPU's cache at a time. The
+arithmetic is gguf.quants' own, step for step (the same float32 products and sums in the same order), so the values
+are the same bits.
 
 A block (ggml's layout, ggml-common.h):
     Q4_0  [d f16, 16 B of 4-bit q]                       x = d (q - 8)
