@@ -42,6 +42,7 @@ def agreement(ours, theirs, questions):
     return sum(same) / len(same)
 
 
+@pytest.mark.slow
 def test_3cosadd_top_answer_matches_gensim(glove, kv, questions):
     # a : b :: c : ?  ->  positive [b, c], negative [a]
     ours = lambda q: nb.most_similar(glove, positive=[q[1], q[2]], negative=[q[0]], topn=1)  # noqa: E731
@@ -49,6 +50,7 @@ def test_3cosadd_top_answer_matches_gensim(glove, kv, questions):
     assert agreement(ours, theirs, questions) >= 0.99
 
 
+@pytest.mark.slow
 def test_3cosmul_top_answer_matches_gensim(glove, kv, questions):
     sample = questions[:100]
     ours = lambda q: nb.most_similar_cosmul(glove, positive=[q[1], q[2]], negative=[q[0]], topn=1)  # noqa: E731

@@ -391,6 +391,7 @@ def test_corrupt_file(case, tmp_path, monkeypatch):
         assert loaded.vector_size == D or n == 1
 
 
+@pytest.mark.slow
 def test_a_corrupt_file_never_leaves_a_half_written_destination(tmp_path):
     """vectors convert of every damaged vectors file: refused, and nothing is left beside the destination."""
     for case in CASES:

@@ -113,6 +113,7 @@ def test_the_repeated_sequence_is_distinct_tokens_twice_inside_the_models_specia
     assert detect.repeated_tokens(model, 30, seed=4).ids == tokens.ids != detect.repeated_tokens(model, 30, seed=5).ids
 
 
+@pytest.mark.slow
 def test_minilms_previous_token_head_is_the_one_heads_find_names(run):
     done = run("heads", "detect", "--model", checkpoints.minilm_folder(), "--pattern", "previous", "--json")
     assert done.exit_code == 0, done.stderr

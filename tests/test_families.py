@@ -94,6 +94,7 @@ def gemma3_logit_error(cases: list[int], last: np.ndarray) -> float:
     return worst
 
 
+@pytest.mark.slow
 def test_gemma3_270m_matches_transformers_on_short_texts():
     short = list(range(int(np.load(checkpoints.FIXTURES / "oracle-gemma3.npz")["n_sentences"]) - 1))
     runs = [gemma3_errors(s) for s in short]

@@ -59,6 +59,7 @@ def test_the_estimate_is_within_half_again_of_the_measured_peak():
             assert 1 / RATIO <= estimate.resident / measured <= RATIO, (name, n, estimate.parts, measured)
 
 
+@pytest.mark.slow
 def test_a_run_past_the_limit_is_refused_in_one_line_naming_what_would_fit(run):
     path = checkpoints.smollm2_gguf()
     text = DOCUMENT.read_text(encoding="utf-8").strip()
@@ -95,6 +96,7 @@ def test_sizes_read_as_people_write_them():
             footprint.parse_size(bad)
 
 
+@pytest.mark.slow
 def test_a_head_over_a_long_text_is_a_summary_in_the_terminal(run):
     """Pooled blocks, the strongest keys of a few queries and where every weight is: never a column per token."""
     m = smollm2()

@@ -8,7 +8,7 @@ stderr line an `attn: ...` message, the last one when the command failed; stdout
 without ANSI codes; --json / --jsonl output that parses; softmax equal to an exact decimal
 reference. Files are written only inside a scratch folder.
 
-Bounded: ATTN_FUZZ_EXAMPLES cases per test (default 40, the same cases every run). The long run
+Bounded: ATTN_FUZZ_EXAMPLES cases per test (default 20, the same cases every run). The long run (`pytest -m slow`: 250)
 draws new cases each time and can write its counts:
 
     ATTN_FUZZ_EXAMPLES=1000 ATTN_FUZZ_REPORT=fuzz.json python -m pytest tests/test_fuzz.py -p no:warnings -q
@@ -35,7 +35,7 @@ from tests import checkpoints
 from tests.oracle import agrees, attn, check, softmax_reference
 from tests.test_hostile_models import change_tensors, copy_model, edit_config, float32_of, read_tensors
 
-EXAMPLES = int(os.environ.get("ATTN_FUZZ_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("ATTN_FUZZ_EXAMPLES", "20"))
 FUZZ = settings(
     max_examples=EXAMPLES, deadline=None, derandomize="ATTN_FUZZ_EXAMPLES" not in os.environ, database=None,
     suppress_health_check=list(HealthCheck),

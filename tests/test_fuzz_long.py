@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-LONG_EXAMPLES = 250  # cases per fuzz test (the default run has 40, the same ones every time)
+LONG_EXAMPLES = 250  # cases per fuzz test (the default run has 20, the same ones every time)
 
 
 @pytest.mark.slow

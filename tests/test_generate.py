@@ -181,6 +181,7 @@ needs_browser = pytest.mark.skipif(Browser.find() is None, reason="no Chromium i
 
 
 @needs_browser
+@pytest.mark.slow
 def test_the_page_steps_through_the_tokens_and_shows_each_ones_attention(tmp_path):
     page = tmp_path / "g.html"
     r = cli("The cat sat on the", "--model", str(checkpoints.tiny_llama_folder()), "--steps", "6", "--json", "--page", str(page))

@@ -393,6 +393,7 @@ def test_an_old_copy_set_aside_by_a_killed_run_is_put_back(tmp_path):
 
 
 @needs_script
+@pytest.mark.slow
 def test_sigkill_during_convert_leaves_nothing_the_next_run_keeps(tmp_path):
     import time
 
@@ -454,6 +455,7 @@ def test_a_negative_seed_is_a_usage_error():
         assert out.code == 2 and "--seed" in out.stderr
 
 
+@pytest.mark.slow
 def test_twenty_thousand_probes_cost_a_look_up_each():
     probes = " ".join(f"w{i}" for i in range(20_000)).encode()
     out = check(attn("analogy", "cats", "cat", "--probes-file", "-", "--oov", "zero", "--json", stdin=probes))

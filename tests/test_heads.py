@@ -204,6 +204,7 @@ def test_small_budget_rebuild_of_the_context_head(glove, build, adjective):
     assert 0 < np.linalg.norm(head.w_v - start) < np.linalg.norm(start)  # pulled toward its start, not replaced
 
 
+@pytest.mark.slow
 def test_corpus_value_map_is_the_stated_least_squares_fit(glove, build, context):
     c, y = build.corpus_rows(context, glove)
     fitted, data = build.corpus_value_map(context, glove)
@@ -242,6 +243,7 @@ def test_fit_sense_value_map_lowers_the_margin_loss_to_a_local_minimum(build):
         assert loss(w) <= loss(w + 1e-3 * step / np.linalg.norm(step)) + 1e-7
 
 
+@pytest.mark.slow
 def test_rarity_key_ranks_specific_words_above_function_words(glove, build):
     rarity = build.rarity_key(glove)
     score = {w: glove.vectors[glove.key_to_index[w]] @ rarity[:-1] for w in ("the", "of", ".", "and", "biopsy", "carbon", "riverbank")}
@@ -282,6 +284,7 @@ def test_shipped_adjective_figures_are_recomputed(glove, build, adjective, recor
 
 
 @pytest.mark.floats
+@pytest.mark.slow
 def test_shipped_sense_figures_are_recomputed(glove, build, adjective, context, recorded):
     figures = build.sense_figures([adjective, context], *build.SETS["senses"], glove)
     choice = recorded["context"]["value_choice"]
@@ -783,6 +786,7 @@ def test_readme_lesson_table_is_what_inspect_shows(run, row):
     assert (meter["nearest_before"], meter["nearest_after"]) == row["senses"]
 
 
+@pytest.mark.slow
 def test_readme_names_the_misses_that_heads_eval_cases_lists(run):
     """README: how many misses moved toward the intended sense, set by set (--mask none); no 'nail' case
     about hardware is resolved though 'rusty' and 'plank' pull toward it; the boxer's 'noses' pulls him away."""

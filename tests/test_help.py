@@ -140,6 +140,7 @@ def complete(words: str, cwd=None) -> list[str]:
     return done.stdout.split()
 
 
+@pytest.mark.slow
 def test_completion_offers_the_shipped_heads_sense_sets_and_link_sets(tmp_path):
     (tmp_path / "mine.npz").write_bytes(b"")
     (tmp_path / "links.tsv").write_text("")

@@ -2,6 +2,7 @@
 circles; modules and functions stay short; each formula is written once."""
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -24,10 +25,16 @@ def modules() -> dict[str, Path]:
 MODULES = modules()
 
 
+@cache
+def nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of a module's syntax tree, parsed once for all the tests that walk it."""
+    return tuple(ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+
+
 def imports(path: Path) -> set[str]:
     """Every attn_cli module `path` imports, at the top or inside a function (a lazy import is a dependency too)."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes(path):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("attn_cli"):
             for alias in node.names:
                 sub = f"{node.module}.{alias.name}"
@@ -93,14 +100,14 @@ def test_modules_and_functions_are_short():
     assert long_modules == {}
     long_functions = []
     for name, path in MODULES.items():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes(path):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.body[0].lineno + 1 > MAX_FUNCTION_LINES:
                 long_functions.append(f"{name}.{node.name}: {node.end_lineno - node.body[0].lineno + 1} lines")
     assert long_functions == []
 
 
 def definitions(name: str) -> list[str]:
-    return sorted(f"{module}:{node.lineno}" for module, path in MODULES.items() for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+    return sorted(f"{module}:{node.lineno}" for module, path in MODULES.items() for node in nodes(path)
                   if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name)
 
 
@@ -136,7 +143,7 @@ def test_no_family_is_named_outside_the_family_registry():
     for name, path in MODULES.items():
         if name.startswith(("attn_cli.models.families", "attn_cli.models.sources")):
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes(path):
             if isinstance(node, ast.Compare):
                 for value in [node.left, *node.comparators]:
                     if isinstance(value, ast.Constant) and value.value in FAMILY_NAMES:

@@ -140,6 +140,7 @@ def test_the_masked_control_keeps_only_the_word_and_the_special_tokens(minilm, m
     assert meter.filler(load(str(checkpoints.tiny_gpt2_folder())))[1] == "<|endoftext|>"  # a decoder without a mask token
 
 
+@pytest.mark.slow
 def test_the_word_alone_scores_chance_when_each_word_has_one_case_per_sense(minilm, tmp_path):
     """The word alone reads the same for every case of the word, so over balanced cases it resolves exactly half, at every layer."""
     cases = tmp_path / "cases.tsv"
@@ -173,6 +174,7 @@ def test_wilson_matches_scipy(kn):
 # --- inspect --model ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_inspect_model_writes_the_meter_in_its_json_shape(run):
     doc = parse_json(run("inspect", "One mole of carbon dioxide.", "--model", checkpoints.minilm_folder(), "--sense-set", "lesson", "--json"))
     got = doc["sense_meter"]
@@ -183,6 +185,7 @@ def test_inspect_model_writes_the_meter_in_its_json_shape(run):
     assert got["layers"][-1]["nearest"] == "chemistry" and got["causal"] is False and len(got["templates"]) == 7
 
 
+@pytest.mark.slow
 def test_inspect_model_shows_the_meter_through_the_layers(run):
     result = run("inspect", "the Eiffel tower", "--model", checkpoints.minilm_folder(), "--sense-set", "lesson", "--focus", "tower",
                  env={"COLUMNS": "100"})
@@ -270,6 +273,7 @@ def test_senses_eval_json_and_csv(run, tmp_path):
     assert rows[0].startswith("layer,label,context,context_low,context_high,alone,") and len(rows) == 8
 
 
+@pytest.mark.slow
 def test_senses_eval_reads_sense_cases_with_a_sense_set_from_stdin(run):
     lines = "Small mounds of fresh soil all over the lawn told us we had a mole.\tmole\tanimal\tbefore\n"
     doc = parse_json(run("senses", "eval", "-", "--sense-set", "lesson", "--model", checkpoints.minilm_folder(), "--templates", "short",

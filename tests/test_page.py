@@ -121,6 +121,7 @@ def keep(shot: Path) -> None:
 
 
 @needs_browser
+@pytest.mark.slow
 def test_hovering_a_token_shows_its_weights_as_the_json_has_them_and_nothing_leaves_the_file(tmp_path):
     path, data = page(tmp_path, LESSON, "--sense-set", "lesson")
     with Browser() as browser:
@@ -160,6 +161,7 @@ def test_hovering_a_token_shows_its_weights_as_the_json_has_them_and_nothing_lea
 
 
 @needs_browser
+@pytest.mark.slow
 def test_a_checkpoints_page_picks_a_layer_and_head_shows_all_heads_and_enlarges_a_thumbnail(tmp_path):
     path, data = page(tmp_path, LESSON, "--model", str(checkpoints.minilm_folder()), name="minilm.html")
     by_head = {(h["layer"], h["head"]): h["weights"] for h in data["heads"]}
@@ -186,6 +188,7 @@ def test_a_checkpoints_page_picks_a_layer_and_head_shows_all_heads_and_enlarges_
 
 
 @needs_browser
+@pytest.mark.slow
 def test_the_page_reads_on_a_phone_sized_screen(tmp_path):
     path, _ = page(tmp_path, LESSON)
     with Browser() as browser:

@@ -110,12 +110,14 @@ def scratch(tmp_path_factory) -> Path:
     return folder
 
 
-SLOW_COMMANDS = ("attn heads train", "attn patch")  # a training run, a patching of every layer and head: in `pytest -m slow`
+# in `pytest -m slow`: a training run, a patching of every layer and head, a sense meter (its prototypes take a hundred
+# forward passes a word), a corpus's statistics, a generation of many tokens
+SLOW_COMMANDS = ("attn heads train", "attn patch", "--sense", "attn senses eval", "attn heads stats", "attn generate")
 
 
 def slow(command: str) -> bool:
-    """A training run, or SmolLM2's sense meter (its prototypes take a hundred forward passes of 30 layers a word)."""
-    return any(s in command for s in SLOW_COMMANDS) or ("$SMOLLM2" in command and ("--sense" in command or "senses eval" in command))
+    """An example of seconds: the default suite stays a few minutes, and `pytest -m slow` runs these."""
+    return any(s in command for s in SLOW_COMMANDS)
 
 
 def example_params():

@@ -154,6 +154,7 @@ def documented_dask_example() -> str:
     return re.search(r"<!-- tested by tests/test_stats.py -->\s*```python\n(.*?)```", page, re.S)[1]
 
 
+@pytest.mark.slow
 def test_the_documented_dask_run_on_two_worker_processes_gives_the_commands_figures(run, tmp_path):
     pytest.importorskip("dask.distributed")
     from dask.distributed import Client, LocalCluster

@@ -165,6 +165,7 @@ def moments(args: list[str], n: int) -> list[float]:
 
 
 @needs_script
+@pytest.mark.slow
 def test_ctrl_c_at_any_moment_of_the_start_is_one_line_and_exit_130():
     delays = moments(["softmax", "1", "2"], 12)
     check_ctrl_c([(d, *ctrl_c(["softmax", "1", "2"], d)) for d in delays * 2])
@@ -191,6 +192,7 @@ def test_ctrl_c_while_reading_stdin_is_one_line_and_exit_130():
 
 
 @needs_script
+@pytest.mark.slow
 def test_ctrl_c_during_convert_leaves_the_destination_as_it_was(tmp_path):
     source, out = tmp_path / "source", tmp_path / "out"
     fast.write_fast(Vectors([f"w{i}" for i in range(300_000)], np.ones((300_000, D), np.float32)), source)  # 60 MB to write
@@ -342,6 +344,7 @@ def test_force_keeps_a_folder_the_user_added_to_during_the_conversion(tmp_path):
 
 
 @needs_script
+@pytest.mark.slow
 def test_force_keeps_a_file_added_while_a_real_conversion_runs(tmp_path):
     source, out = tmp_path / "source", tmp_path / "out"
     fast.write_fast(Vectors([f"w{i}" for i in range(300_000)], np.ones((300_000, D), np.float32)), source)
@@ -463,6 +466,7 @@ def test_a_text_cell_never_holds_a_control_character_and_a_quoted_one_never_star
 
 
 @needs_script
+@pytest.mark.slow
 def test_force_color_colours_a_piped_view_and_never_data():
     assert b"\x1b[" not in attn_process("softmax", "1", "2").stdout
     assert b"\x1b[" in attn_process("softmax", "1", "2", env={"FORCE_COLOR": "1"}).stdout  # for `| less -R`, as README says
