@@ -359,6 +359,7 @@ def test_model_info_cli(run):
     assert "2 × 4" in text and "one head" in text
 
 
+@pytest.mark.slow
 def test_heads_find_cli_ranks_minilm_on_the_shipped_adjective_set(run):
     result = run("heads", "find", "adjective", "--model", checkpoints.minilm_folder(), "--json")
     out = json.loads(result.stdout)
@@ -397,6 +398,7 @@ def test_the_shipped_link_sets_pass_their_checks():
 SENTENCES = ["A fluffy blue creature roamed the verdant forest.", "One mole of carbon dioxide.", "the cat sat on the mat"]
 
 
+@pytest.mark.slow
 def test_the_glove_heads_and_a_checkpoint_share_one_pipeline(glove):
     """The lesson's heads over word vectors and a checkpoint go through the same steps: one analysis
     (attn_cli.analysis.inspect), one result type, one writer of rows, one registry of views."""
@@ -464,6 +466,19 @@ def test_picture_of_e_to_e_prime_and_of_a_token_through_the_layers(run):
     assert model.exit_code == 0, model.stderr
     assert "layer by layer" in model.stdout
     assert run("inspect", "the cat", "--model", checkpoints.tiny_gpt2_folder(), "--picture").exit_code == 2
+
+
+def test_the_exported_picture_of_a_checkpoint_needs_the_focus_token(run, tmp_path):
+    svg = tmp_path / "path.svg"
+    refused = run("inspect", "the cat", "--model", checkpoints.tiny_gpt2_folder(), "--export-view", "picture", "--svg", svg)
+    assert refused.exit_code == 2 and refused.stderr.strip() == (
+        "attn: --export-view picture with --model draws the --focus token through the layers; name it with --focus")
+    assert not svg.exists()
+    drawn = run("inspect", "the cat", "--model", checkpoints.tiny_gpt2_folder(), "--export-view", "picture", "--svg", svg, "--focus", "cat")
+    assert drawn.exit_code == 0, drawn.stderr
+    picture = svg.read_text()
+    assert picture.startswith("<svg") and "layer&#160;by&#160;layer" in picture
+    assert float(re.search(r'<svg [^>]*width="([\d.]+)"', picture).group(1)) < 2000  # as wide as the picture, not 4,096 columns
 
 
 def test_projection_keeps_what_the_plane_can_show():

@@ -143,8 +143,8 @@ def inspect(
         from attn_cli.models.glove import GloveModel as kind
     check_options(kind.capabilities, given)
     if model is not None:
-        if picture and focus is None:
-            raise InputError("--picture with --model draws the --focus token through the layers; name it with --focus")
+        if (picture or export_view == "picture") and focus is None:
+            raise InputError(f"{'--picture' if picture else '--export-view picture'} with --model draws the --focus token through the layers; name it with --focus")
         chosen, settings = open_checkpoint(model, head, layer, words=words, hide_special=hide_special, focus=focus, neighbors=neighbors,
                                            stage=stage, output=output, weigh=weigh.value, rollout=rollout if rollout_layers is None else rollout_layers,
                                            senses=checkpoint_senses(sense, sense_set, focus), max_memory=max_memory, exports=exports is not None, ablate=(ablate, ablate_with.value))

@@ -63,6 +63,11 @@ class PathPicture:
         self.title = title
         self.height = height
 
+    def __rich_measure__(self, console, options):  # as wide as it draws (an export's figure is sized by this)
+        from rich.measure import Measurement
+
+        return Measurement(20, max(20, min(options.max_width, 120)))
+
     def __rich_console__(self, console, options):
         from rich.text import Text
 
