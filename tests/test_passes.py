@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from attn_cli.core.blocked import attend_rows, plain_attention
-from attn_cli.core.blocks import rms_norm, rotary_frequencies, rotary_tables, rotate, silu
+from attn_cli.core.blocks import SHORT_ROWS, apply_linear, rms_norm, rotary_frequencies, rotary_tables, rotate, silu
 from attn_cli.models import loading
 from attn_cli.models.cache import KVCache
 from attn_cli.models.points import Keep, Mean, Patch, Start, Zero
@@ -253,6 +253,23 @@ def test_a_text_past_the_context_is_refused_in_one_line():
     kv.length = m.spec.max_positions - 2
     with pytest.raises(InputError, match="more than the 65,536 positions"):
         m.forward(ids(m, "one two three"), cache=kv)
+
+
+# --- core.blocks.apply_linear ----------------------------------------------------------------------------------
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2 * SHORT_ROWS + 8), st.integers(1, 48), st.integers(1, 48), st.booleans(), st.booleans(), st.integers(0, 2**16))
+def test_a_linear_map_is_x_w_plus_b_whichever_way_blas_is_asked(rows, d_in, d_out, bias, strided, seed):
+    """A few rows go through (W^T x^T)^T, more through x W: either way x W + b in float32, C-ordered, to rounding."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(rows, 2 * d_in if strided else d_in)).astype(np.float32)[:, :: 2 if strided else 1]  # [rows, d_in]
+    w = rng.normal(size=(d_in, d_out)).astype(np.float32)
+    b = rng.normal(size=d_out).astype(np.float32) if bias else None
+    out = apply_linear(x, w, b)
+    expected = x.astype(np.float64) @ w.astype(np.float64) + (0 if b is None else b)
+    assert out.shape == (rows, d_out) and out.dtype == np.float32 and out.flags.c_contiguous
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5 * math.sqrt(d_in))
 
 
 # --- core.blocked -------------------------------------------------------------------------------------------

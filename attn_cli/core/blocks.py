@@ -45,20 +45,30 @@ def input_embeddings(words: np.ndarray, position: bool = True) -> np.ndarray:  #
 
 def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray | None, eps: float) -> np.ndarray:  # [n, d] -> [n, d]
     """(x - mean) / sqrt(var + eps) * g + b, over each row (BERT, GPT-2)."""
-    mean = x.mean(axis=-1, keepdims=True)
-    centred = x - mean
-    var = np.mean(centred * centred, axis=-1, keepdims=True)
+    centred = x - row_mean(x)
+    var = row_mean(centred * centred)
     var[np.isinf(var)] = np.nan  # squares beyond float32: NaN (the forward pass then refuses it), not a row normalised to 0
-    out = centred / np.sqrt(var + F32(eps)) * g
+    var += F32(eps)
+    out = np.divide(centred, np.sqrt(var, out=var), out=centred)
+    out *= g
     return out if b is None else out + b
 
 
 def rms_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray | None, eps: float) -> np.ndarray:  # [n, d] -> [n, d]
     """x / sqrt(mean(x^2) + eps) * g: LayerNorm without the centring or a bias (Llama, Mistral, Qwen2)."""
-    square = np.mean(x * x, axis=-1, keepdims=True)
+    square = row_mean(x * x)
     square[np.isinf(square)] = np.nan  # as layer_norm: beyond float32 is refused, not normalised to 0
-    out = x / np.sqrt(square + F32(eps)) * g
+    square += F32(eps)
+    out = np.divide(x, np.sqrt(square, out=square))
+    out *= g
     return out if b is None else out + b
+
+
+def row_mean(x: np.ndarray) -> np.ndarray:  # [..., d] -> [..., 1]
+    """np.mean over the last axis, the same sum and division (so the same bits) without its wrapper's cost."""
+    total = np.add.reduce(x, axis=-1, keepdims=True)
+    total /= x.shape[-1]
+    return total
 
 
 NORMS = {"layer": layer_norm, "rms": rms_norm}
@@ -96,24 +106,29 @@ ACTIVATIONS = {"gelu": gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_ta
 
 def dense_mlp(x: np.ndarray, w: dict, activation, check=lambda hidden: hidden) -> np.ndarray:  # [n, d] -> [n, ff] -> [n, d]
     """act(x W_in + b_in) W_out + b_out (BERT, GPT-2); a bias that is None is left out. `check` sees the hidden layer."""
-    hidden = check(activation(_linear(x, w["mlp.in.w"], w.get("mlp.in.b"))))  # [n, d] x [d, ff] -> [n, ff]
-    return _linear(hidden, w["mlp.out.w"], w.get("mlp.out.b"))  # [n, ff] x [ff, d] -> [n, d]
+    hidden = check(activation(apply_linear(x, w["mlp.in.w"], w.get("mlp.in.b"))))  # [n, d] x [d, ff] -> [n, ff]
+    return apply_linear(hidden, w["mlp.out.w"], w.get("mlp.out.b"))  # [n, ff] x [ff, d] -> [n, d]
 
 
 def gated_mlp(x: np.ndarray, w: dict, activation, check=lambda hidden: hidden) -> np.ndarray:  # [n, d] -> [n, ff] -> [n, d]
     """(act(x W_gate) * x W_in) W_out: the gated MLP (SwiGLU with silu: Llama, Mistral, Qwen2)."""
-    gate = _linear(x, w["mlp.gate.w"], w.get("mlp.gate.b"))  # [n, d] x [d, ff] -> [n, ff]
-    up = _linear(x, w["mlp.in.w"], w.get("mlp.in.b"))  # [n, d] x [d, ff] -> [n, ff]
+    gate = apply_linear(x, w["mlp.gate.w"], w.get("mlp.gate.b"))  # [n, d] x [d, ff] -> [n, ff]
+    up = apply_linear(x, w["mlp.in.w"], w.get("mlp.in.b"))  # [n, d] x [d, ff] -> [n, ff]
     hidden = activation(gate)
     hidden *= up  # in place: the product is a new [n, ff] array otherwise
-    return _linear(check(hidden), w["mlp.out.w"], w.get("mlp.out.b"))  # [n, ff] x [ff, d] -> [n, d]
+    return apply_linear(check(hidden), w["mlp.out.w"], w.get("mlp.out.b"))  # [n, ff] x [ff, d] -> [n, d]
 
 
 MLPS = {"dense": dense_mlp, "gated": gated_mlp}
 
 
-def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:  # [n, d_in] x [d_in, d_out] -> [n, d_out]
-    out = x @ w
+SHORT_ROWS = 64  # up to this many rows, x W is computed as (W^T x^T)^T
+
+
+def apply_linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:  # [n, d_in] x [d_in, d_out] -> [n, d_out]
+    """x W (+ b), one BLAS call. For a few rows (a sentence, a generated token) OpenBLAS is up to twice as fast with the
+    weights as the long side of the product: W^T x^T, then turned back (tests/benchmarks/bench_decoders.py measures both)."""
+    out = x @ w if x.ndim != 2 or len(x) > SHORT_ROWS else np.ascontiguousarray(np.matmul(w.T, x.T).T)
     if b is not None:
         out += b
     return out
@@ -184,7 +199,7 @@ def soft_cap(x: np.ndarray, cap: float) -> np.ndarray:  # [...] -> [...], in pla
     return np.multiply(x, F32(cap), out=x)
 
 
-def rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:  # [h, n, d_head] -> [h, n, d_head]
+def rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:  # [..., n, h, d_head] or [..., h, n, d_head], the tables broadcast to x
     """Each head's first d_rot dimensions turned by its position: (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin)
     over the halves (x1, x2) of the rotated part ("rotate_half", as transformers pairs them)."""
     d_rot, half = cos.shape[-1], cos.shape[-1] // 2

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from attn_cli.core.blocked import attend_rows
-from attn_cli.core.blocks import ACTIVATIONS, F32, MLPS, NORMS, rotary_attention_factor, rotary_frequencies, rotary_tables, rotate, soft_cap
+from attn_cli.core.blocks import ACTIVATIONS, F32, MLPS, NORMS, apply_linear, rotary_attention_factor, rotary_frequencies, rotary_tables, rotate, soft_cap
 from attn_cli.core.neighbors import MatrixKeys, nearest_rows
 from attn_cli.errors import DataError, InputError, is_panic, native_stderr_held, reason
 from attn_cli.models.base import Tokens, Trace
@@ -161,17 +161,15 @@ class Transformer:
         spec = self.spec
         batch, n, _ = x.shape
         h, h_kv, d_head = spec.n_heads, spec.n_kv_heads, spec.d_head
-        qkv = (x.reshape(batch * n, -1) @ w["attn.qkv.w"]).reshape(batch, n, -1)  # [B n, d] x [d, (h + 2 h_kv) d_head] (2-D: one BLAS call)
-        if "attn.qkv.b" in w:
-            qkv += w["attn.qkv.b"]
+        qkv = apply_linear(x.reshape(batch * n, -1), w["attn.qkv.w"], w.get("attn.qkv.b")).reshape(batch, n, -1)  # [B n, d] x [d, (h + 2 h_kv) d_head]
         self.held(qkv, l, "qkv")
-        q = qkv[..., : h * d_head].reshape(batch, n, h, d_head).transpose(0, 2, 1, 3)  # [B, h, n, d_head]
-        k = qkv[..., h * d_head : (h + h_kv) * d_head].reshape(batch, n, h_kv, d_head).transpose(0, 2, 1, 3)  # [B, h_kv, n, d_head]
+        qk = qkv[..., : (h + h_kv) * d_head].reshape(batch, n, h + h_kv, d_head)  # [B, n, h + h_kv, d_head]: the queries' heads, then the keys'
         v = qkv[..., (h + h_kv) * d_head :].reshape(batch, n, h_kv, d_head).transpose(0, 2, 1, 3)  # [B, h_kv, n, d_head]
         if spec.qk_norm:  # each head's queries and keys normed on their own (Qwen3, Gemma 3)
-            q, k = self.norm(q, w["attn.q_norm.w"], None), self.norm(k, w["attn.k_norm.w"], None)
-        if run.rotary is not None:
-            q, k = rotate(q, *run.rotary), rotate(k, *run.rotary)
+            qk = np.concatenate([self.norm(qk[:, :, :h], w["attn.q_norm.w"], None), self.norm(qk[:, :, h:], w["attn.k_norm.w"], None)], axis=2)
+        if run.rotary is not None:  # queries and keys turned in one go: [n, 1, d_head] tables over every head
+            qk = rotate(qk, *(table[:, None] for table in run.rotary))
+        q, k = qk[:, :, :h].transpose(0, 2, 1, 3), qk[:, :, h:].transpose(0, 2, 1, 3)  # [B, h, n, d_head], [B, h_kv, n, d_head]
         if run.cache is not None and run.read_only:  # streams started after the cache's positions: each reads them first, appends nothing
             k, v = (np.concatenate([np.broadcast_to(past, (batch, *past.shape)), new], axis=2)
                     for past, new in zip(run.cache.past(l), (k, v)))  # [B, h_kv, t, d_head]
@@ -191,9 +189,7 @@ class Transformer:
         for p, value in out.kept.items():  # [B H', m, t]
             run.store[(p, l)] = run.unbatched(value.reshape(batch, -1, *value.shape[1:]))
         z = run.point("attn.z", l, out.z.reshape(batch, h, n, d_head).transpose(0, 2, 1, 3))  # [B, n, h, d_head]
-        merged = (np.ascontiguousarray(z).reshape(batch * n, h * d_head) @ w["attn.o.w"]).reshape(batch, n, -1)  # [B n, h d_head] x [h d_head, d]
-        if "attn.o.b" in w:
-            merged += w["attn.o.b"]
+        merged = apply_linear(np.ascontiguousarray(z).reshape(batch * n, h * d_head), w["attn.o.w"], w.get("attn.o.b")).reshape(batch, n, -1)  # [B n, h d_head] x [h d_head, d]
         return self.held(merged, l, "o")
 
     def mlp(self, x: np.ndarray, w: dict, l: int = 0) -> np.ndarray:  # [..., n, d] -> [..., n, d]
@@ -357,7 +353,7 @@ class Transformer:
         """rows @ W_U^T, the output projection, a block of the vocabulary at a time."""
         out = np.empty((len(rows), self.spec.vocab_size), F32)
         for start, block in self.weights.each_unembedding_block(LOGIT_ROWS):  # [c, d] float32
-            out[:, start : start + len(block)] = rows @ block.T  # [m, d] x [d, c] -> [m, c]
+            out[:, start : start + len(block)] = apply_linear(rows, block.T)  # [m, d] x [d, c] -> [m, c]
         return out
 
     def summary(self) -> dict:

@@ -16,7 +16,8 @@ processes a side, the sides' processes alternating so a busy spell of the machin
   SmolLM2 loaded from the same GGUF file; the 8B-shaped layers made by LlamaConfig with the same shapes and
   random weights (a 1,024-row embedding: the embedding lookup is not the work compared);
 - floor: the same layers' matrix products alone through NumPy's BLAS (Q K V, W_O, gate, up, down, and per
-  key/value head Q K^T and weights V).
+  key/value head Q K^T and weights V), in the form attn computes them (core.blocks.apply_linear: for a few rows, W^T x^T);
+  beside it the same products each written x @ W.
 Targets: attn <= 1.15x the floor and <= 1.0x torch.
 """
 
@@ -93,6 +94,7 @@ print(json.dumps(out))
 FLOOR = """
 import json, sys, time
 import numpy as np
+from attn_cli.core.blocks import apply_linear
 from attn_cli.models.loading import load
 model = load(sys.argv[1])
 spec = model.spec
@@ -104,15 +106,16 @@ for n in (16, 128):
     x, hidden = rng.standard_normal((n, spec.d_model), dtype=np.float32), rng.standard_normal((n, spec.d_ff), dtype=np.float32)
     q, k = rng.standard_normal((kv, h // kv * n, dh), dtype=np.float32), rng.standard_normal((kv, n, dh), dtype=np.float32)
     weights = rng.random((kv, h // kv * n, n), dtype=np.float32)
-    def products():  # each layer's: Q K V, W_O, gate, up, down, Q K^T and weights V (grouped, as attn computes them)
+    def products(product):  # each layer's: Q K V, W_O, gate, up, down, Q K^T and weights V (grouped, as attn computes them)
         for w in layers:
-            x @ w["attn.qkv.w"]; x @ w["attn.o.w"]; x @ w["mlp.gate.w"]; x @ w["mlp.in.w"]; hidden @ w["mlp.out.w"]
+            product(x, w["attn.qkv.w"]); product(x, w["attn.o.w"]); product(x, w["mlp.gate.w"]); product(x, w["mlp.in.w"]); product(hidden, w["mlp.out.w"])
             q @ k.transpose(0, 2, 1); weights @ k
-    products()
-    times = []
-    for _ in range(int(sys.argv[3])):
-        start = time.perf_counter(); products(); times.append(time.perf_counter() - start)
-    out[n] = times
+    for name, product in (("floor", apply_linear), ("x @ W", np.matmul)):  # attn's products (core.blocks.apply_linear), and each as x @ W
+        products(product)
+        times = []
+        for _ in range(int(sys.argv[3])):
+            start = time.perf_counter(); products(product); times.append(time.perf_counter() - start)
+        out.setdefault(name, {})[n] = times
 print(json.dumps(out))
 """
 
@@ -170,16 +173,19 @@ def main() -> None:
             for threads in args.threads:
                 env = {"OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
                 sides = {"attn": [sys.executable, "-c", ATTN], "torch": [args.peer_python, "-c", TORCH], "floor": [sys.executable, "-c", FLOOR]}
-                found = {side: {str(n): [] for n in SIZES} for side in sides}
+                found = {side: {str(n): [] for n in SIZES} for side in (*sides, "x @ W")}
                 for _ in range(args.runs):
                     for side, cmd in sides.items():
-                        for n, times in json.loads(measured([*cmd, path, " ".join(WORDS), str(args.passes), layers, kind], env)[2]).items():
-                            found[side][n] += times
+                        printed = json.loads(measured([*cmd, path, " ".join(WORDS), str(args.passes), layers, kind], env)[2])
+                        for name, by_n in (printed if side == "floor" else {side: printed}).items():  # the floor's run times both forms
+                            for n, times in by_n.items():
+                                found[name][n] += times
                 print(f"\n{label} ({path}), {threads} BLAS thread{'s' if threads > 1 else ''}; medians of {args.passes} passes in each of {args.runs} processes a side")
                 for n in map(str, SIZES):
-                    a, t, f = (statistics.median(found[side][n]) for side in ("attn", "torch", "floor"))
-                    print(f"  n = {n:>3}: attn {a * 1000:8.1f} ms   torch eager {t * 1000:8.1f} ms   floor {f * 1000:8.1f} ms   "
-                          f"attn / floor {a / f:5.2f}x (target <= 1.15)   attn / torch {a / t:5.2f}x (target <= 1.0)")
+                    a, t, f, plain = (statistics.median(found[side][n]) for side in ("attn", "torch", "floor", "x @ W"))
+                    print(f"  n = {n:>3}: attn {a * 1000:8.1f} ms   torch eager {t * 1000:8.1f} ms   floor {f * 1000:8.1f} ms "
+                          f"(each product as x @ W: {plain * 1000:.1f} ms)   attn / floor {a / f:5.2f}x (target <= 1.15)   "
+                          f"attn / torch {a / t:5.2f}x (target <= 1.0)")
 
 
 if __name__ == "__main__":
