@@ -122,13 +122,15 @@ def gated_mlp(x: np.ndarray, w: dict, activation, check=lambda hidden: hidden) -
 MLPS = {"dense": dense_mlp, "gated": gated_mlp}
 
 
-SHORT_ROWS = 64  # up to this many rows, x W is computed as (W^T x^T)^T
+FEW_ROWS, SHORT_ROWS = 8, 64  # from FEW_ROWS + 1 to SHORT_ROWS rows, x W is computed as (W^T x^T)^T
 
 
 def apply_linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:  # [n, d_in] x [d_in, d_out] -> [n, d_out]
-    """x W (+ b), one BLAS call. For a few rows (a sentence, a generated token) OpenBLAS is up to twice as fast with the
-    weights as the long side of the product: W^T x^T, then turned back (tests/benchmarks/bench_decoders.py measures both)."""
-    out = x @ w if x.ndim != 2 or len(x) > SHORT_ROWS else np.ascontiguousarray(np.matmul(w.T, x.T).T)
+    """x W (+ b), one BLAS call. For a sentence's rows OpenBLAS is up to twice as fast with the weights as the long side
+    of the product: W^T x^T, then turned back (tests/benchmarks/bench_decoders.py measures both). Up to 8 rows (a
+    generated token) and past 64, x W is as fast or faster."""
+    short = x.ndim == 2 and FEW_ROWS < len(x) <= SHORT_ROWS
+    out = np.ascontiguousarray(np.matmul(w.T, x.T).T) if short else x @ w
     if b is not None:
         out += b
     return out

@@ -52,6 +52,7 @@ class Transformer:
         self.causal = spec.causal
         self.n_layers, self.n_heads, self.d_model = spec.n_layers, spec.n_heads, spec.d_model
         self._rotary = {}  # (RoPE base, long factors) -> cos, sin tables
+        self.checking = False  # whether held() checks every stage of a layer, or only its streams (see held)
 
     @property
     def d_k(self) -> int:
@@ -199,7 +200,13 @@ class Transformer:
 
     def held(self, value: np.ndarray, l: int | None, stage: str, norms: bool = False) -> np.ndarray:
         """`value` when float32 held every number of it (and, with `norms`, each row's squared norm, which the views
-        compute); else one line naming where the forward pass overflowed and the weights that made it."""
+        compute); else one line naming where the forward pass overflowed and the weights that made it.
+
+        Inside a layer only the streams (`norms`) are checked, unless self.checking: a number beyond float32 anywhere in
+        a layer reaches its stream (or Q K^T, checked as it is computed), and checked_layer then runs the layer again
+        checking every stage, so that the message names the first one."""
+        if l is not None and not norms and not self.checking:
+            return value
         # a finite total says every part is finite in one pass without a temporary (a total can overflow alone: then each part)
         if norms and (np.isfinite(np.dot(flat := value.reshape(-1), flat)) or np.isfinite(np.einsum("...d,...d->...", value, value)).all()):
             return value
@@ -247,12 +254,16 @@ class Transformer:
             else:
                 x = np.asarray(start.first(), dtype=F32).reshape(-1, n, spec.d_model)  # [B, n, d]
                 first = start.layer
-            for l in range(first, spec.n_layers):
-                if start is not None and (joining := start.joining(l)) is not None:  # streams patched at layer l join the batch
-                    x = np.concatenate([x, joining.astype(F32, copy=False)])
-                run.rotary = self.rotary(n, offset, l)
-                x = self.layer_pass(x, self.weights.layer(l), l, run)
-                self.weights.release(l)  # nothing after the layer reads its weights
+            self.checking = cache is not None and start is None  # a cached pass appends keys and values: each stage checked first
+            try:
+                for l in range(first, spec.n_layers):
+                    if start is not None and (joining := start.joining(l)) is not None:  # streams patched at layer l join the batch
+                        x = np.concatenate([x, joining.astype(F32, copy=False)])
+                    run.rotary = self.rotary(n, offset, l)
+                    x = self.checked_layer(x, self.weights.layer(l), l, run)
+                    self.weights.release(l)  # nothing after the layer reads its weights
+            finally:
+                self.checking = False
             output = self.norm(x, self.weights.get("final_norm.w"), self.weights.get("final_norm.b")) if spec.final_norm else x
             self.held(output, None, "final")
             run.point("resid_final", None, output)
@@ -260,6 +271,20 @@ class Transformer:
             cache.advance()
         tokens = tokens if isinstance(tokens, Tokens) else None
         return Trace(tokens, store=run.store, n_layers=spec.n_layers, rows=keep.rows, offset=offset)
+
+    def checked_layer(self, x: np.ndarray, w: dict, l: int, run: "Run") -> np.ndarray:  # [B, n, d] -> [B, n, d]
+        """layer_pass; where it overflowed float32, the layer once more checking every stage (held), to name the first."""
+        try:
+            return self.layer_pass(x, w, l, run)
+        except DataError:
+            if self.checking:
+                raise
+            self.checking = True
+            try:
+                self.layer_pass(x, w, l, run)
+            finally:
+                self.checking = False
+            raise
 
     def layer_pass(self, x: np.ndarray, w: dict, l: int, run: "Run") -> np.ndarray:  # [B, n, d] -> [B, n, d]
         """One block, writing its points as they are computed. A family's extra norms (sandwich norms around each
