@@ -259,14 +259,16 @@ def test_a_text_past_the_context_is_refused_in_one_line():
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.integers(0, 2 * SHORT_ROWS + 8), st.integers(1, 48), st.integers(1, 48), st.booleans(), st.booleans(), st.integers(0, 2**16))
-def test_a_linear_map_is_x_w_plus_b_whichever_way_blas_is_asked(rows, d_in, d_out, bias, strided, seed):
-    """A few rows go through (W^T x^T)^T, more through x W: either way x W + b in float32, C-ordered, to rounding."""
+@given(st.integers(0, 2 * SHORT_ROWS + 8), st.integers(1, 48), st.integers(1, 48), st.booleans(), st.booleans(), st.integers(0, 2**16),
+       st.sampled_from([0, 1, 2]))
+def test_a_linear_map_is_x_w_plus_b_whichever_way_blas_is_asked(rows, d_in, d_out, bias, strided, seed, threads):
+    """A sentence's rows on one thread go through (W^T x^T)^T, the rest through x W: either way x W + b in float32,
+    C-ordered, to rounding."""
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(rows, 2 * d_in if strided else d_in)).astype(np.float32)[:, :: 2 if strided else 1]  # [rows, d_in]
     w = rng.normal(size=(d_in, d_out)).astype(np.float32)
     b = rng.normal(size=d_out).astype(np.float32) if bias else None
-    out = apply_linear(x, w, b)
+    out = apply_linear(x, w, b, threads)
     expected = x.astype(np.float64) @ w.astype(np.float64) + (0 if b is None else b)
     assert out.shape == (rows, d_out) and out.dtype == np.float32 and out.flags.c_contiguous
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5 * math.sqrt(d_in))
@@ -406,3 +408,37 @@ def writers_text(document) -> list[str]:
     from attn_cli.io.output import _indented
 
     return list(_indented(document, "  ", "\n"))
+
+
+THREADS = """
+import json
+from attn_cli.io import blas
+library = blas._library()
+if library is None:
+    print(json.dumps(None))
+else:
+    seen = []
+    for n in (10, 100, 64, 65):
+        seen.append([blas.threads_for(n), library.get()])
+    print(json.dumps({"default": library.default, "seen": seen}))
+"""
+
+
+@pytest.mark.parametrize("chosen", [None, "1", "2"])
+def test_a_short_pass_asks_for_one_blas_thread_and_a_long_one_for_the_default_unless_the_environment_chose(chosen):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    if chosen:
+        env["OPENBLAS_NUM_THREADS"] = chosen
+    found = json.loads(subprocess.run([sys.executable, "-c", THREADS], capture_output=True, text=True, env=env, check=True).stdout)
+    if found is None:
+        pytest.skip("NumPy's BLAS here is not OpenBLAS")
+    default = found["default"]
+    if chosen is None:  # the pass's number, and what OpenBLAS then uses
+        assert found["seen"] == [[1, 1], [default, default], [1, 1], [default, default]]
+    else:  # the environment's number, told to the pass, and OpenBLAS left as it is
+        assert found["seen"] == [[int(chosen), default]] * 4 and default == int(chosen)

@@ -104,32 +104,33 @@ def silu(x: np.ndarray) -> np.ndarray:  # x * sigmoid(x), Llama's MLP gate ("sil
 ACTIVATIONS = {"gelu": gelu, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh, "gelu_fast": gelu_tanh, "relu": relu, "silu": silu, "swish": silu}
 
 
-def dense_mlp(x: np.ndarray, w: dict, activation, check=lambda hidden: hidden) -> np.ndarray:  # [n, d] -> [n, ff] -> [n, d]
+def dense_mlp(x: np.ndarray, w: dict, activation, check=lambda hidden: hidden, threads: int = 1) -> np.ndarray:  # [n, d] -> [n, ff] -> [n, d]
     """act(x W_in + b_in) W_out + b_out (BERT, GPT-2); a bias that is None is left out. `check` sees the hidden layer."""
-    hidden = check(activation(apply_linear(x, w["mlp.in.w"], w.get("mlp.in.b"))))  # [n, d] x [d, ff] -> [n, ff]
-    return apply_linear(hidden, w["mlp.out.w"], w.get("mlp.out.b"))  # [n, ff] x [ff, d] -> [n, d]
+    hidden = check(activation(apply_linear(x, w["mlp.in.w"], w.get("mlp.in.b"), threads)))  # [n, d] x [d, ff] -> [n, ff]
+    return apply_linear(hidden, w["mlp.out.w"], w.get("mlp.out.b"), threads)  # [n, ff] x [ff, d] -> [n, d]
 
 
-def gated_mlp(x: np.ndarray, w: dict, activation, check=lambda hidden: hidden) -> np.ndarray:  # [n, d] -> [n, ff] -> [n, d]
+def gated_mlp(x: np.ndarray, w: dict, activation, check=lambda hidden: hidden, threads: int = 1) -> np.ndarray:  # [n, d] -> [n, ff] -> [n, d]
     """(act(x W_gate) * x W_in) W_out: the gated MLP (SwiGLU with silu: Llama, Mistral, Qwen2)."""
-    gate = apply_linear(x, w["mlp.gate.w"], w.get("mlp.gate.b"))  # [n, d] x [d, ff] -> [n, ff]
-    up = apply_linear(x, w["mlp.in.w"], w.get("mlp.in.b"))  # [n, d] x [d, ff] -> [n, ff]
+    gate = apply_linear(x, w["mlp.gate.w"], w.get("mlp.gate.b"), threads)  # [n, d] x [d, ff] -> [n, ff]
+    up = apply_linear(x, w["mlp.in.w"], w.get("mlp.in.b"), threads)  # [n, d] x [d, ff] -> [n, ff]
     hidden = activation(gate)
     hidden *= up  # in place: the product is a new [n, ff] array otherwise
-    return apply_linear(check(hidden), w["mlp.out.w"], w.get("mlp.out.b"))  # [n, ff] x [ff, d] -> [n, d]
+    return apply_linear(check(hidden), w["mlp.out.w"], w.get("mlp.out.b"), threads)  # [n, ff] x [ff, d] -> [n, d]
 
 
 MLPS = {"dense": dense_mlp, "gated": gated_mlp}
 
 
-FEW_ROWS, SHORT_ROWS = 8, 64  # from FEW_ROWS + 1 to SHORT_ROWS rows, x W is computed as (W^T x^T)^T
+FEW_ROWS, SHORT_ROWS = 8, 64  # on one BLAS thread, from FEW_ROWS + 1 to SHORT_ROWS rows, x W is computed as (W^T x^T)^T
 
 
-def apply_linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:  # [n, d_in] x [d_in, d_out] -> [n, d_out]
-    """x W (+ b), one BLAS call. For a sentence's rows OpenBLAS is up to twice as fast with the weights as the long side
-    of the product: W^T x^T, then turned back (tests/benchmarks/bench_decoders.py measures both). Up to 8 rows (a
-    generated token) and past 64, x W is as fast or faster."""
-    short = x.ndim == 2 and FEW_ROWS < len(x) <= SHORT_ROWS
+def apply_linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, threads: int = 1) -> np.ndarray:  # [n, d_in] x [d_in, d_out] -> [n, d_out]
+    """x W (+ b), one BLAS call on `threads` threads. For a sentence's rows on one thread OpenBLAS is up to twice as
+    fast with the weights as the long side of the product: W^T x^T, then turned back. Up to 8 rows (a generated
+    token), past 64, or on more threads (which split x W better), x W is as fast or faster
+    (tests/benchmarks/bench_decoders.py measures both)."""
+    short = threads == 1 and x.ndim == 2 and FEW_ROWS < len(x) <= SHORT_ROWS
     out = np.ascontiguousarray(np.matmul(w.T, x.T).T) if short else x @ w
     if b is not None:
         out += b

@@ -3,8 +3,10 @@
 A short sentence's matrix products are small: spread over a second thread they finish no sooner on
 an idle machine, and on a busy one the threads wait for each other (a 10-token forward pass took
 three times as long with two threads as with one, measured on a loaded 2-core machine). So for
-short inputs attn asks OpenBLAS for one thread, unless the environment already says how many
-(OPENBLAS_NUM_THREADS, OMP_NUM_THREADS): then that is what it gets.
+short inputs attn asks OpenBLAS for one thread, and for longer ones for OpenBLAS's own default again,
+unless the environment already says how many (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS): then that is
+what it gets. The pass is told the number, since how a product is best asked of BLAS depends on it
+(core.blocks.apply_linear).
 """
 
 import ctypes
@@ -15,8 +17,14 @@ from functools import cache
 SMALL = 64  # tokens: up to this many, one thread
 
 
+class _OpenBLAS:
+    def __init__(self, get, set_):
+        self.get, self.set = get, set_
+        self.default = get()  # its own choice (the cores it found), read before attn sets anything
+
+
 @cache
-def _library():
+def _library() -> _OpenBLAS | None:
     """NumPy's OpenBLAS (scipy-openblas, bundled with the wheel), or None where NumPy uses another BLAS."""
     import numpy
 
@@ -26,16 +34,25 @@ def _library():
                 lib = ctypes.CDLL(path)
             except OSError:
                 continue
-            for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads"):
-                if hasattr(lib, name):
-                    return getattr(lib, name)
+            for prefix, suffix in (("scipy_openblas", "64_"), ("scipy_openblas", ""), ("openblas", "")):
+                get, set_ = f"{prefix}_get_num_threads{suffix}", f"{prefix}_set_num_threads{suffix}"
+                if hasattr(lib, get) and hasattr(lib, set_):
+                    return _OpenBLAS(getattr(lib, get), getattr(lib, set_))
     return None
 
 
-def threads_for(n_tokens: int) -> None:
-    """One BLAS thread for a short input, unless the environment chose a number."""
-    if os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS") or n_tokens > SMALL:
-        return
-    setter = _library()
-    if setter is not None:
-        setter(1)
+def threads_for(n_tokens: int) -> int:
+    """The BLAS threads of a pass over n_tokens, set and returned: the environment's number if it chose one, else
+    one for a short input and OpenBLAS's default for a longer one. 0: not known (another BLAS, an unreadable number)."""
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):  # OpenBLAS's own order
+        if chosen := os.environ.get(name):
+            try:
+                return max(0, int(chosen.split(",")[0]))
+            except ValueError:
+                return 0
+    library = _library()
+    if library is None:
+        return 0
+    wanted = 1 if n_tokens <= SMALL else library.default
+    library.set(wanted)
+    return wanted

@@ -9,11 +9,12 @@ from attn_cli.models.points import AXES, Keep, Zero, apply_edits, edits_at
 class Run:
     """One forward pass's bookkeeping: what it keeps and edits, where it starts, and what it has stored."""
 
-    __slots__ = ("keep", "edits", "cache", "offset", "batched", "read_only", "store", "rotary")
+    __slots__ = ("keep", "edits", "cache", "offset", "batched", "read_only", "threads", "store", "rotary")
 
-    def __init__(self, keep: Keep, edits: list, cache: KVCache | None, offset: int, batched: bool, read_only: bool = False):
+    def __init__(self, keep: Keep, edits: list, cache: KVCache | None, offset: int, batched: bool, read_only: bool = False, threads: int = 1):
         self.keep, self.edits, self.cache, self.offset, self.batched = keep, edits, cache, offset, batched
         self.read_only = read_only  # the cache is read, not appended to (a pass started from given streams)
+        self.threads = threads  # BLAS's threads (io.blas.threads_for): how a product is best asked of BLAS depends on them
         self.store: dict = {}
         self.rotary = None
 

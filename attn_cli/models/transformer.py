@@ -162,7 +162,7 @@ class Transformer:
         spec = self.spec
         batch, n, _ = x.shape
         h, h_kv, d_head = spec.n_heads, spec.n_kv_heads, spec.d_head
-        qkv = apply_linear(x.reshape(batch * n, -1), w["attn.qkv.w"], w.get("attn.qkv.b")).reshape(batch, n, -1)  # [B n, d] x [d, (h + 2 h_kv) d_head]
+        qkv = apply_linear(x.reshape(batch * n, -1), w["attn.qkv.w"], w.get("attn.qkv.b"), run.threads).reshape(batch, n, -1)  # [B n, d] x [d, (h + 2 h_kv) d_head]
         self.held(qkv, l, "qkv")
         qk = qkv[..., : (h + h_kv) * d_head].reshape(batch, n, h + h_kv, d_head)  # [B, n, h + h_kv, d_head]: the queries' heads, then the keys'
         v = qkv[..., (h + h_kv) * d_head :].reshape(batch, n, h_kv, d_head).transpose(0, 2, 1, 3)  # [B, h_kv, n, d_head]
@@ -190,13 +190,13 @@ class Transformer:
         for p, value in out.kept.items():  # [B H', m, t]
             run.store[(p, l)] = run.unbatched(value.reshape(batch, -1, *value.shape[1:]))
         z = run.point("attn.z", l, out.z.reshape(batch, h, n, d_head).transpose(0, 2, 1, 3))  # [B, n, h, d_head]
-        merged = apply_linear(np.ascontiguousarray(z).reshape(batch * n, h * d_head), w["attn.o.w"], w.get("attn.o.b")).reshape(batch, n, -1)  # [B n, h d_head] x [h d_head, d]
+        merged = apply_linear(np.ascontiguousarray(z).reshape(batch * n, h * d_head), w["attn.o.w"], w.get("attn.o.b"), run.threads).reshape(batch, n, -1)  # [B n, h d_head] x [h d_head, d]
         return self.held(merged, l, "o")
 
-    def mlp(self, x: np.ndarray, w: dict, l: int = 0) -> np.ndarray:  # [..., n, d] -> [..., n, d]
+    def mlp(self, x: np.ndarray, w: dict, l: int = 0, threads: int = 1) -> np.ndarray:  # [..., n, d] -> [..., n, d]
         if x.ndim > 2:  # the matrix products as 2-D ones: NumPy's stacked matmul is several times slower
-            return self.mlp(x.reshape(-1, x.shape[-1]), w, l).reshape(x.shape)
-        return self.held(MLPS[self.spec.mlp](x, w, ACTIVATIONS[self.spec.activation], lambda hidden: self.held(hidden, l, "mlp.in")), l, "mlp.out")
+            return self.mlp(x.reshape(-1, x.shape[-1]), w, l, threads).reshape(x.shape)
+        return self.held(MLPS[self.spec.mlp](x, w, ACTIVATIONS[self.spec.activation], lambda hidden: self.held(hidden, l, "mlp.in"), threads), l, "mlp.out")
 
     def held(self, value: np.ndarray, l: int | None, stage: str, norms: bool = False) -> np.ndarray:
         """`value` when float32 held every number of it (and, with `norms`, each row's squared norm, which the views
@@ -244,9 +244,10 @@ class Transformer:
         n = len(ids) if start is None else start.resid.shape[-2]
         if offset + n > spec.max_positions:
             raise InputError(f"{offset + n:,} tokens, more than the {spec.max_positions:,} positions {self.name} has; split the text")
-        threads_for(n)
+        threads = threads_for(n)  # set for the pass, and told to it
         self.weights.passes += 1
-        run = Run(keep, list(edits), cache, offset, batched=start is not None and start.resid.ndim == 3, read_only=start is not None)
+        run = Run(keep, list(edits), cache, offset, batched=start is not None and start.resid.ndim == 3, read_only=start is not None,
+                  threads=threads)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked layer by layer: one message, not NumPy's warnings
             if start is None:
                 x = self.held(self.embeddings(ids, offset), None, "embeddings", norms=True)[None]  # [1, n, d]
@@ -296,12 +297,12 @@ class Transformer:
             a = run.point("attn.out", l, self.sandwiched(self.attention(normed, w, l, run), w, "attn.post_norm.w", l, "o"))
             mid = run.point("resid_mid", l, self.held(x + a, l, "o", norms=True))
             normed = self.held(self.norm(mid, w["mlp.norm.w"], w.get("mlp.norm.b")), l, "mlp.norm")
-            m = run.point("mlp_out", l, self.sandwiched(self.mlp(normed, w, l), w, "mlp.post_norm.w", l, "mlp.out"))
+            m = run.point("mlp_out", l, self.sandwiched(self.mlp(normed, w, l, run.threads), w, "mlp.post_norm.w", l, "mlp.out"))
             out = self.held(mid + m, l, "mlp.out", norms=True)
         else:  # post-norm: each block's update includes the norm after it
             a = run.point("attn.out", l, self.attention(x, w, l, run))
             mid = run.point("resid_mid", l, self.held(self.norm(x + a, w["attn.norm.w"], w.get("attn.norm.b")), l, "attn.norm", norms=True))
-            m = run.point("mlp_out", l, self.mlp(mid, w, l))
+            m = run.point("mlp_out", l, self.mlp(mid, w, l, run.threads))
             out = self.held(self.norm(mid + m, w["mlp.norm.w"], w.get("mlp.norm.b")), l, "mlp.norm", norms=True)
         return run.point("resid_post", l, out)
 

@@ -92,7 +92,7 @@ print(json.dumps(out))
 """
 
 FLOOR = """
-import json, sys, time
+import json, os, sys, time
 import numpy as np
 from attn_cli.core.blocks import apply_linear
 from attn_cli.models.loading import load
@@ -110,7 +110,8 @@ for n in (16, 128):
         for w in layers:
             product(x, w["attn.qkv.w"]); product(x, w["attn.o.w"]); product(x, w["mlp.gate.w"]); product(x, w["mlp.in.w"]); product(hidden, w["mlp.out.w"])
             q @ k.transpose(0, 2, 1); weights @ k
-    for name, product in (("floor", apply_linear), ("x @ W", np.matmul)):  # attn's products (core.blocks.apply_linear), and each as x @ W
+    threads = int(os.environ["OPENBLAS_NUM_THREADS"])
+    for name, product in (("floor", lambda x, w: apply_linear(x, w, None, threads)), ("x @ W", np.matmul)):  # attn's products, and each as x @ W
         products(product)
         times = []
         for _ in range(int(sys.argv[3])):
