@@ -12,8 +12,18 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+import attn_cli
 from attn_cli.cli import app
 from attn_cli.vectors.loading import load
+
+
+def pytest_sessionstart(session):
+    """attn's bytecode written once for the run, as pip writes it for an installed package: the hundreds of `attn`
+    processes the tests start then read it, rather than each compiling attn from source (which a fresh clone with
+    PYTHONDONTWRITEBYTECODE set, or a read-only one, would otherwise do every time: 0.1 s a process)."""
+    import compileall
+
+    compileall.compile_dir(os.path.dirname(attn_cli.__file__), quiet=2)
 
 
 def misalign_offset() -> int | None:

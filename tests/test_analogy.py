@@ -58,6 +58,7 @@ def test_3cosmul_top_answer_matches_gensim(glove, kv, questions):
     assert agreement(ours, theirs, sample) >= 0.99
 
 
+@pytest.mark.slow
 def test_top_ten_lists_and_scores_match_gensim(glove, kv, questions):
     for q in questions[:20]:
         ours = nb.most_similar(glove, positive=[q[1], q[2]], negative=[q[0]], topn=10)
@@ -66,6 +67,7 @@ def test_top_ten_lists_and_scores_match_gensim(glove, kv, questions):
         np.testing.assert_allclose([s for _, s in ours], [s for _, s in theirs], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_cats_cat_dog_answers_match_gensim(run, kv):
     for method, gensim_call in (("cosadd", kv.most_similar), ("cosmul", kv.most_similar_cosmul)):
         data = parse_json(run("analogy", "cats", "cat", "dog", "--method", method, "--top", "5", "--json"))

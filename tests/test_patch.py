@@ -36,7 +36,7 @@ def last_logits(m, ids, edits=()):  # -> [V] float64, the last position's
 
 
 @pytest.mark.parametrize("name", MODELS)
-@pytest.mark.parametrize("mode", ["zero", "mean"])
+@pytest.mark.parametrize("mode", ["zero", pytest.param("mean", marks=pytest.mark.slow)])  # mean: in `pytest -m slow`
 def test_ablated_logits_match_torch_hooks(name, mode):
     from attn_cli.analysis.ablate import Ablation, ablation_edits
 
@@ -198,7 +198,7 @@ def test_the_library_example_of_docs_explain_runs_and_says_what_the_commands_say
 
 
 @pytest.mark.skipif(__import__("tests.browser", fromlist=["Browser"]).Browser.find() is None, reason="no Chromium installed")
-@pytest.mark.parametrize("command", ["explain", "patch"])
+@pytest.mark.parametrize("command", [pytest.param("explain", marks=pytest.mark.slow), "patch"])  # explain: in `pytest -m slow`
 def test_the_page_names_the_cell_under_the_pointer(tmp_path, command):
     from tests.browser import Browser
 

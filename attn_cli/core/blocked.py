@@ -118,9 +118,7 @@ def attend_rows(q: np.ndarray, k: np.ndarray, v: np.ndarray, offset: int = 0, *,
     head_of = None if heads is None else np.asarray(heads, dtype=np.int64)
     g_kept = g_all if head_of is None else len(head_of)
     kept = {point: np.full((g_kept, m, t), -np.inf if point != "attn.pattern" else 0, dtype) for point in keep}  # [G', m, t] each
-    b_max = min(n, block_rows(g_all, t, dtype.itemsize, budget)) if n else 0
-    if causal and n:
-        b_max = min(b_max, max(MIN_BLOCK_ROWS, -(-n // CAUSAL_BLOCKS)))
+    b_max = min(n, block_rows(g_all, t, dtype.itemsize, budget), max(MIN_BLOCK_ROWS, -(-n // CAUSAL_BLOCKS)) if causal else n) if n else 0
     scratch = np.empty(g_all * b_max * t, dtype)
     overflow = False
     q_groups = q.reshape(g_kv, g, n, d_k)
