@@ -19,12 +19,13 @@ import io
 import json
 import math
 import os
+import unicodedata
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from attn_cli.vectors import fast as fast_format
@@ -270,12 +271,20 @@ def test_inspect_any_stdin(stdin, mode):
         assert [json.loads(line)["line"] for line in out] == kept, outcome  # each object names its input line
 
 
+def controls_escaped(text: str) -> str:
+    """`text` with its control characters (C0, DEL, C1) as Python writes them, \\x1b, and nothing else changed."""
+    return "".join(repr(c)[1:-1] if unicodedata.category(c) == "Cc" else c for c in text)
+
+
 @FUZZ
 @given(st.lists(words, min_size=2, max_size=6), st.sampled_from([[], ["--json"], ["--csv"], ["--tsv"], ["--csv", "--spreadsheet"]]))
+@example(["the", "\u202eevil", "\x1b[31mred"], ["--csv"])
+@example(["the", "\u202eevil"], [])
 def test_similarity_prints_keys_literally(keys, mode):
     """Keys that look like Rich markup, emoji codes, escape sequences or formulas are printed as they
-    are: JSON exactly, the view and CSV/TSV with control characters escaped, and with --spreadsheet
-    a formula-looking cell after a '."""
+    are: JSON exactly; CSV/TSV with control characters escaped and every other character as it is (a
+    right-to-left mark or a joiner is data there), and with --spreadsheet a formula-looking cell after
+    a '; the view with every character a terminal would not print as it is escaped."""
     outcome = run_case("similarity (odd keys)", ["similarity", "--vectors", "small", *mode, "--", *keys])
     assert outcome.code == 0, outcome
     if mode == ["--json"]:
@@ -283,7 +292,7 @@ def test_similarity_prints_keys_literally(keys, mode):
     elif mode:
         rows = list(csv.DictReader(io.StringIO(outcome.text), delimiter="\t" if "--tsv" in mode else ","))
         quote = "--spreadsheet" in mode
-        shown = [("'" if quote and printable(k).startswith(("=", "+", "-", "@")) else "") + printable(k) for k in keys]
+        shown = [("'" if quote and controls_escaped(k).startswith(("=", "+", "-", "@")) else "") + controls_escaped(k) for k in keys]
         assert [(r["a"], r["b"]) for r in rows] == [(a, b) for i, a in enumerate(shown) for b in shown[i + 1:]], outcome
     else:
         for key in keys:
