@@ -4,9 +4,9 @@ The template comes from a file, so it is hostile input: it is rendered in Jinja'
 (no attribute access beyond data, no mutation), as transformers renders it, with the same settings
 (trim_blocks, lstrip_blocks) and helpers (raise_exception, strftime_now). A budget holds while it
 renders, not after: MAX_RENDERED characters of output, RENDER_SECONDS of time, RENDER_MEMORY bytes of
-new memory. Repetition (`'x' * n`, `|center(n)`, ...) is refused before its result is made, the output
-is counted as it streams, a watchdog stops a loop that runs past the time, and an address-space limit
-turns any other allocation bomb into a MemoryError.
+new memory. Repetition (`'x' * n`, `|center(n)`, ...), concatenation (`+`, `~`), joins and formats are
+refused before their result is made, the output is counted as it streams, a watchdog stops a loop that
+runs past the time, and an address-space limit turns any other allocation bomb into a MemoryError.
 """
 
 import math
@@ -45,11 +45,13 @@ def _environment():
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     class Bounded(ImmutableSandboxedEnvironment):
-        intercepted_binops = frozenset({"*", "**", "+"})
+        intercepted_binops = frozenset({"*", "**", "+", "%"})
 
         def call_binop(self, context, operator, left, right):
             if operator == "*" and (n := _repeat_size(left, right)) is not None:
                 _sized(n, "a repetition")
+            elif operator == "%" and isinstance(left, str):  # printf-style formatting
+                _format(left, *(right.values() if isinstance(right, dict) else right if isinstance(right, tuple) else (right,)))
             elif operator == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, type(left)):
                 _sized(len(left) + len(right), "a concatenation")
             elif operator == "**" and isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 0:
@@ -80,6 +82,25 @@ def _environment():
     return env
 
 
+def _bounded_joins(template):
+    """`a ~ b` compiles to a call of jinja2.runtime's str_join (or markup_join), not to a binop the sandbox
+    sees; the compiled template's own names for them are replaced, so the size is checked before the join."""
+    names = template.root_render_func.__globals__  # the compiled module's namespace: every block and macro reads it
+    for name in ("str_join", "markup_join"):
+        if callable(join := names.get(name)):
+            names[name] = _sized_join(join)
+    return template
+
+
+def _sized_join(join):
+    def bounded(seq):
+        parts = list(seq)
+        _sized(sum(_text_size(part) for part in parts), "a concatenation")
+        return join(parts)
+
+    return bounded
+
+
 def _widths(*args, **kwargs) -> None:
     """A width or count argument (center, ljust, zfill, indent, format's '%*s') as large as the output budget is refused."""
     for value in (*args, *kwargs.values()):
@@ -95,8 +116,26 @@ def _replace(text, old="", new="", count=-1, *_, **__) -> None:
 
 def _format(text, *args, **kwargs) -> None:
     _widths(*args, **kwargs)
+    if isinstance(text, str):  # each field may hold the longest argument
+        fields = text.count("{") + text.count("%")
+        _sized(len(text) + fields * max((_text_size(v) for v in (*args, *kwargs.values())), default=0), "a format")
     if isinstance(text, str) and any(len(run) > 6 for run in "".join(c if c.isdigit() else " " for c in text).split()):
         raise Budget("a format with a width of a million or more")
+
+
+def _joined(separator, items) -> None:
+    if isinstance(separator, str) and isinstance(items, (list, tuple)):
+        _sized(sum(_text_size(item) for item in items) + len(separator) * max(len(items) - 1, 0), "a join")
+
+
+def _text_size(value, depth: int = 0) -> int:
+    """About how many characters str(value) has, found without making it."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, (list, tuple, dict)) and depth < 8:
+        items = [part for pair in value.items() for part in pair] if isinstance(value, dict) else value
+        return 2 + sum(_text_size(item, depth + 1) + 4 for item in items)
+    return 24  # a number, None, a bool, an undefined name: short
 
 
 def _expandtabs(text, tabsize=8, *_, **__) -> None:
@@ -107,11 +146,12 @@ def _expandtabs(text, tabsize=8, *_, **__) -> None:
 GROWING = {  # str methods whose result can be far larger than their arguments: checked before the call
     "center": lambda s, *a, **k: _widths(*a[:1], **k), "ljust": lambda s, *a, **k: _widths(*a[:1], **k),
     "rjust": lambda s, *a, **k: _widths(*a[:1], **k), "zfill": lambda s, *a, **k: _widths(*a[:1], **k),
-    "replace": _replace, "expandtabs": _expandtabs,
+    "replace": _replace, "expandtabs": _expandtabs, "join": lambda s, items=(), *_, **__: _joined(s, items),
 }
 FILTER_CHECKS = {  # Jinja's filters of that kind: (value, *args) -> None, raising Budget
     "center": lambda v, *a, **k: _widths(*a, **k), "indent": lambda v, *a, **k: _widths(*a[:1], **k),
     "format": lambda v, *a, **k: _format(v, *a, **k), "replace": lambda v, *a, **k: _replace(v, *a[:3]),
+    "join": lambda v, d="", *a, **k: _joined(d, v),
 }
 
 
@@ -143,7 +183,7 @@ def render(template: str, messages: list[dict], *, bos_token: str = "", eos_toke
     env.globals.update(raise_exception=raise_exception, strftime_now=strftime_now)
     try:
         with _memory_limit(RENDER_MEMORY), _watchdog(RENDER_SECONDS):  # the watchdog inside: it is stopped before the limit is put back
-            chunks = env.from_string(template).generate(messages=messages, bos_token=bos_token, eos_token=eos_token,
+            chunks = _bounded_joins(env.from_string(template)).generate(messages=messages, bos_token=bos_token, eos_token=eos_token,
                                                         add_generation_prompt=add_generation_prompt)
             text = _collect(chunks)
     except InputError:
