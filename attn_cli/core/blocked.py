@@ -11,6 +11,8 @@ Each block of rows is worked over the keys [lo, hi) that some row of it may see:
 about BLOCK_BYTES, and only what the caller keeps is copied out of it.
 """
 
+from functools import lru_cache
+
 import numpy as np
 
 from attn_cli.core.softmax import softmax_rows_into
@@ -42,7 +44,7 @@ class Attended(Record):
     __slots__ = ("z", "kept", "overflow")
 
     def __init__(self, z: np.ndarray, kept: dict, overflow: bool):
-        self.z = z  # [G, n, d_v] softmax(scores) V
+        self.z = z  # [G, n, d_v] softmax(scores) V (a view of [n, G, d_v])
         self.kept = kept  # point -> [G', m, t]: the heads and rows asked for ("attn.qk", "attn.scores", "attn.pattern")
         self.overflow = overflow  # some Q K^T was +inf or NaN (weights beyond float32)
 
@@ -69,6 +71,28 @@ def visible(r0: int, r1: int, lo: int, hi: int, offset: int, causal: bool, windo
     if window is not None and lo <= offset + r1 - 1 - window:
         seen &= j > p - window
     return None if seen.all() else seen
+
+
+MASKS_KEPT, MASK_CELLS = 64, 1 << 16  # hidden() keeps this many masks of up to this many cells (at most 4 MiB)
+
+
+def hidden(r0: int, r1: int, lo: int, hi: int, offset: int, causal: bool, window: int | None) -> np.ndarray | None:
+    """~visible, read-only: True where query row r may not see key j; None when every row sees every key of the span.
+    A small mask depends only on the block's shape and where its keys start, the same blocks in every layer: made once."""
+    if (r1 - r0) * (hi - lo) > MASK_CELLS:
+        seen = visible(r0, r1, lo, hi, offset, causal, window)
+        return None if seen is None else ~seen
+    return _hidden(r1 - r0, hi - lo, offset + r0 - lo, causal, window)
+
+
+@lru_cache(maxsize=MASKS_KEPT)
+def _hidden(b: int, width: int, first: int, causal: bool, window: int | None) -> np.ndarray | None:  # rows at first .. first + b - 1, keys 0 .. width - 1
+    seen = visible(0, b, 0, width, first, causal, window)  # the same offsets between queries and keys: the same mask
+    if seen is None:
+        return None
+    mask = ~seen
+    mask.setflags(write=False)
+    return mask
 
 
 def scale(block: np.ndarray, root: float | None, cap: float | None) -> None:
@@ -138,9 +162,9 @@ def attend_rows(q: np.ndarray, k: np.ndarray, v: np.ndarray, offset: int = 0, *,
         put = lambda point: copy_kept(kept.get(point), block, head_of, row_of, here, r0, lo)  # noqa: E731
         put("attn.qk")
         scale(block, root, cap)
-        seen = visible(r0, r1, lo, hi, offset, causal, window)
-        if seen is not None:
-            np.copyto(block, dtype.type(-np.inf), where=~seen)
+        masked = hidden(r0, r1, lo, hi, offset, causal, window)
+        if masked is not None:
+            np.copyto(block, dtype.type(-np.inf), where=masked)
         if edit is not None:
             edit("attn.scores", r0, r1, lo, block)
         put("attn.scores")

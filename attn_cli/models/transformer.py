@@ -233,7 +233,9 @@ class Transformer:
         given stream ([n, d], or [B, n, d] for B streams at once; every kept point then has a B axis first). With both,
         the streams are the positions after the cache's: every stream reads its keys and values, and none is appended."""
         from attn_cli.io.blas import threads_for
+        from attn_cli.io.heap import reuse_heap
 
+        reuse_heap()  # each layer's temporaries from the heap again, not mapped afresh
         spec = self.spec
         keep = Keep.everything(keep_scores, keep_values) if keep is None else keep
         if keep_scores or keep_values:
