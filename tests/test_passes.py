@@ -469,7 +469,7 @@ import attn_cli.io.heap as heap
 from attn_cli.models import loading
 from attn_cli.models.points import Keep
 if sys.argv[2] == "off":
-    heap._done = True  # as if reuse_heap had run: glibc's own thresholds stay
+    heap._set = False  # as if reuse_heap had run and found no glibc: glibc's own thresholds stay
 m = loading.load(sys.argv[1])
 m.weights.hold(1 << 40)  # every layer dequantized once and kept, as from a model's second sentence on
 ids = [(7 * i) % 500 + 3 for i in range(128)]

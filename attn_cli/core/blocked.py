@@ -44,7 +44,7 @@ class Attended(Record):
     __slots__ = ("z", "kept", "overflow")
 
     def __init__(self, z: np.ndarray, kept: dict, overflow: bool):
-        self.z = z  # [G, n, d_v] softmax(scores) V (a view of [n, G, d_v])
+        self.z = z  # [G, n, d_v] softmax(scores) V
         self.kept = kept  # point -> [G', m, t]: the heads and rows asked for ("attn.qk", "attn.scores", "attn.pattern")
         self.overflow = overflow  # some Q K^T was +inf or NaN (weights beyond float32)
 

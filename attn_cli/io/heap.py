@@ -17,15 +17,18 @@ HEAP_ARRAY = 1 << 20  # bytes: arrays up to this size come from the heap; below 
 HEAP_FREE = 64 << 20  # bytes free at the heap's top before glibc returns them to the kernel
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (malloc.h)
 
-_done = False
+_set: bool | None = None  # what reuse_heap found, once it has run
 
 
 def reuse_heap() -> bool:
     """Set glibc's thresholds once per process; False where there is no glibc (macOS, Windows, musl) or it refused."""
-    global _done
-    if _done:
-        return True
-    _done = True
+    global _set
+    if _set is None:
+        _set = _thresholds_set()
+    return _set
+
+
+def _thresholds_set() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
