@@ -79,10 +79,8 @@ MASKS_KEPT, MASK_CELLS = 64, 1 << 16  # hidden() keeps this many masks of up to 
 def hidden(r0: int, r1: int, lo: int, hi: int, offset: int, causal: bool, window: int | None) -> np.ndarray | None:
     """~visible, read-only: True where query row r may not see key j; None when every row sees every key of the span.
     A small mask depends only on the block's shape and where its keys start, the same blocks in every layer: made once."""
-    if (r1 - r0) * (hi - lo) > MASK_CELLS:
-        seen = visible(r0, r1, lo, hi, offset, causal, window)
-        return None if seen is None else ~seen
-    return _hidden(r1 - r0, hi - lo, offset + r0 - lo, causal, window)
+    made = _hidden if (r1 - r0) * (hi - lo) <= MASK_CELLS else _hidden.__wrapped__  # a large one is made afresh, not kept
+    return made(r1 - r0, hi - lo, offset + r0 - lo, causal, window)
 
 
 @lru_cache(maxsize=MASKS_KEPT)
