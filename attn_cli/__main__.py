@@ -8,6 +8,7 @@ import sys
 _started = False  # run() has begun: from then on Ctrl-C raises Interrupted
 _stopping = False  # set by the first Ctrl-C; a second one does not interrupt the clean-up it started
 _pending = False  # a Ctrl-C that could not be raised where it landed: before run() began, or in a callback (_unraisable)
+_said = False  # `attn: interrupted` is written: the process is on its way out
 
 
 def _interrupt(signum, frame) -> None:
@@ -57,8 +58,14 @@ def _unraisable(info) -> None:
     """sys.unraisablehook: a Ctrl-C that landed in a weakref callback or a __del__, where Python
     cannot raise it (it would print "Exception ignored in ..." and go on), is raised again a
     millisecond later (SIGALRM), out of the command's own code. Where there is no such timer, the
-    command goes on, a second Ctrl-C stops it, and it exits 130 in any case."""
+    command goes on, a second Ctrl-C stops it, and it exits 130 in any case.
+
+    Once `attn: interrupted` is written, what is freed on the way out says nothing: an object whose
+    __init__ the Ctrl-C cut short (a ZipFile without its `_writing`) fails in its __del__, and that
+    report would follow the one line."""
     global _stopping, _pending
+    if _said:
+        return
     if not isinstance(info.exc_value, Interrupted):
         sys.__unraisablehook__(info)
         return
@@ -70,8 +77,8 @@ def _unraisable(info) -> None:
 
 def _stop_interrupted() -> None:
     """One line on stderr, what stdout still holds written if it can be (else dropped), exit 130."""
-    global _stopping
-    _stopping = True  # from here on, Ctrl-C again is ignored: this is the way out
+    global _stopping, _said
+    _stopping = _said = True  # from here on, Ctrl-C again is ignored and nothing freed reports (_unraisable): this is the way out
     try:
         if sys.stdout is not None:
             sys.stdout.flush()

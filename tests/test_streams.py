@@ -144,6 +144,26 @@ def before_the_handler(code: int, err: str) -> bool:
     return "KeyboardInterrupt" in err or python_start or (code == -signal.SIGINT and err == "")
 
 
+HALF_BUILT = """
+import sys
+import attn_cli.__main__ as entry
+sys.unraisablehook = entry._unraisable
+class HalfBuilt:  # as a ZipFile whose __init__ a Ctrl-C cut short: its __del__ fails
+    def __del__(self):
+        self._writing
+held = [HalfBuilt()]
+try:
+    entry._stop_interrupted()
+finally:
+    held.clear()  # freed on the way out, after the one line
+"""
+
+
+def test_what_is_freed_after_the_interrupted_line_reports_nothing():
+    done = subprocess.run([sys.executable, "-c", HALF_BUILT], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (130, INTERRUPTED)
+
+
 def check_ctrl_c(outcomes: list[tuple[float, int, str]]) -> None:
     """Every run ended in one `attn: interrupted` line and exit 130, had finished, or was stopped before attn's handler was in place."""
     for delay, code, err in outcomes:
