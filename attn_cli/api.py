@@ -87,7 +87,7 @@ def run_with_edits(model, text: str, edits, names=None, *, layers=None):
     tokens = model.tokenize(text)
     keep = _keep(model, names, None if layers is None else set(layers) | {model.n_layers - 1})
     trace = model.forward(tokens, keep=keep, edits=list(edits))
-    return model.lm_logits(trace.get("resid_post", model.n_layers - 1)), ActivationCache(trace, tokens)
+    return model.readout(trace.get("resid_post", model.n_layers - 1)), ActivationCache(trace, tokens)
 
 
 def explain(model, text: str, *, target: str | None = None, versus: str | None = None, focus: str | None = None,

@@ -57,7 +57,7 @@ def compare_case(m, case, worst: dict) -> int:
     worst["attention"] = max(worst["attention"], float(np.abs(weights - case["attentions"]).max()))
     hidden = np.concatenate([trace.hidden[:-1], trace.output[None]])  # transformers' last hidden state is after the final norm
     worst["hidden"] = max(worst["hidden"], layer_scale_error(hidden, case["hidden"]))
-    logits = m.lm_logits(trace.hidden[-1])  # [n, V]
+    logits = m.readout(trace.hidden[-1])  # [n, V]
     worst["logits"] = max(worst["logits"], float(np.abs(logits - case["logits"]).max()))
     assert_same_ids(logits.argmax(-1), case["logits"].argmax(-1))  # the same next token at every position
     return len(logits)
@@ -98,7 +98,7 @@ def test_smollm2_gguf_matches_transformers():
         scale = np.sqrt(np.mean(rms ** 2, axis=1))[:, None, None]  # [31, 1, 1]: each layer's RMS
         worst["hidden"] = max(worst["hidden"], float(np.max(np.abs(hidden @ projection - data[f"s{s}_hidden_projected"]) / scale)),
                               float(np.max(np.abs(hidden[:, -1] - data[f"s{s}_hidden_last"]) / scale[:, 0])))
-        logits = m.lm_logits(trace.hidden[-1]).astype(np.float64)  # [n, V]
+        logits = m.readout(trace.hidden[-1]).astype(np.float64)  # [n, V]
         worst["logits"] = max(worst["logits"], float(np.abs(logits[:, subset] - data[f"s{s}_subset_logits"]).max()),
                               float(np.abs(np.take_along_axis(logits, data[f"s{s}_top_ids"], 1) - data[f"s{s}_top_logits"]).max()))
         log_total = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1)

@@ -75,7 +75,7 @@ def gemma3_errors(s: int) -> tuple[dict, np.ndarray]:
         "hidden": max(float(np.max(np.abs(hidden[:, rows].astype(np.float64) @ case["projection"] - case["hidden_projected"]) / scale[:, None, None])),
                       float(np.max(np.abs(hidden[:, -1] - case["hidden_last"]) / scale[:, None]))),
         "tokens": len(ids),
-    }, trace.get("resid_post", m.n_layers - 1)  # before the final norm (lm_logits applies it)
+    }, trace.get("resid_post", m.n_layers - 1)  # before the final norm (readout applies it)
 
 
 def gemma3_logit_error(cases: list[int], last: np.ndarray) -> float:
@@ -86,7 +86,7 @@ def gemma3_logit_error(cases: list[int], last: np.ndarray) -> float:
     total = np.concatenate([gemma3_case(s)["logsumexp"] for s in cases])
     worst = 0.0
     for r0 in range(0, len(last), 256):
-        logits = gemma3().lm_logits(last[r0 : r0 + 256]).astype(np.float64)
+        logits = gemma3().readout(last[r0 : r0 + 256]).astype(np.float64)
         assert_same_ids(logits.argmax(-1), top_ids[r0 : r0 + 256, 0])  # the same next token at every position
         lse = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1)
         worst = max(worst, float(np.abs(np.take_along_axis(logits, top_ids[r0 : r0 + 256], 1) - top_logits[r0 : r0 + 256]).max()),
@@ -187,12 +187,12 @@ def test_a_large_quantized_vocabulary_is_read_in_blocks_with_the_same_logits_and
     whole = loading.load(path)
     trace = whole.run("the grey cat sat on the mat")
     rows = trace.hidden[-1]
-    expected_logits, expected_near = whole.lm_logits(rows), whole.nearest(rows, 5)
+    expected_logits, expected_near = whole.readout(rows), whole.nearest(rows, 5)
     monkeypatch.setattr(weights_module, "PREFETCH_VOCABULARY", 0)
     monkeypatch.setattr(weights_module.TableKeys, "BLOCK_ROWS", 100)
     blocked = loading.load(path)
     blocked.weights.prefetch_vocabulary()  # refused: the table is not read whole
-    np.testing.assert_allclose(blocked.lm_logits(rows), expected_logits, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(blocked.readout(rows), expected_logits, rtol=0, atol=1e-5)
     assert blocked.nearest(rows, 5) == expected_near
     assert blocked.weights._vocabulary is None and blocked.weights._vocabulary_ahead is None
 

@@ -43,7 +43,7 @@ def loop_norms(weights, x, w_qkv, b_qkv, w_o, n_heads: int, n_kv: int, d_head: i
 def layer_inputs(m, trace, l: int) -> np.ndarray:
     """What layer l's attention reads: the stream, after the layer's norm in a pre-norm model."""
     x, w = trace.hidden[l], m.weights.layer(l)
-    return m.norm(x, w["attn.norm.w"], w.get("attn.norm.b")) if m.spec.pre_norm else x
+    return m.norm(x, w, "attn.norm", l) if m.spec.pre_norm else x
 
 
 @pytest.mark.parametrize("name", list(MODELS))

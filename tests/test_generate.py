@@ -49,7 +49,7 @@ def test_every_cached_step_gives_the_logits_of_the_full_pass(name):
     run = run_steps(m, "The cat sat on the warm stone wall by the old mill, and the", steps=6)  # longer than the tiny Gemmas' windows
     ids = list(run.tokens.ids)
     for step in run.steps:
-        full = m.lm_logits(m.forward(ids).hidden[-1][-1:])[0]
+        full = m.readout(m.forward(ids).hidden[-1][-1:])[0]
         assert abs(step.logit - float(full[step.id])) <= LOGITS * max(1.0, abs(step.logit))
         assert step.id == int(np.argmax(full))  # greedy picks the full pass's argmax
         trace = m.forward(ids)

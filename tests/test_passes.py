@@ -238,7 +238,7 @@ def test_zero_ablating_an_already_zero_head_changes_nothing(head, layer):
 
 def test_edits_say_what_they_cannot_do():
     with pytest.raises(ValueError, match="no point"):
-        Zero("attn.q", 0)
+        Zero("attn.query", 0)
     with pytest.raises(ValueError, match="no head axis"):
         Zero("resid_pre", 0, head=1)
     with pytest.raises(ValueError, match="needs its layer"):

@@ -32,7 +32,7 @@ def last_logits(m, ids, edits=()):  # -> [V] float64, the last position's
     from attn_cli.models.points import Keep
 
     trace = m.forward(ids, keep=Keep(points=("resid_post",), layers=[m.n_layers - 1], rows=[-1]), edits=list(edits))
-    return m.lm_logits(trace.get("resid_post", m.n_layers - 1))[0].astype(np.float64)
+    return m.readout(trace.get("resid_post", m.n_layers - 1))[0].astype(np.float64)
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -98,9 +98,9 @@ def test_patching_a_position_changes_no_logit_before_it(layer, p):
     clean, corrupt = [int(i) for i in o["clean_ids"]], [int(i) for i in o["corrupt_ids"]]
     keep = Keep(points=("resid_pre", "resid_post"))
     good = m.forward(clean, keep=keep)
-    plain = m.lm_logits(m.forward(corrupt, keep=keep).get("resid_post", 1))
+    plain = m.readout(m.forward(corrupt, keep=keep).get("resid_post", 1))
     patched = m.forward(corrupt, keep=keep, edits=[Patch("resid_pre", layer, positions=[p], value=good.get("resid_pre", layer))])
-    after = m.lm_logits(patched.get("resid_post", 1))
+    after = m.readout(patched.get("resid_post", 1))
     np.testing.assert_allclose(after[:p], plain[:p], rtol=0, atol=1e-5 * np.abs(plain).max())
 
 
@@ -112,7 +112,7 @@ def test_patching_every_position_of_layer_0_gives_back_the_clean_run():
     keep = Keep(points=("resid_pre", "resid_post"))
     good = m.forward(clean, keep=keep)
     back = m.forward(corrupt, keep=keep, edits=[Patch("resid_pre", 0, value=good.get("resid_pre", 0))])
-    np.testing.assert_allclose(m.lm_logits(back.get("resid_post", 1)), m.lm_logits(good.get("resid_post", 1)), rtol=0, atol=1e-5)
+    np.testing.assert_allclose(m.readout(back.get("resid_post", 1)), m.readout(good.get("resid_post", 1)), rtol=0, atol=1e-5)
 
 
 def cli(*args):

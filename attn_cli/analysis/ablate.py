@@ -37,7 +37,7 @@ def parse_ablation(specs: list[str] | None, mode: str, model) -> Ablation:
             l, h = (int(x) for x in spec.split("."))
         except ValueError:
             raise InputError(f"--ablate {spec!r}: give LAYER.HEAD, such as 3.1") from None
-        if not hasattr(model, "n_layers") or not (0 <= l < model.n_layers and 0 <= h < model.n_heads):
+        if not (0 <= l < model.n_layers and 0 <= h < model.n_heads):
             raise InputError(f"--ablate {spec}: {model.name} has layers 0 to {model.n_layers - 1} and heads 0 to {model.n_heads - 1}")
         if (l, h) not in heads:
             heads.append((l, h))

@@ -1,15 +1,19 @@
 """`attn explain`: direct logit attribution, the logit of one token split exactly into what wrote it.
 
-A decoder's logit for token t at position i is W_U[t] · norm(x_i), where x_i, the residual stream after the last
+A decoder's logit for token t at position i is W_U[t] · norm_f(x_i), where x_i, the residual stream after the last
 layer, is a sum of parts: the embeddings, every head's output (its z through its rows of W_O), every MLP's output,
-and the attention's output biases. The final norm is not linear, but with its scale frozen at x_i (as
-TransformerLens's `decompose_resid` and `logit_attrs` do) it is:
+and the attention's output biases. A norm is not linear, but with its scale frozen at x_i (the point
+final_norm.scale of the pass, as TransformerLens's `apply_ln_to_stack` reads ln_final.hook_scale) it is:
 
     RMSNorm:    norm(x) = x / r * g,                    r = sqrt(mean(x^2) + eps)
     LayerNorm:  norm(x) = (x - mean(x)) / s * g + b,    s = sqrt(var(x) + eps)   (each part centred; b is a part too)
 
-so each part's share of the logit is W_U[t] · (part / r * g), and the shares sum to the model's own logit. With a
-`versus` token, the same split of logit(t) - logit(versus).
+so each part's share of the logit is model.readout(part, frozen=r) at t, and the shares sum to the model's own logit.
+Gemma's sandwich norms (a norm on each block's update before it joins the stream) are frozen the same way, at their
+own scales at position i (attn.post_norm.scale), so each head's part is its output through that frozen norm. The
+family's other quirks (1 + w, the embedding scale) are folded into its weights when it loads. Gemma 2's final soft-cap,
+cap tanh(logit / cap), is not linear and is not frozen: the parts sum to the logit before it, which is shown beside the
+model's soft-capped one. With a `versus` token, the same split of logit(t) - logit(versus).
 """
 
 import numpy as np
@@ -79,42 +83,28 @@ def token_id(model, text: str, option: str) -> int:
     return ids[0]
 
 
-def frozen_norm(model, x: np.ndarray):  # x: [d] the stream after the last layer -> (scale [d], centre: bool, bias [d] | None)
-    """The final norm as a linear map with its statistics taken at x: part -> (part - centre) * scale (+ bias once)."""
-    spec, w = model.spec, model.weights
-    g = w.get("final_norm.w") if spec.final_norm else None
-    x64 = x.astype(np.float64)
-    if not spec.final_norm:
-        return np.ones_like(x64), False, None
-    if spec.norm == "rms":
-        r = np.sqrt(np.mean(x64 * x64) + spec.eps)
-        return g.astype(np.float64) / r, False, None
-    s = np.sqrt(np.var(x64) + spec.eps)
-    b = w.get("final_norm.b")
-    return g.astype(np.float64) / s, True, None if b is None else b.astype(np.float64)
-
-
-KEPT = ("resid_pre", "attn.z", "mlp_out", "resid_post")  # what the decomposition reads of a pass, at one position
+KEPT = ("resid_pre", "attn.z", "attn.post_norm.scale", "mlp_out", "resid_post", "final_norm.scale")  # read at one position
 
 
 def decompose(model, trace) -> tuple[list[tuple[str, int | None, int | None]], np.ndarray]:
     """The residual stream after the last layer, at the one position the trace kept, as its parts: (labels, [m, d]
-    float64), summing to it. Each head's part is its z (as the pass computed it, edits included) through its rows of W_O."""
+    float64), summing to it. Each head's part is its z (as the pass computed it, edits included) through its rows of W_O,
+    and through its layer's sandwich norm frozen at the position, where the family has one."""
     spec = model.spec
     labels, parts = [("embed", None, None)], [trace.get("resid_pre", 0)[0].astype(np.float64)]
     for l in range(spec.n_layers):
         w_o = model.output_maps(l).astype(np.float64)  # [H, d_head, d]
         z = trace.get("attn.z", l)[0].astype(np.float64)  # [H, d_head]
-        heads = np.einsum("hk,hkd->hd", z, w_o)  # [H, d_head] x [H, d_head, d] -> [H, d]
-        labels += [("head", l, h) for h in range(spec.n_heads)]
-        parts += list(heads)
+        block = list(np.einsum("hk,hkd->hd", z, w_o))  # [H, d_head] x [H, d_head, d] -> [H, d]
+        names = [("head", l, h) for h in range(spec.n_heads)]
         key = f"layers.{l}.attn.o.b"
         if model.weights.has(key):
-            bias = model.weights.tensor(key)
-            labels.append(("bias", l, None))
-            parts.append(bias.astype(np.float64))
-        labels.append(("mlp", l, None))
-        parts.append(trace.get("mlp_out", l)[0].astype(np.float64))
+            block.append(model.weights.tensor(key).astype(np.float64))
+            names.append(("bias", l, None))
+        if spec.sandwich_norm:  # norm(Σ parts) = Σ norm(part) with the scale of the sum
+            block = list(model.frozen_norm(np.stack(block), "attn.post_norm", l, trace.get("attn.post_norm.scale", l)[0]))
+        labels += names + [("mlp", l, None)]
+        parts += block + [trace.get("mlp_out", l)[0].astype(np.float64)]  # the MLP's update as it joins the stream
     return labels, np.stack(parts)
 
 
@@ -122,8 +112,8 @@ def explain(model, text: str, settings: ExplainSettings):
     from attn_cli.analysis.predict import position
     from attn_cli.results.explain import ExplainResult
 
-    if getattr(model, "predicts", None) != "next":
-        if getattr(model, "predicts", None) == "mask":
+    if model.predicts != "next":
+        if model.predicts == "mask":
             raise InputError(f"{model.name} predicts a [MASK] through a dense layer and a norm before its output: that head is not linear, "
                              "so its logit does not split into parts (attn predict shows its prediction)")
         raise InputError(f"{model.name} has no output head to attribute a logit to (explain takes a decoder)")
@@ -137,36 +127,27 @@ def explain(model, text: str, settings: ExplainSettings):
     i = position(model, tokens, settings.focus)
     edits = ablation_edits(model, tokens.ids, ablation)
     trace = model.forward(tokens, keep=Keep(points=KEPT, rows=[i]), edits=edits)  # one position of each: no [H, n, n]
-    last = trace.get("resid_post", model.n_layers - 1)[0]  # [d]
-    logits = model.lm_logits(last[None])[0].astype(np.float64)  # [V], the model's own (ablated, with --ablate)
+    last = trace.get("resid_post", model.n_layers - 1)  # [1, d]
+    logits = model.readout(last)[0].astype(np.float64)  # [V], the model's own (ablated, with --ablate)
     target = token_id(model, settings.target, "--target") if settings.target is not None else int(np.argmax(logits))
     versus = token_id(model, settings.versus, "--versus") if settings.versus is not None else None
-    labels, parts = decompose(model, trace)  # [m], [m, d]
-    scale, centre, bias = frozen_norm(model, last)
-    if centre:
-        parts = parts - parts.mean(axis=1, keepdims=True)
     ids = [target] if versus is None else [target, versus]
-    w_u = unembedding_rows(model, ids)  # [1 or 2, d]
-    direction = w_u[0] if versus is None else w_u[0] - w_u[1]  # [d]
-    shares = (parts * scale) @ direction  # [m, d] x [d] -> [m]
+    sign = np.array([1.0, -1.0][: len(ids)])  # the logit, or target's less versus's
+    labels, parts = decompose(model, trace)  # [m], [m, d]
+    frozen = trace.get("final_norm.scale")[0] if model.spec.final_norm else np.ones(1)  # [1]: the final norm as a linear map
+    shares = model.readout(parts, frozen=frozen, ids=ids) @ sign  # [m, d] -> [m, len(ids)] -> [m]
     components = [Part(kind, layer, head, float(x)) for (kind, layer, head), x in zip(labels, shares)]
-    if bias is not None:
-        components.append(Part("bias", None, None, float(bias @ direction)))
-    out_bias = model.weights.get("unembed.b")
-    if out_bias is not None:
-        components.append(Part("bias", None, None, float(out_bias[target] - (0 if versus is None else out_bias[versus]))))
-    logit = float(logits[target] - (0 if versus is None else logits[versus]))
+    bias = float(model.readout_bias(ids) @ sign)
+    if model.weights.has("final_norm.b"):
+        components.append(Part("bias", None, None, bias))
+    logit = float(model.readout(last, ids=ids, cap=False)[0].astype(np.float64) @ sign)  # before a soft-cap: what the parts sum to
+    capped = None if model.spec.final_softcap is None else float(logits[ids] @ sign)
 
     def entry(j: int) -> dict:
         piece = model.tokenizer.id_to_token(j) or f"#{j}"
         return {"id": j, "token": model.labels([j], [piece])[0], "piece": piece, "logit": float(logits[j])}
 
     return ExplainResult(model=model.summary(), tokens=list(tokens.labels), position=i, target=entry(target),
-                         versus=None if versus is None else entry(versus), logit=logit,
+                         versus=None if versus is None else entry(versus), logit=logit, capped=capped, cap=model.spec.final_softcap,
+                         sandwich=model.spec.sandwich_norm,
                          components=components, n_layers=model.n_layers, n_heads=model.n_heads, ablation=ablation)
-
-
-def unembedding_rows(model, ids: list[int]) -> np.ndarray:  # -> [len(ids), d] float64: W_U's rows of these tokens
-    w = model.weights
-    rows = w.rows(ids) if not w.has("unembed") else w.unembedding()[ids]
-    return np.asarray(rows, dtype=np.float64)

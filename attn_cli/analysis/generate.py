@@ -10,6 +10,7 @@ softmax(logits / T) cut to the top k tokens and then to the smallest set holding
 generator, so that a seed repeats a run.
 """
 
+import weakref
 from collections.abc import Iterator
 
 import numpy as np
@@ -100,7 +101,7 @@ def generate(model, text: str, settings: GenerateSettings, cache=None) -> Iterat
     from attn_cli.models.cache import KVCache
     from attn_cli.models.points import Keep
 
-    if getattr(model, "predicts", None) != "next":
+    if model.predicts != "next":
         raise InputError(f"{model.name} does not predict a next token: generate takes a decoder")
     if settings.head is not None:
         l, h = settings.head
@@ -120,7 +121,7 @@ def generate(model, text: str, settings: GenerateSettings, cache=None) -> Iterat
             return "context"
         trace = model.forward(new, keep=keep, cache=cache)
         attention = np.stack([trace.get("attn.pattern", l)[:, -1] for l in range(model.n_layers)])  # [L, H, t]
-        logits = model.lm_logits(trace.get("resid_post", model.n_layers - 1)[-1:])[0].astype(np.float64)  # [V], final norm included
+        logits = model.readout(trace.get("resid_post", model.n_layers - 1)[-1:])[0].astype(np.float64)  # [V], final norm included
         chosen = choose(logits, settings.sampling, rng)
         probabilities = softmax(logits)
         best = np.argpartition(-logits, TOP_ALTERNATIVES)[:TOP_ALTERNATIVES]  # the top few without sorting the vocabulary
@@ -145,15 +146,16 @@ def is_special(model, i: int) -> bool:
     return piece is not None and model.tokenizer.token_to_id(piece) == i and piece in special_pieces(model)
 
 
+SPECIAL_PIECES = weakref.WeakKeyDictionary()  # model -> its tokenizer's special pieces, found once
+
+
 def special_pieces(model) -> frozenset:
-    cached = getattr(model, "_special_pieces", None)
-    if cached is None:
+    if model not in SPECIAL_PIECES:
         try:
-            cached = frozenset(t.content for t in model.tokenizer.get_added_tokens_decoder().values() if t.special)
+            SPECIAL_PIECES[model] = frozenset(t.content for t in model.tokenizer.get_added_tokens_decoder().values() if t.special)
         except Exception:  # an old tokenizers without the decoder map: no token is told apart
-            cached = frozenset()
-        model._special_pieces = cached
-    return cached
+            SPECIAL_PIECES[model] = frozenset()
+    return SPECIAL_PIECES[model]
 
 
 class Generation:

@@ -35,26 +35,15 @@ class PatchSettings(Record):
 
 
 class LogitDifference:
-    """target − versus from streams after the last layer, through the output head: what every patched run is measured by.
-    A decoder's head is the final norm and W_U, so only W_U's two rows are read; a masked LM's goes through its whole head."""
+    """target − versus from streams after the last layer, through the model's own output head (model.readout: its final
+    norm, W_U's two rows, and its soft-cap where it has one; a masked LM's whole head): what every patched run is measured by."""
 
     def __init__(self, model, target: int, versus: int):
-        from attn_cli.analysis.explain import unembedding_rows
-
-        self.model, self.target, self.versus = model, target, versus
-        if model.predicts == "next":
-            rows = unembedding_rows(model, [target, versus])  # [2, d]
-            self.direction = (rows[0] - rows[1]).astype(np.float64)  # [d]
-            bias = model.weights.get("unembed.b")
-            self.bias = 0.0 if bias is None else float(bias[target] - bias[versus])
+        self.model, self.ids = model, [target, versus]
 
     def __call__(self, last: np.ndarray) -> np.ndarray:  # [B, d] -> [B]
-        m = self.model
-        if m.predicts != "next":
-            logits = m.lm_logits(last).astype(np.float64)  # [B, V]
-            return logits[:, self.target] - logits[:, self.versus]
-        normed = m.norm(last, m.weights.get("final_norm.w"), m.weights.get("final_norm.b")) if m.spec.final_norm else last
-        return normed.astype(np.float64) @ self.direction + self.bias
+        logits = self.model.readout(last, ids=self.ids).astype(np.float64)  # [B, 2]
+        return logits[:, 0] - logits[:, 1]
 
 
 def chunks(total: int, per_item: int):  # -> ranges of items whose [B, ...] attention fits BATCH_BUDGET
@@ -139,7 +128,7 @@ def patch(model, clean_text: str, corrupt_text: str, settings: PatchSettings):
     from attn_cli.analysis.explain import token_id
     from attn_cli.results.patch import PatchResult
 
-    if getattr(model, "predicts", None) is None:
+    if model.predicts is None:
         raise InputError(f"{model.name} has no output head: patching measures a logit difference (give a decoder or a masked LM)")
     clean, corrupt = model.tokenize(clean_text, chat=settings.chat), model.tokenize(corrupt_text, chat=settings.chat)
     if len(clean.ids) != len(corrupt.ids):

@@ -91,7 +91,7 @@ def position(model, tokens, focus: str | None) -> int:
 
 
 def read_out(model, rows: np.ndarray, temperature: float) -> tuple[np.ndarray, np.ndarray]:  # [m, d] -> logits, probabilities [m, V] float64
-    logits = model.lm_logits(rows).astype(np.float64)
+    logits = model.readout(rows).astype(np.float64)
     with np.errstate(over="ignore", under="ignore"):
         return logits, softmax_with_temperature(logits, temperature)
 

@@ -43,25 +43,30 @@ def input_embeddings(words: np.ndarray, position: bool = True) -> np.ndarray:  #
     return words + _positions(max(64, 1 << (n - 1).bit_length()), d)[:n]
 
 
-def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray | None, eps: float) -> np.ndarray:  # [n, d] -> [n, d]
-    """(x - mean) / sqrt(var + eps) * g + b, over each row (BERT, GPT-2)."""
-    centred = x - row_mean(x)
-    var = row_mean(centred * centred)
-    var[np.isinf(var)] = np.nan  # squares beyond float32: NaN (the forward pass then refuses it), not a row normalised to 0
-    var += F32(eps)
-    out = np.divide(centred, np.sqrt(var, out=var), out=centred)
+def norm_scale(x: np.ndarray, kind: str, eps: float) -> np.ndarray:  # [..., d] -> [..., 1]
+    """What a norm divides each row by: sqrt(var(x) + eps) for LayerNorm, sqrt(mean(x^2) + eps) for RMSNorm. It is a
+    point of the pass (models.points: "attn.norm.scale", ...), so an analysis can freeze it and make the norm linear."""
+    centred = x - row_mean(x) if kind == "layer" else x
+    square = row_mean(centred * centred)
+    square[np.isinf(square)] = np.nan  # squares beyond float32: NaN (the forward pass then refuses it), not a row normalised to 0
+    square += F32(eps)
+    return np.sqrt(square, out=square)
+
+
+def normalize(x: np.ndarray, g: np.ndarray, b: np.ndarray | None, kind: str, scale: np.ndarray) -> np.ndarray:  # [..., d], [..., 1] -> [..., d]
+    """(x - mean) / scale * g + b (LayerNorm: BERT, GPT-2), or x / scale * g (RMSNorm: Llama and the rest), with the
+    scale given: norm_scale(x) in a pass, a frozen one when an analysis splits a stream into parts."""
+    out = np.divide(x - row_mean(x) if kind == "layer" else x, scale)
     out *= g
     return out if b is None else out + b
+
+
+def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray | None, eps: float) -> np.ndarray:  # [n, d] -> [n, d]
+    return normalize(x, g, b, "layer", norm_scale(x, "layer", eps))
 
 
 def rms_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray | None, eps: float) -> np.ndarray:  # [n, d] -> [n, d]
-    """x / sqrt(mean(x^2) + eps) * g: LayerNorm without the centring or a bias (Llama, Mistral, Qwen2)."""
-    square = row_mean(x * x)
-    square[np.isinf(square)] = np.nan  # as layer_norm: beyond float32 is refused, not normalised to 0
-    square += F32(eps)
-    out = np.divide(x, np.sqrt(square, out=square))
-    out *= g
-    return out if b is None else out + b
+    return normalize(x, g, b, "rms", norm_scale(x, "rms", eps))
 
 
 def row_mean(x: np.ndarray) -> np.ndarray:  # [..., d] -> [..., 1]
@@ -69,9 +74,6 @@ def row_mean(x: np.ndarray) -> np.ndarray:  # [..., d] -> [..., 1]
     total = np.add.reduce(x, axis=-1, keepdims=True)
     total /= x.shape[-1]
     return total
-
-
-NORMS = {"layer": layer_norm, "rms": rms_norm}
 
 
 def erf(x: np.ndarray) -> np.ndarray:

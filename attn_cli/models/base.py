@@ -157,9 +157,11 @@ class LayerView:
 
 
 class Model(Protocol):
-    """What every model offers the analyses and views: text -> Tokens -> Trace, and its vocabulary."""
+    """What every model offers the analyses and views: text -> Tokens -> Trace, its output head, and its vocabulary."""
 
     name: str
+    spec: object  # models.spec.Spec: the family's settings as data (None: not a checkpoint, GloVe's heads)
+    predicts: str | None  # what its output head predicts: "next" (a decoder), "mask" (a masked LM), or None (no head)
     kind: str  # "glove", or the checkpoint's family ("bert", "gpt2", ...)
     n_layers: int
     n_heads: int  # per layer
@@ -170,6 +172,8 @@ class Model(Protocol):
     def tokenize(self, text: str) -> Tokens: ...
 
     def forward(self, tokens: Tokens, keep=None, edits=(), cache=None, start=None, keep_scores: bool = False, keep_values: bool = False) -> Trace: ...  # models.points: what to keep and change
+
+    def readout(self, rows: np.ndarray, frozen=None, ids=None, cap: bool = True) -> np.ndarray: ...  # [m, d] streams after the last layer -> [m, V] logits (models.readout)
 
     def output_maps(self, layer: int) -> list: ...  # per query head: [d_v, d], what its values go through into the stream (None: d_v = d)
 

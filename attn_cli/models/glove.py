@@ -59,6 +59,13 @@ class GloveModel:
     kind = "glove"
     n_layers = 1
     capabilities = frozenset({"word-vectors", "heads", "settings", "shift", "probe-senses"})
+    predicts = None  # no output head: predict, explain, patch and generate say so
+    spec = None  # no checkpoint's Spec: one layer of the lesson's heads over word vectors
+
+    def readout(self, rows, frozen=None, ids=None, cap=True):
+        from attn_cli.errors import InputError
+
+        raise InputError(f"{self.name} has no output head to predict with (word vectors and the lesson's heads)")
 
     def __init__(self, vectors: "Vectors", heads: "list[NamedHead]", settings: Settings | None = None):
         self.vectors = vectors

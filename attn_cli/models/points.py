@@ -6,26 +6,35 @@ of d_head. A pass started with a batch of streams (`Start` with resid [B, n, d])
 leading B axis.
 
     resid_pre[l]    [n, d]             the stream entering layer l (resid_pre[0] = the embeddings E)
+    attn.q[l]       [n, H, d_head]     the queries as the scores read them (after q/k norms and RoPE)
+    attn.k[l]       [h_kv, t, d_head]  the keys likewise (new positions and the cache's)
     attn.qk[l]      [H, n, t]          Q K^T as computed, before scaling (--stage scores)
     attn.scores[l]  [H, n, t]          Q K^T / sqrt(d_head) (+ soft-cap), -inf where masked: what softmax reads
     attn.pattern[l] [H, n, t]          the softmax weights
     attn.z[l]       [n, H, d_head]     each head's weighted values, before W_O
     attn.out[l]     [n, d]             the attention block's update (after W_O, + bias)
     resid_mid[l]    [n, d]             the stream between the attention block and the MLP
+    mlp.hidden[l]   [n, ff]            the MLP's hidden layer, after its activation (and gate): what W_out reads
     mlp_out[l]      [n, d]             the MLP block's update
     resid_post[l]   [n, d]             the stream leaving layer l (= resid_pre[l + 1])
     v[l]            [h_kv, t, d_head]  the values (new positions and the cache's)
     resid_final     [n, d]             after the final norm: what the unembedding reads
+    NORM.scale[l]   [n, 1]             what a norm divides each row by (sqrt(mean(x^2) + eps), or of the variance):
+                                       attn.norm, mlp.norm, attn.post_norm and mlp.post_norm (Gemma's sandwich norms),
+                                       final_norm and embed.norm (layerless); attn.q_norm [n, H, 1], attn.k_norm [n, h_kv, 1].
+                                       Given these, every norm is a linear map: how explain splits a logit exactly.
 
 A `Keep` says which of them a pass stores; everything else is computed and dropped at once. An edit
-(`Zero`, `Mean`, `Patch`) changes one point of one layer where it is computed, and so everything
-computed from it after. `Start` runs a pass from layer l on a given stream.
+(`Zero`, `Mean`, `Patch`, `Add`) changes one point of one layer where it is computed, and so everything
+computed from it after, always through its own `apply`. `Start` runs a pass from layer l on a given stream.
 """
 
 import numpy as np
 
-POINTS = ("resid_pre", "attn.z", "attn.pattern", "attn.scores", "attn.out", "resid_mid", "mlp_out", "resid_post", "v", "resid_final",
-          "attn.qk")
+NORMS = ("attn.norm", "mlp.norm", "attn.post_norm", "mlp.post_norm", "final_norm", "embed.norm")
+SCALES = tuple(f"{norm}.scale" for norm in NORMS) + ("attn.q_norm.scale", "attn.k_norm.scale")
+POINTS = ("resid_pre", "attn.q", "attn.k", "attn.z", "attn.pattern", "attn.scores", "attn.out", "resid_mid", "mlp.hidden", "mlp_out",
+          "resid_post", "v", "resid_final", "attn.qk", *SCALES)
 
 # Each point's axes after any batch axis: "n" is the position axis (what `rows` and an edit's positions index),
 # "H" / "h_kv" the head axis (what `heads` and an edit's head index).
@@ -33,9 +42,11 @@ AXES = {
     "resid_pre": ("n", "d"), "resid_mid": ("n", "d"), "resid_post": ("n", "d"), "resid_final": ("n", "d"),
     "attn.out": ("n", "d"), "mlp_out": ("n", "d"), "attn.z": ("n", "H", "d_head"),
     "attn.qk": ("H", "n", "t"), "attn.scores": ("H", "n", "t"), "attn.pattern": ("H", "n", "t"), "v": ("h_kv", "t", "d_head"),
+    "attn.q": ("n", "H", "d_head"), "attn.k": ("h_kv", "t", "d_head"), "mlp.hidden": ("n", "ff"),
+    **{scale: ("n", "1") for scale in SCALES}, "attn.q_norm.scale": ("n", "H", "1"), "attn.k_norm.scale": ("n", "h_kv", "1"),
 }
 PATTERNS = ("attn.qk", "attn.scores", "attn.pattern")  # [H, n, t]: computed a block of query rows at a time
-LAYERLESS = ("resid_final",)
+LAYERLESS = ("resid_final", "final_norm.scale", "embed.norm.scale")
 EVERYTHING = ("resid_pre", "attn.z", "attn.pattern", "attn.scores", "attn.out", "resid_mid", "mlp_out", "resid_post", "resid_final")
 
 
@@ -127,18 +138,33 @@ class Edit:
         self.point, self.layer, self.head = point, layer, head
         self.positions = None if positions is None else np.atleast_1d(np.asarray(positions, dtype=np.int64))
 
-    def where(self, value: np.ndarray) -> tuple:
-        """The index of `value` (the point, with or without a batch axis) this edit changes."""
-        index = [slice(None)] * value.ndim
-        position = axis(self.point, "n") if "n" in AXES[self.point] else axis(self.point, "t")
-        if self.positions is not None:
-            index[position] = self.positions
-        if self.head is not None:
-            index[head_axis(self.point)] = self.head
-        return tuple(index)
+    def where(self, value: np.ndarray, at: tuple[int, int] | None = None) -> tuple[tuple, tuple]:
+        """The cells of `value` this edit changes, as (their index in `value`, the same cells' index in the whole point).
 
-    def apply(self, value: np.ndarray) -> np.ndarray:
-        """`value` changed in place (and returned)."""
+        value: the point, with or without a batch axis; or, with `at` = (r0, k0), a block of a [.., H, n, t] point as the
+        pass computes it a block of query rows at a time (core.blocked): its rows r0 .. and keys k0 .. ."""
+        index = [slice(None)] * value.ndim
+        whole = list(index)
+        position = axis(self.point, "n") if "n" in AXES[self.point] else axis(self.point, "t")
+        if at is not None:
+            r0, k0 = at
+            rows = np.arange(r0, r0 + value.shape[position]) if self.positions is None else \
+                self.positions[(self.positions >= r0) & (self.positions < r0 + value.shape[position])]
+            index[position], whole[position], whole[-1] = rows - r0, rows, slice(k0, k0 + value.shape[-1])
+        elif self.positions is not None:
+            index[position] = whole[position] = self.positions
+        if self.head is not None:
+            index[head_axis(self.point)] = whole[head_axis(self.point)] = self.head
+        return tuple(index), tuple(whole)
+
+    def apply(self, value: np.ndarray, at: tuple[int, int] | None = None) -> np.ndarray:
+        """`value` changed in place (and returned): the whole point, or a block of it (`at`, see where)."""
+        index, whole = self.where(value, at)
+        value[index] = self.new(value[index], whole)
+        return value
+
+    def new(self, old: np.ndarray, whole: tuple) -> np.ndarray:
+        """What the cells become: `old`, their values now; `whole`, their index in the whole point."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -151,9 +177,10 @@ class Zero(Edit):
 
     __slots__ = ()
 
-    def apply(self, value: np.ndarray) -> np.ndarray:
-        value[self.where(value)] = 0
-        return value
+    def new(self, old: np.ndarray, whole: tuple) -> np.ndarray:
+        if self.point == "attn.scores":  # 0 on the keys the query sees: the mask stays
+            return np.where(np.isneginf(old), old, 0)
+        return np.zeros_like(old)
 
 
 class Mean(Edit):
@@ -171,10 +198,8 @@ class Mean(Edit):
             raise ValueError(f"a mean of {point} is not defined per position; use Patch")
         self.mean = np.asarray(mean)
 
-    def apply(self, value: np.ndarray) -> np.ndarray:
-        index = self.where(value)
-        value[index] = np.broadcast_to(self.mean.astype(value.dtype, copy=False), value[index].shape)
-        return value
+    def new(self, old: np.ndarray, whole: tuple) -> np.ndarray:
+        return np.broadcast_to(self.mean.astype(old.dtype, copy=False), old.shape)
 
 
 class Patch(Edit):
@@ -190,11 +215,24 @@ class Patch(Edit):
             raise ValueError("Patch needs the value to put back")
         self.value = np.asarray(value)
 
-    def apply(self, value: np.ndarray) -> np.ndarray:
-        index = self.where(value)
-        source = self.value if self.value.ndim == value.ndim else np.broadcast_to(self.value, value.shape)
-        value[index] = source[index]
-        return value
+    def new(self, old: np.ndarray, whole: tuple) -> np.ndarray:
+        return np.broadcast_to(self.value[whole[len(whole) - self.value.ndim :]], old.shape)  # without a batch axis: every stream's
+
+
+class Add(Edit):
+    """A vector added to a point: a steering vector added to resid_post[l] at every position (where llama.cpp adds a control
+    vector), or to one head's z. `vector` has the shape of one position of what is changed ([d] for a stream), broadcast."""
+
+    __slots__ = ("vector",)
+
+    def __init__(self, point: str, layer: int | None, vector, head: int | None = None, positions=None):
+        super().__init__(point, layer, head, positions)
+        if point in PATTERNS:
+            raise ValueError(f"adding to {point} is not defined per position; use Patch")
+        self.vector = np.asarray(vector)
+
+    def new(self, old: np.ndarray, whole: tuple) -> np.ndarray:
+        return old + self.vector.astype(old.dtype, copy=False)
 
 
 class Start:

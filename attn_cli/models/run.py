@@ -3,7 +3,7 @@
 import numpy as np
 
 from attn_cli.models.cache import KVCache
-from attn_cli.models.points import AXES, Keep, Zero, apply_edits, edits_at
+from attn_cli.models.points import AXES, Keep, apply_edits, edits_at
 
 
 class Run:
@@ -44,19 +44,10 @@ class Run:
         if not mine:
             return None
 
-        def edit(point: str, r0: int, r1: int, lo: int, block: np.ndarray) -> None:  # block [B h, b, k]
-            view = block.reshape(batch, h, r1 - r0, block.shape[-1])  # [B, h, b, k]
+        def edit(point: str, r0: int, r1: int, lo: int, block: np.ndarray) -> None:  # block [B h, b, k]: rows r0 .. r1 - 1, keys lo ..
+            view = block.reshape(batch, h, r1 - r0, block.shape[-1])  # [B, h, b, k], the same memory
             for e in mine:
-                if e.point != point:
-                    continue
-                rows = np.arange(r0, r1) if e.positions is None else e.positions[(e.positions >= r0) & (e.positions < r1)]
-                heads = slice(None) if e.head is None else [e.head]
-                target = np.ix_(range(batch), range(h) if e.head is None else heads, rows - r0, range(block.shape[-1]))
-                if isinstance(e, Zero):  # scores: 0 on the keys the query sees (the mask stays)
-                    view[target] = 0 if point == "attn.pattern" else np.where(np.isneginf(view[target]), view[target], 0)
-                else:  # Patch: the other run's [.., h, n, t] at these heads, rows and keys
-                    source = e.value if e.value.ndim == 4 else e.value[None]
-                    view[target] = source[np.ix_(range(source.shape[0]), range(h) if e.head is None else heads, rows,
-                                                 range(lo, lo + block.shape[-1]))]
+                if e.point == point:
+                    e.apply(view, at=(r0, lo))
 
         return edit

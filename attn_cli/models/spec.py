@@ -82,3 +82,27 @@ class Spec(Record):
     def group(self) -> int:
         """Query heads per key/value head."""
         return self.n_heads // self.n_kv_heads
+
+
+def stored_shapes(canonical: str, spec: Spec, names: tuple) -> list[tuple]:
+    """The shape each of a canonical tensor's source tensors must have, in attn's layout ([in, out] for matrices)."""
+    d, dh, ff = spec.d_model, spec.d_head, spec.d_ff
+    q, kv = spec.n_heads * dh, spec.n_kv_heads * dh
+    parts = {"attn.qkv": [q, kv, kv] if len(names) == 3 else [q + 2 * kv]}
+    outs = {"attn.qkv": None, "attn.o": d, "mlp.in": ff, "mlp.gate": ff, "mlp.out": d, "mlm.dense": d}
+    ins = {"attn.qkv": d, "attn.o": q, "mlp.in": d, "mlp.gate": d, "mlp.out": ff, "mlm.dense": d}
+    base, _, kind = canonical.rpartition(".")
+    if canonical in ("embed.tokens", "unembed"):
+        return [(spec.vocab_size, d)]
+    if canonical == "mlm.bias":
+        return [(spec.vocab_size,)]
+    if canonical == "embed.positions":
+        return [(spec.max_positions, d)]
+    if canonical == "embed.types":
+        return [(None, d)]
+    if base in ("attn.q_norm", "attn.k_norm"):  # one per head, shared by every head
+        return [(dh,)]
+    if base.endswith("norm"):
+        return [(d,)]
+    widths = parts.get(base) or [outs[base]]
+    return [(ins[base], w) for w in widths] if kind == "w" else [(w,) for w in widths]

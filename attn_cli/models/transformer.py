@@ -14,17 +14,17 @@ from pathlib import Path
 import numpy as np
 
 from attn_cli.core.blocked import attend_rows
-from attn_cli.core.blocks import ACTIVATIONS, F32, MLPS, NORMS, apply_linear, rotary_attention_factor, rotary_frequencies, rotary_tables, rotate, soft_cap
+from attn_cli.core.blocks import ACTIVATIONS, F32, MLPS, apply_linear, norm_scale, normalize, rotary_attention_factor, rotary_frequencies, rotary_tables, rotate
 from attn_cli.core.neighbors import MatrixKeys, nearest_rows
 from attn_cli.errors import DataError, InputError, is_panic, native_stderr_held, reason
 from attn_cli.models.base import Tokens, Trace
 from attn_cli.models.cache import KVCache
 from attn_cli.models.points import PATTERNS, Keep, Start
+from attn_cli.models.readout import Readout
 from attn_cli.models.run import Run
 from attn_cli.models.spec import Spec
 from attn_cli.models.weights import Weights
 
-LOGIT_ROWS = 8192  # vocabulary rows multiplied at a time for the logits: [8192, d] float32
 MAX_WORDS_TRIED = 10_000  # words tried one by one to name the one a tokenizer fails on
 
 # Where a forward pass can overflow float32, for its message: what the numbers are, and the tensors they come from.
@@ -37,7 +37,7 @@ STAGES = {
 }
 
 
-class Transformer:
+class Transformer(Readout):
     """A checkpoint, ready to run: its Spec, its weights under attn's names, its own tokenizer (attn_cli.models.base.Model)."""
 
     capabilities = frozenset({"layers", "pieces", "context-senses"})
@@ -115,25 +115,33 @@ class Transformer:
         return render(self.chat_template, [{"role": "user", "content": text}], bos_token=self.special.get("bos") or "",
                       eos_token=self.special.get("eos") or "")
 
-    def embeddings(self, ids: list[int], offset: int = 0) -> np.ndarray:  # -> [n, d] E, the input of the first layer
+    def embeddings(self, ids: list[int], offset: int = 0, run: "Run | None" = None) -> np.ndarray:  # -> [n, d] E, the input of the first layer
         """The rows of the embedding table the text uses (+ positions offset .. offset + n - 1, where they are learned)."""
         n, spec = len(ids), self.spec
         if max(ids) >= spec.vocab_size:
             raise DataError(f"{self.name}: the tokenizer gave id {max(ids)}, beyond the {spec.vocab_size} embeddings")
-        e = self.weights.rows(ids)  # [n, d]
+        e = self.weights.embed(ids)  # [n, d], the family's scale folded in
         if spec.position == "learned":
             e = e + self.weights.get("embed.positions")[offset : offset + n]
         if spec.token_types:
             types = self.weights.get("embed.types")
             e = e + (types[0] if types is not None else F32(0))  # one sentence: segment 0
-        if spec.embed_norm:
-            e = self.norm(e, self.weights.get("embed.norm.w"), self.weights.get("embed.norm.b"))
-        if spec.embed_scale is not None:
-            e *= F32(spec.embed_scale)
-        return e
+        return self.norm(e, self.weights, "embed.norm", None, run) if spec.embed_norm else e
 
-    def norm(self, x: np.ndarray, g: np.ndarray, b: np.ndarray | None) -> np.ndarray:  # [..., d] -> [..., d]
-        return NORMS[self.spec.norm](x, g + F32(self.spec.norm_offset) if self.spec.norm_offset else g, b, self.spec.eps)
+    def norm(self, x: np.ndarray, w, key: str, l: int | None, run: "Run | None" = None) -> np.ndarray:  # [..., d] -> [..., d]
+        """The norm `key` ("attn.norm", "final_norm", ...) of layer l (None: outside the layers; `w` its weights, a layer's
+        dict or self.weights). Its scale, what it divides each row by, is the point key + ".scale" of the pass: kept,
+        watched or edited there like any other."""
+        scale = norm_scale(x, self.spec.norm, self.spec.eps)  # [..., 1]
+        if run is not None:
+            scale = run.point(f"{key}.scale", l, scale)
+        return normalize(x, w.get(f"{key}.w"), w.get(f"{key}.b"), self.spec.norm, scale)
+
+    def frozen_norm(self, parts: np.ndarray, key: str, l: int | None, scale) -> np.ndarray:  # [m, d], [1] -> [m, d]
+        """The norm `key` of layer l as the linear map it is at one position: its scale taken from a pass (the point
+        key + ".scale"), its bias left out (a part of its own). Each part of a stream through it sums to the normed stream."""
+        w = self.weights.get(f"{key}.w") if l is None else self.weights.tensor(f"layers.{l}.{key}.w")
+        return normalize(np.asarray(parts, np.float64), w.astype(np.float64), None, self.spec.norm, np.asarray(scale, np.float64))
 
     def window(self, l: int) -> int | None:
         """Layer l's sliding window (a query sees its own key and the window - 1 before it), or None: every earlier key."""
@@ -167,16 +175,17 @@ class Transformer:
         qk = qkv[..., : (h + h_kv) * d_head].reshape(batch, n, h + h_kv, d_head)  # [B, n, h + h_kv, d_head]: the queries' heads, then the keys'
         v = qkv[..., (h + h_kv) * d_head :].reshape(batch, n, h_kv, d_head).transpose(0, 2, 1, 3)  # [B, h_kv, n, d_head]
         if spec.qk_norm:  # each head's queries and keys normed on their own (Qwen3, Gemma 3)
-            qk = np.concatenate([self.norm(qk[:, :, :h], w["attn.q_norm.w"], None), self.norm(qk[:, :, h:], w["attn.k_norm.w"], None)], axis=2)
+            qk = np.concatenate([self.norm(qk[:, :, :h], w, "attn.q_norm", l, run), self.norm(qk[:, :, h:], w, "attn.k_norm", l, run)], axis=2)
         if run.rotary is not None:  # queries and keys turned in one go: [n, 1, d_head] tables over every head
             qk = rotate(qk, *(table[:, None] for table in run.rotary))
-        q, k = qk[:, :, :h].transpose(0, 2, 1, 3), qk[:, :, h:].transpose(0, 2, 1, 3)  # [B, h, n, d_head], [B, h_kv, n, d_head]
+        q = run.point("attn.q", l, qk[:, :, :h]).transpose(0, 2, 1, 3)  # [B, n, h, d_head] -> [B, h, n, d_head]
+        k = qk[:, :, h:].transpose(0, 2, 1, 3)  # [B, h_kv, n, d_head]
         if run.cache is not None and run.read_only:  # streams started after the cache's positions: each reads them first, appends nothing
             k, v = (np.concatenate([np.broadcast_to(past, (batch, *past.shape)), new], axis=2)
                     for past, new in zip(run.cache.past(l), (k, v)))  # [B, h_kv, t, d_head]
         elif run.cache is not None:  # the keys and values of the earlier positions first: [h_kv, t, d_head]
             k, v = (a[None] for a in run.cache.layer(l, k[0], v[0]))
-        v = run.point("v", l, v)  # [B, h_kv, t, d_head]
+        k, v = run.point("attn.k", l, k), run.point("v", l, v)  # [B, h_kv, t, d_head] each
         t = k.shape[2]
         patterns = [p for p in PATTERNS if run.keep.wants(p, l)]
         heads = None if run.keep.heads is None else [b * h + i for b in range(batch) for i in run.keep.heads]
@@ -193,10 +202,14 @@ class Transformer:
         merged = apply_linear(np.ascontiguousarray(z).reshape(batch * n, h * d_head), w["attn.o.w"], w.get("attn.o.b"), run.threads).reshape(batch, n, -1)  # [B n, h d_head] x [h d_head, d]
         return self.held(merged, l, "o")
 
-    def mlp(self, x: np.ndarray, w: dict, l: int = 0, threads: int = 1) -> np.ndarray:  # [..., n, d] -> [..., n, d]
-        if x.ndim > 2:  # the matrix products as 2-D ones: NumPy's stacked matmul is several times slower
-            return self.mlp(x.reshape(-1, x.shape[-1]), w, l, threads).reshape(x.shape)
-        return self.held(MLPS[self.spec.mlp](x, w, ACTIVATIONS[self.spec.activation], lambda hidden: self.held(hidden, l, "mlp.in"), threads), l, "mlp.out")
+    def mlp(self, x: np.ndarray, w: dict, l: int, run: "Run") -> np.ndarray:  # [B, n, d] -> [B, n, d]
+        """The MLP, its products as 2-D ones (NumPy's stacked matmul is several times slower); its hidden layer after the
+        activation is the point mlp.hidden."""
+        def hidden(value: np.ndarray) -> np.ndarray:  # [B n, ff]
+            return run.point("mlp.hidden", l, self.held(value, l, "mlp.in").reshape(*x.shape[:-1], -1)).reshape(value.shape)
+
+        out = MLPS[self.spec.mlp](x.reshape(-1, x.shape[-1]), w, ACTIVATIONS[self.spec.activation], hidden, run.threads)
+        return self.held(out, l, "mlp.out").reshape(x.shape)
 
     def held(self, value: np.ndarray, l: int | None, stage: str, norms: bool = False) -> np.ndarray:
         """`value` when float32 held every number of it (and, with `norms`, each row's squared norm, which the views
@@ -252,7 +265,7 @@ class Transformer:
                   threads=threads)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked layer by layer: one message, not NumPy's warnings
             if start is None:
-                x = self.held(self.embeddings(ids, offset), None, "embeddings", norms=True)[None]  # [1, n, d]
+                x = self.held(self.embeddings(ids, offset, run), None, "embeddings", norms=True)[None]  # [1, n, d]
                 first = 0
             else:
                 x = np.asarray(start.first(), dtype=F32).reshape(-1, n, spec.d_model)  # [B, n, d]
@@ -267,7 +280,7 @@ class Transformer:
                     self.weights.release(l)  # nothing after the layer reads its weights
             finally:
                 self.checking = False
-            output = self.norm(x, self.weights.get("final_norm.w"), self.weights.get("final_norm.b")) if spec.final_norm else x
+            output = self.norm(x, self.weights, "final_norm", None, run) if spec.final_norm else x
             self.held(output, None, "final")
             run.point("resid_final", None, output)
         if cache is not None and start is None:
@@ -295,17 +308,17 @@ class Transformer:
         spec = self.spec
         x = run.point("resid_pre", l, x)
         if spec.pre_norm:  # the updates add to the stream as they are
-            normed = self.held(self.norm(x, w["attn.norm.w"], w.get("attn.norm.b")), l, "attn.norm")
-            a = run.point("attn.out", l, self.sandwiched(self.attention(normed, w, l, run), w, "attn.post_norm.w", l, "o"))
+            normed = self.held(self.norm(x, w, "attn.norm", l, run), l, "attn.norm")
+            a = run.point("attn.out", l, self.sandwiched(self.attention(normed, w, l, run), w, "attn.post_norm", l, "o", run))
             mid = run.point("resid_mid", l, self.held(x + a, l, "o", norms=True))
-            normed = self.held(self.norm(mid, w["mlp.norm.w"], w.get("mlp.norm.b")), l, "mlp.norm")
-            m = run.point("mlp_out", l, self.sandwiched(self.mlp(normed, w, l, run.threads), w, "mlp.post_norm.w", l, "mlp.out"))
+            normed = self.held(self.norm(mid, w, "mlp.norm", l, run), l, "mlp.norm")
+            m = run.point("mlp_out", l, self.sandwiched(self.mlp(normed, w, l, run), w, "mlp.post_norm", l, "mlp.out", run))
             out = self.held(mid + m, l, "mlp.out", norms=True)
         else:  # post-norm: each block's update includes the norm after it
             a = run.point("attn.out", l, self.attention(x, w, l, run))
-            mid = run.point("resid_mid", l, self.held(self.norm(x + a, w["attn.norm.w"], w.get("attn.norm.b")), l, "attn.norm", norms=True))
-            m = run.point("mlp_out", l, self.mlp(mid, w, l, run.threads))
-            out = self.held(self.norm(mid + m, w["mlp.norm.w"], w.get("mlp.norm.b")), l, "mlp.norm", norms=True)
+            mid = run.point("resid_mid", l, self.held(self.norm(x + a, w, "attn.norm", l, run), l, "attn.norm", norms=True))
+            m = run.point("mlp_out", l, self.mlp(mid, w, l, run))
+            out = self.held(self.norm(mid + m, w, "mlp.norm", l, run), l, "mlp.norm", norms=True)
         return run.point("resid_post", l, out)
 
     def head_weights(self, x: np.ndarray, l: int, h: int) -> np.ndarray:  # resid_pre[l] [n, d] -> [n, n]
@@ -315,13 +328,13 @@ class Transformer:
         run.rotary = self.rotary(len(x))
         w = self.weights.layer(l)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            self.attention((self.norm(x, w["attn.norm.w"], w.get("attn.norm.b")) if self.spec.pre_norm else x)[None], w, l, run)
+            self.attention((self.norm(x, w, "attn.norm", l) if self.spec.pre_norm else x)[None], w, l, run)
         self.weights.release(l)
         return run.store[("attn.pattern", l)][0]
 
-    def sandwiched(self, update: np.ndarray, w: dict, norm: str, l: int, stage: str) -> np.ndarray:  # [..., n, d] -> [..., n, d]
+    def sandwiched(self, update: np.ndarray, w: dict, norm: str, l: int, stage: str, run: "Run") -> np.ndarray:  # [..., n, d] -> [..., n, d]
         """A block's update, normed once more before it is added when the family has sandwich norms (Gemma 2 and 3)."""
-        return self.held(self.norm(update, w[norm], None), l, stage) if self.spec.sandwich_norm else update
+        return self.held(self.norm(update, w, norm, l, run), l, stage) if self.spec.sandwich_norm else update
 
     def run(self, text: str, keep_scores: bool = False) -> Trace:
         return self.forward(self.tokenize(text), keep_scores=keep_scores)
@@ -356,33 +369,6 @@ class Transformer:
     def fold(self, text: str) -> str:
         """A word as its pieces are compared with it (--focus): lower case, without a piece's space marker (Ġ, ▁) or ##."""
         return text.strip().lstrip("Ġ▁#").lower()
-
-    @property
-    def predicts(self) -> str | None:
-        """What its output head predicts: "next" (a decoder: the next token), "mask" (a masked-LM head: a [MASK]), or None."""
-        if self.spec.causal:
-            return "next"
-        return "mask" if self.weights.has("mlm.dense.w") else None
-
-    def lm_logits(self, rows: np.ndarray) -> np.ndarray:  # [m, d] residual rows -> [m, V] float32
-        """What the model's output head makes of residual rows: a decoder's final norm and unembedding, or a masked-LM head."""
-        if self.predicts is None:
-            raise InputError(f"{self.name} has no output head to predict with (an encoder without a masked-LM head)")
-        with np.errstate(over="ignore", invalid="ignore"):
-            if self.predicts == "mask":
-                w = self.weights
-                h = ACTIVATIONS[self.spec.activation](rows @ w.get("mlm.dense.w") + w.get("mlm.dense.b"))  # [m, d] x [d, d] -> [m, d]
-                return self.logits(self.norm(h, w.get("mlm.norm.w"), w.get("mlm.norm.b"))) + w.get("mlm.bias")
-            x = self.norm(rows, self.weights.get("final_norm.w"), self.weights.get("final_norm.b")) if self.spec.final_norm else rows
-            logits = self.logits(x)
-            return logits if self.spec.final_softcap is None else soft_cap(logits, self.spec.final_softcap)
-
-    def logits(self, rows: np.ndarray) -> np.ndarray:  # [m, d] -> [m, V] float32
-        """rows @ W_U^T, the output projection, a block of the vocabulary at a time."""
-        out = np.empty((len(rows), self.spec.vocab_size), F32)
-        for start, block in self.weights.each_unembedding_block(LOGIT_ROWS):  # [c, d] float32
-            out[:, start : start + len(block)] = apply_linear(rows, block.T)  # [m, d] x [d, c] -> [m, c]
-        return out
 
     def summary(self) -> dict:
         return {"name": self.name, "type": self.kind, "layers": self.n_layers, "heads": self.n_heads, "d_model": self.d_model, "d_k": self.d_k}

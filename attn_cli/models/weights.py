@@ -17,7 +17,7 @@ import re
 import numpy as np
 
 from attn_cli.errors import DataError
-from attn_cli.models.spec import Spec
+from attn_cli.models.spec import Spec, stored_shapes
 
 PREFIXES = ("bert.", "transformer.", "model.")  # task models (BertForMaskedLM, GPT2LMHeadModel, LlamaForCausalLM) nest the base model
 EMBEDDING = "embed.tokens"
@@ -36,30 +36,6 @@ def strip_prefix(name: str) -> str:
         if name.startswith(prefix):
             return name[len(prefix):]
     return name
-
-
-def stored_shapes(canonical: str, spec: Spec, names: tuple) -> list[tuple]:
-    """The shape each of a canonical tensor's source tensors must have, in attn's layout ([in, out] for matrices)."""
-    d, dh, ff = spec.d_model, spec.d_head, spec.d_ff
-    q, kv = spec.n_heads * dh, spec.n_kv_heads * dh
-    parts = {"attn.qkv": [q, kv, kv] if len(names) == 3 else [q + 2 * kv]}
-    outs = {"attn.qkv": None, "attn.o": d, "mlp.in": ff, "mlp.gate": ff, "mlp.out": d, "mlm.dense": d}
-    ins = {"attn.qkv": d, "attn.o": q, "mlp.in": d, "mlp.gate": d, "mlp.out": ff, "mlm.dense": d}
-    base, _, kind = canonical.rpartition(".")
-    if canonical in ("embed.tokens", "unembed"):
-        return [(spec.vocab_size, d)]
-    if canonical == "mlm.bias":
-        return [(spec.vocab_size,)]
-    if canonical == "embed.positions":
-        return [(spec.max_positions, d)]
-    if canonical == "embed.types":
-        return [(None, d)]
-    if base in ("attn.q_norm", "attn.k_norm"):  # one per head, shared by every head
-        return [(dh,)]
-    if base.endswith("norm"):
-        return [(d,)]
-    widths = parts.get(base) or [outs[base]]
-    return [(ins[base], w) for w in widths] if kind == "w" else [(w,) for w in widths]
 
 
 def in_memory_order(w: np.ndarray) -> np.ndarray:
@@ -170,6 +146,23 @@ class Weights:
                             f"({prefix}0 to {prefix}{held})")
 
     def read(self, key: str, into: np.ndarray | None = None) -> np.ndarray:
+        """One canonical tensor as float32 in attn's layout (read_stored), the family's quirks folded in."""
+        return self.fold(key, self.read_stored(key, into))
+
+    def fold(self, key: str, array: np.ndarray) -> np.ndarray:
+        """A family's quirks folded into its canonical weights as they are read (TransformerLens's weight conversions), so
+        nothing downstream knows of them: Gemma's norms scale by 1 + w, so a Gemma norm is a plain one with weight 1 + w."""
+        if self.spec.norm_offset and key.endswith("norm.w"):
+            return array + np.float32(self.spec.norm_offset)
+        return array
+
+    def embed(self, ids: list[int]) -> np.ndarray:  # -> [n, d] float32
+        """The input embeddings of these tokens, the family's scale folded in (Gemma's sqrt(d)); the rows of a tied output
+        projection (rows, unembedding) stay as they are stored."""
+        e = self.rows(ids)
+        return e if self.spec.embed_scale is None else e * np.float32(self.spec.embed_scale)
+
+    def read_stored(self, key: str, into: np.ndarray | None = None) -> np.ndarray:
         """One canonical tensor as float32, in attn's layout: a Linear's [out, in] rows are joined (Q, K, V) and
         transposed without a copy (x @ W with W in Fortran order is the same BLAS product).
 

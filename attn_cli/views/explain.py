@@ -28,9 +28,14 @@ def explain_view(result) -> list:
     for p in result.largest(12):
         table.add_row(p.name, f"{p.logit:+.3f}")
     gap = result.total - result.logit
-    check = Text(f"the parts sum to {result.total:.4f}, the model's own {'logit' if result.versus is None else 'difference'} is "
-                 f"{result.logit:.4f} (they differ by {abs(gap):.1e}); the embeddings add {embed:+.3f}", style="dim")
-    note = Text("each part's share goes through the final norm with its scale frozen at this position, "
+    own = f"the model's own {'logit' if result.versus is None else 'difference'}{' before its soft-cap' if result.cap else ''}"
+    check = Text(f"the parts sum to {result.total:.4f}, {own} is {result.logit:.4f} (they differ by {abs(gap):.1e}); "
+                 f"the embeddings add {embed:+.3f}", style="dim")
+    if result.cap:
+        check.append(f"; after the soft-cap {result.cap:g}·tanh(logit/{result.cap:g}), which no sum of parts can split, "
+                     f"it is {result.capped:.4f}")
+    note = Text("each part's share goes through the final norm with its scale frozen at this position"
+                f"{' (and through its block’s second norm, frozen likewise)' if result.sandwich else ''}, "
                 "as TransformerLens's logit attribution does", style="dim")
     parts = [heading, tokens]
     if result.ablation:

@@ -53,7 +53,7 @@ def logits_alone():  # the same loop keeping only the last stream, no attention
     m.weights.hold(3 << 30); t = time.perf_counter(); new = list(ids); out = []
     for _ in range(steps):
         trace = m.forward(new, keep=keep, cache=cache)
-        logits = m.lm_logits(trace.get("resid_post", m.n_layers - 1)[-1:])[0]
+        logits = m.readout(trace.get("resid_post", m.n_layers - 1)[-1:])[0]
         new = [int(np.argmax(logits))]; out.append(new[0])
     return len(out), time.perf_counter() - t, out
 with_attention()  # warm: weights dequantized and held, code paths run once

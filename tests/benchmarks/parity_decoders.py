@@ -24,7 +24,7 @@ def tiny(name: str, kind: str) -> str:
         trace = m.forward(tokens)
         worst["attention"] = max(worst["attention"], float(np.abs(np.stack([l.weights for l in trace.layers]) - case["attentions"]).max()))
         worst["hidden"] = max(worst["hidden"], T.layer_scale_error(np.concatenate([trace.hidden[:-1], trace.output[None]]), case["hidden"]))
-        logits = m.lm_logits(trace.hidden[-1])
+        logits = m.readout(trace.hidden[-1])
         worst["logits"] = max(worst["logits"], float(np.abs(logits - case["logits"]).max()))
         agree += int((logits.argmax(-1) == case["logits"].argmax(-1)).sum())
         positions += len(logits)
@@ -44,7 +44,7 @@ def smollm2() -> str:
         hidden = np.concatenate([trace.hidden[:-1], trace.output[None]]).astype(np.float64)
         scale = np.sqrt(np.mean(data[f"s{s}_hidden_rms"].astype(np.float64) ** 2, axis=1))[:, None, None]
         worst["hidden"] = max(worst["hidden"], float(np.max(np.abs(hidden @ projection - data[f"s{s}_hidden_projected"]) / scale)))
-        logits = m.lm_logits(trace.hidden[-1]).astype(np.float64)
+        logits = m.readout(trace.hidden[-1]).astype(np.float64)
         worst["logits"] = max(worst["logits"], float(np.abs(logits[:, subset] - data[f"s{s}_subset_logits"]).max()))
         agree += int((logits.argmax(-1) == data[f"s{s}_top_ids"][:, 0]).sum())
         positions += len(logits)
