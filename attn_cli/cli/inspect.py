@@ -9,7 +9,7 @@ import typer
 
 from attn_cli.cli.app import HELP_PANELS, Format, FormatOpt, RowsCommand, app, examples, say
 from attn_cli.cli.emit import emit, line_text, stdin_lines
-from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, complete_sense_sets, load_vectors
+from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, complete_sense_sets, load_vectors, page_file
 from attn_cli.core.attention import Mask, Stage
 from attn_cli.errors import InputError
 from attn_cli.lesson.directions import MAX_NEIGHBORS
@@ -105,7 +105,7 @@ def inspect(
     width: Annotated[int | None, typer.Option("--width", metavar="N", min=40, max=4096, help="Columns of the --svg/--html picture, whatever the terminal. Default: 100, or what --export-view's figure needs.", show_default=False)] = None,
     colors: Annotated[Colors, typer.Option("--colors", help="Colours of the --svg/--html picture: truecolor, or 256 or 16 as xterm shows them (never the terminal's own).")] = Colors.truecolor,
     export_view: Annotated[str | None, typer.Option("--export-view", metavar="VIEW", callback=check_export_view, autocompletion=complete_export_view, help="Save one view alone in --svg/--html, as a figure: titled, with its legend, as wide as it needs. VIEW: heatmap (the heads in full, side by side), overview (--model), shift, layers, residual, senses or picture.", show_default=False)] = None,
-    page: Annotated[Path | None, typer.Option("--page", metavar="FILE", help="Also write an interactive page, one .html file that loads nothing: hover a token to see its attention, pick a layer and a head.", show_default=False)] = None,
+    page: Annotated[Path | None, typer.Option("--page", metavar="FILE", parser=page_file, help="Also write an interactive page, one .html file that loads nothing: hover a token to see its attention, pick a layer and a head.", show_default=False)] = None,
     ablate: AblateOpt = None,
     ablate_with: AblateWithOpt = AblateWith.zero,
     force: ForceOpt = False,

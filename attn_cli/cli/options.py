@@ -84,6 +84,18 @@ def load_vectors(path: str | None, limit: int | None = None, trust: bool = False
     return vectors
 
 
+def page_file(text: str) -> Path:
+    """--page FILE (every command that writes a page: inspect, generate, explain, patch), read as given, before it
+    is a Path: Path("") would be the current folder, and "-" a file named "-". A page is a file, never stdout."""
+    from attn_cli.errors import InputError
+
+    if text == "":
+        raise InputError("--page '': give the page a file name, such as page.html")
+    if text == "-":
+        raise InputError("--page -: a page is written to a file, not to stdout; give it a file name, such as page.html")
+    return Path(text)
+
+
 def check_new_file(path: Path, force: bool) -> Path:
     """Refuse to overwrite what the user owns unless asked to, and then only a regular file."""
     from attn_cli.io.atomic import check_writable

@@ -9,7 +9,6 @@ result's own; the page says so.
 import base64
 import hashlib
 import html
-import json
 
 import numpy as np
 
@@ -86,6 +85,7 @@ def digest(text: str) -> str:
 
 def page_html(result) -> str:
     from attn_cli.io.files import printable
+    from attn_cli.io.html_json import json_for_html
     from attn_cli.results.generate import STOPS
 
     m = result.model
@@ -98,7 +98,7 @@ def page_html(result) -> str:
         "offsets": offsets,
         "attention": base64.b64encode(np.concatenate(flat).tobytes() if flat else b"").decode(),
     }
-    text = json.dumps(data, ensure_ascii=True).replace("</", "<\\/")  # no "</script>" can end the data early
+    text = json_for_html(data)
     heading = printable(f"{m['name']}: {len(result.steps)} new tokens; stopped: {STOPS[result.stop]}")
     caption = ("Each new token was read from the token before it: the shading is that query's attention over every earlier "
                "position, at the layer and head chosen. Weights kept to 3 significant digits (float16).")

@@ -6,7 +6,6 @@ a grid of cells in diverging colours (orange above 0, blue below); hovering a ce
 """
 
 import html
-import json
 
 from attn_cli.io.generate_page import digest
 
@@ -57,9 +56,10 @@ TEMPLATE = """<!DOCTYPE html>
 def page_html(heading: str, caption: str, maps: list[dict]) -> str:
     """maps: [{"title", "rows": [str], "columns": [str], "values": [[float]], "describe": [[str]]}]; a value of None is blank."""
     from attn_cli.io.files import printable
+    from attn_cli.io.html_json import json_for_html
 
     heading = printable(heading)
-    text = json.dumps({"maps": maps}, ensure_ascii=True, allow_nan=False).replace("</", "<\\\\/")
+    text = json_for_html({"maps": maps})
     return TEMPLATE.format(script_hash=digest(SCRIPT), style_hash=digest(STYLE), title=html.escape(heading), style=STYLE,
                            heading=html.escape(heading), caption=html.escape(printable(caption)), data=text, script=SCRIPT)
 

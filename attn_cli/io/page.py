@@ -15,7 +15,6 @@ The model view's thumbnails come pooled (thumbnails), so opening the page inflat
 import base64
 import hashlib
 import html
-import json
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -321,13 +320,13 @@ def kept_note(data: dict) -> str:
 def render(result, *, title: str, sentence: str) -> tuple[str, dict]:
     """The page's HTML (data, script and style inline, the policy naming the script and style by hash), and its data."""
     from attn_cli.io.files import printable
+    from attn_cli.io.html_json import json_for_html
 
     script = (HERE / "page.js").read_text(encoding="utf-8")
     style = (HERE / "page.css").read_text(encoding="utf-8")
     content = page_data(result, sentence)
     content["kept"] = kept_note(content)
-    data = json.dumps(content, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")  # never "</script>" inside the data
+    data = json_for_html(content)
     model = content["model"]
     heading = f"{model['name']} · {model['layers']} layers × {model['heads']} heads" if model else "attention heads over word vectors"
     caption = ("each line from a token on the left to one on the right is a weight of the softmax of that token's row, "
