@@ -1,6 +1,7 @@
 """RoPE settings as hostile input: Phi-3's longrope (its attention factor, its tables of factors, in config.json and in
 a GGUF file) and Gemma 3's rope_parameters (transformers 5's, per layer type or one object). Each is honoured, or
-refused in one `attn: ...` line naming the setting, never a traceback or a silently different model."""
+refused in one `attn: ...` line naming the setting, never a traceback or a silently different model. And --ablate-with
+without --ablate, which would change nothing, is refused the same way."""
 
 import json
 import shutil
@@ -159,3 +160,19 @@ def linear_reference(plain, text: str, factor: float) -> np.ndarray:
 def test_gemma3_rope_parameters_it_cannot_run_are_one_line(tmp_path, change, expected):
     folder = changed_folder(tmp_path, "tiny-gemma3", {"rope_parameters": change})
     one_line(attn("model", "info", str(folder)), 1, expected)
+
+
+# --- --ablate-with without --ablate ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["predict", "explain", "inspect"])
+@pytest.mark.parametrize("value", ["mean", "zero"])
+def test_ablate_with_without_ablate_is_one_line_and_exit_2(command, value):
+    model = str(checkpoints.tiny_llama_folder())
+    one_line(attn(command, "the cat", "--model", model, "--ablate-with", value), 2, f"--ablate-with {value}", "give --ablate L.H too")
+
+
+def test_ablate_with_beside_ablate_runs():
+    out = attn("predict", "the cat", "--model", str(checkpoints.tiny_llama_folder()), "--ablate", "0.1", "--ablate-with", "mean", "--json")
+    assert out.code == 0, out
+    assert out.stderr == "", out
