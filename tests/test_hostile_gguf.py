@@ -23,9 +23,11 @@ needs_script = pytest.mark.skipif(ATTN is None, reason="the attn console script 
 STRING, ARRAY, UINT32, BOOL = 8, 9, 4, 7  # GGUF value types
 
 
-def write_gguf(path: Path, keys: dict | None = None, drop: tuple = (), tensors: dict | None = None, base: Path = BASE) -> Path:
+def write_gguf(path: Path, keys: dict | None = None, drop: tuple = (), tensors: dict | None = None, base: Path = BASE,
+               without: tuple = ()) -> Path:
     """A copy of `base` through gguf-py's writer: `keys` sets or adds metadata (key -> (value, type) with type a GGUF
-    value type, or (ARRAY, item type)), `drop` leaves keys out, `tensors` replaces tensors (name -> (ggml type, bytes))."""
+    value type, or (ARRAY, item type)), `drop` leaves keys out, `tensors` replaces tensors (name -> (ggml type, bytes)),
+    `without` leaves tensors out."""
     import gguf as gguf_py
 
     src, keys, tensors = gguf_file.read_file(base), dict(keys or {}), tensors or {}
@@ -35,7 +37,7 @@ def write_gguf(path: Path, keys: dict | None = None, drop: tuple = (), tensors: 
         item = gguf_py.GGUFValueType(kind[1]) if isinstance(kind, tuple) else None
         value = list(value) if isinstance(value, np.ndarray) else value
         writer.add_key_value(key, value, gguf_py.GGUFValueType(kind[0] if item else kind), sub_type=item)
-    for name, info in src.tensors.items():
+    for name, info in ((n, i) for n, i in src.tensors.items() if n not in without):
         type_id, raw = tensors.get(name, (info.type_id, np.array(src.raw(info))))
         raw = np.frombuffer(bytes(raw), np.uint8).reshape(*reversed(info.dims[1:]), -1)  # bytes in the tensor's shape, rows last
         writer.add_tensor(name, raw, raw_dtype=gguf_py.GGMLQuantizationType(type_id))

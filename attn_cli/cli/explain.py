@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
-from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, page_file
+from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ablate_with_value, page_file
 
 
 @app.command("explain", cls=RowsCommand, epilog=examples(
@@ -46,9 +46,10 @@ def explain(
         if text == "-":
             raise InputError("--page shows one text; give it as TEXT, not -")
         check_writable(page, force)
+    ablate_with = ablate_with_value(ablate, ablate_with)  # a str from here
     lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
     chosen = load(model)
-    settings = ExplainSettings(target=target, versus=versus, focus=focus, chat=chat, ablate=ablate, ablate_with=ablate_with.value)
+    settings = ExplainSettings(target=target, versus=versus, focus=focus, chat=chat, ablate=ablate, ablate_with=ablate_with)
 
     def view(result, line: int) -> list:
         from attn_cli.views.explain import explain_view

@@ -9,7 +9,7 @@ import typer
 
 from attn_cli.cli.app import HELP_PANELS, Format, FormatOpt, RowsCommand, app, examples, say
 from attn_cli.cli.emit import emit, line_text, stdin_lines
-from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, complete_sense_sets, load_vectors, page_file
+from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, ablate_with_value, complete_sense_sets, load_vectors, page_file
 from attn_cli.core.attention import Mask, Stage
 from attn_cli.errors import InputError
 from attn_cli.lesson.directions import MAX_NEIGHBORS
@@ -127,7 +127,7 @@ def inspect(
     """
     from attn_cli.io.files import check_text
 
-    exports = check_exports(svg, html, width, output, force, colors=colors.value, view=export_view, page=page, text=text)
+    ablate_with, exports = ablate_with_value(ablate, ablate_with), check_exports(svg, html, width, output, force, colors=colors.value, view=export_view, page=page, text=text)
     lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
     focus, sense = check_text(focus, "--focus") if focus is not None else None, [check_text(spec, "--sense") for spec in sense] if sense else sense
     given = {"--vectors": vectors_path, "--sense": sense, "--sense-set": sense_set, "--mask": mask, "--per-head": per_head or None,
@@ -147,7 +147,7 @@ def inspect(
             raise InputError(f"{'--picture' if picture else '--export-view picture'} with --model draws the --focus token through the layers; name it with --focus")
         chosen, settings = open_checkpoint(model, head, layer, words=words, hide_special=hide_special, focus=focus, neighbors=neighbors,
                                            stage=stage, output=output, weigh=weigh.value, rollout=rollout if rollout_layers is None else rollout_layers,
-                                           senses=checkpoint_senses(sense, sense_set, focus), max_memory=max_memory, exports=exports is not None, ablate=(ablate, ablate_with.value))
+                                           senses=checkpoint_senses(sense, sense_set, focus), max_memory=max_memory, exports=exports is not None, ablate=(ablate, ablate_with))
         overview = not (head or layer is not None)
     else:
         from attn_cli.models.glove import Settings

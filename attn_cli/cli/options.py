@@ -33,6 +33,19 @@ AblateOpt = Annotated[
                  show_default=False),
 ]
 AblateWithOpt = Annotated[AblateWith, typer.Option("--ablate-with", help="What replaces an ablated head's output: zeros, or its mean over the text's positions.")]
+
+
+def ablate_with_value(ablate: list[str] | None, ablate_with: AblateWith) -> str:
+    """--ablate-with's value; typed without --ablate it is refused, as it says what replaces the heads --ablate turns off."""
+    from typer._click.core import ParameterSource
+    from typer._click.globals import get_current_context
+
+    from attn_cli.errors import InputError
+
+    ctx = get_current_context(silent=True)
+    if not ablate and ctx is not None and ctx.get_parameter_source("ablate_with") == ParameterSource.COMMANDLINE:
+        raise InputError(f"--ablate-with {ablate_with.value} says what replaces the heads --ablate turns off; give --ablate L.H too, or drop --ablate-with")
+    return ablate_with.value
 TrustOpt = Annotated[
     bool, typer.Option("--trust-pickle", help="Allow gensim's .kv/.model files, which are pickles: only for files you trust.")
 ]

@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
-from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt
+from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ablate_with_value
 from attn_cli.errors import InputError
 
 MAX_TOP = 100
@@ -43,6 +43,7 @@ def predict(
 
     if not math.isfinite(temperature) or temperature < 0:
         raise InputError(f"--temperature must be a finite number >= 0, not {temperature:g}")
+    ablate_with = ablate_with_value(ablate, ablate_with)  # a str from here
     lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
     chosen = load(model)
     if chosen.predicts is None:
@@ -51,7 +52,7 @@ def predict(
 
     asked = [check_text(t, "--token") for t in token or []]
     settings = PredictSettings(top=top, temperature=temperature, chat=chat, lens=lens, focus=focus, asked=asked,
-                               max_memory=None if max_memory is None else parse_size(max_memory), ablate=ablate, ablate_with=ablate_with.value)
+                               max_memory=None if max_memory is None else parse_size(max_memory), ablate=ablate, ablate_with=ablate_with)
 
     def view(result, line: int) -> list:
         from attn_cli.views.predict import predict_view

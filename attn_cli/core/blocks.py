@@ -145,7 +145,15 @@ def apply_linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, thre
 ROPE_TYPES = ("default", "linear", "llama3", "longrope", "su")  # "su": Phi-3's first name for longrope
 
 
-def rotary_frequencies(d_rot: int, theta: float, scaling: dict | None = None, factors=None, n: int = 0) -> np.ndarray:  # -> [d_rot / 2] float32
+def longrope_long(scaling: dict | None, n: int) -> bool:
+    """Whether longrope turns a sequence of n tokens with its long factors: when the whole sequence is longer than
+    the original context (transformers' Phi-3 decides by the length so far); False for other kinds of scaling."""
+    kind = (scaling or {}).get("rope_type", (scaling or {}).get("type"))
+    return kind in ("longrope", "su") and n > int(scaling["original_max_position_embeddings"])
+
+
+def rotary_frequencies(d_rot: int, theta: float, scaling: dict | None = None, factors=None, n: int = 0,
+                       long: bool | None = None) -> np.ndarray:  # -> [d_rot / 2] float32
     """The angle per position of each pair of dimensions: theta^(-2i / d_rot), then rescaled.
 
     In float32, as transformers computes them. scaling: a config's rope_scaling ("linear": all
@@ -153,7 +161,7 @@ def rotary_frequencies(d_rot: int, theta: float, scaling: dict | None = None, fa
     middle smoothed between, as in Llama 3.1). factors [d_rot / 2]: divisors read from a GGUF file's
     rope_freqs tensor (llama.cpp's form of the same rescaling). "longrope" (Phi-3's 128k models): each
     frequency divided by its short factor, or by its long factor when the text (n tokens) is longer than
-    the original context, as transformers chooses.
+    the original context, as transformers chooses (`long` says which, whatever n).
     """
     powers = F32(theta) ** (np.arange(0, d_rot, 2, dtype=np.int64).astype(F32) / F32(d_rot))  # [d_rot / 2]
     inv = F32(1.0) / powers
@@ -169,7 +177,7 @@ def rotary_frequencies(d_rot: int, theta: float, scaling: dict | None = None, fa
         medium = ~(wavelen < old / high) & ~(wavelen > old / low)
         inv = np.where(medium, (1 - smooth) * scaled / F32(factor) + smooth * scaled, scaled).astype(F32)
     elif kind in ("longrope", "su"):
-        long = n > int(scaling["original_max_position_embeddings"])
+        long = longrope_long(scaling, n) if long is None else long
         inv = (F32(1.0) / (np.asarray(scaling["long_factor" if long else "short_factor"], dtype=F32) * powers)).astype(F32)  # as transformers rounds it
     if factors is not None:
         inv = (inv / np.asarray(factors, dtype=F32)).astype(F32)

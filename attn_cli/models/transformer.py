@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from attn_cli.core.blocked import attend_rows
-from attn_cli.core.blocks import ACTIVATIONS, F32, MLPS, apply_linear, norm_scale, normalize, rotary_attention_factor, rotary_frequencies, rotary_tables, rotate
+from attn_cli.core.blocks import ACTIVATIONS, F32, MLPS, apply_linear, longrope_long, norm_scale, normalize, rotary_attention_factor, rotary_frequencies, rotary_tables, rotate
 from attn_cli.core.neighbors import MatrixKeys, nearest_rows
 from attn_cli.errors import DataError, InputError, is_panic, native_stderr_held, reason
 from attn_cli.models.base import Tokens, Trace
@@ -147,19 +147,19 @@ class Transformer(Readout):
         """Layer l's sliding window (a query sees its own key and the window - 1 before it), or None: every earlier key."""
         return self.spec.window(l)
 
-    def rotary(self, n: int, offset: int = 0, l: int = 0):  # -> cos, sin [n, d_head] for rotary positions offset .. offset + n - 1, else None
+    def rotary(self, n: int, offset: int = 0, l: int = 0, long: bool | None = None):  # -> cos, sin [n, d_head] for positions offset .. offset + n - 1, else None
         """Layer l's RoPE tables: its base (a windowed layer of Gemma 3 has its own, unscaled), and for longrope the
-        short or long factors as the text's length asks."""
+        short or long factors as the whole sequence's length asks (`long`: as a cache decided, KVCache.long_factors)."""
         spec = self.spec
         if spec.position != "rotary":
             return None
         end = offset + n
         local = spec.rope_base(l) != spec.rope_theta
         scaling = None if local else spec.rope_scaling
-        long = bool(scaling) and end > int(scaling.get("original_max_position_embeddings") or 0)
+        long = not local and (longrope_long(scaling, end) if long is None else long)
         key = (spec.rope_base(l), long)
         if key not in self._rotary or len(self._rotary[key][0]) < end:
-            inv = rotary_frequencies(spec.d_head, spec.rope_base(l), scaling, None if local else spec.rope_factors, end)
+            inv = rotary_frequencies(spec.d_head, spec.rope_base(l), scaling, None if local else spec.rope_factors, end, long)
             self._rotary[key] = rotary_tables(max(end, 64), inv, rotary_attention_factor(scaling, spec.max_positions))
         cos, sin = self._rotary[key]
         return cos[offset:end], sin[offset:end]
@@ -259,6 +259,7 @@ class Transformer(Readout):
         n = len(ids) if start is None else start.resid.shape[-2]
         if offset + n > spec.max_positions:
             raise InputError(f"{offset + n:,} tokens, more than the {spec.max_positions:,} positions {self.name} has; split the text")
+        long = None if cache is None else cache.long_factors(self, offset + n, appending=start is None)  # may make its keys again
         threads = threads_for(n)  # set for the pass, and told to it
         self.weights.passes += 1
         run = Run(keep, list(edits), cache, offset, batched=start is not None and start.resid.ndim == 3, read_only=start is not None,
@@ -275,7 +276,7 @@ class Transformer(Readout):
                 for l in range(first, spec.n_layers):
                     if start is not None and (joining := start.joining(l)) is not None:  # streams patched at layer l join the batch
                         x = np.concatenate([x, joining.astype(F32, copy=False)])
-                    run.rotary = self.rotary(n, offset, l)
+                    run.rotary = self.rotary(n, offset, l, long)
                     x = self.checked_layer(x, self.weights.layer(l), l, run)
                     self.weights.release(l)  # nothing after the layer reads its weights
             finally:
@@ -284,7 +285,7 @@ class Transformer(Readout):
             self.held(output, None, "final")
             run.point("resid_final", None, output)
         if cache is not None and start is None:
-            cache.advance()
+            cache.advance(ids)
         tokens = tokens if isinstance(tokens, Tokens) else None
         return Trace(tokens, store=run.store, n_layers=spec.n_layers, rows=keep.rows, offset=offset)
 

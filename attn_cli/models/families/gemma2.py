@@ -69,5 +69,5 @@ def gemma_spec(config: dict, where: str, family: str, description: str, pattern:
 
 
 def spec(config: dict, where: str = "config.json") -> Spec:
-    theta, scaling = llama.rope(config, where)
+    theta, scaling = llama.rope(config, where, config_int(config, "head_dim", where=where, default=256))
     return gemma_spec(config, where, "gemma2", DESCRIPTION, 2, (50.0, 30.0), theta, scaling, None)

@@ -6,7 +6,7 @@ Defaults are transformers' Gemma3TextConfig's (a GGUF file's are llama.cpp's: at
 """
 
 from attn_cli.errors import DataError
-from attn_cli.models.families import config_float, gemma2, llama, vector
+from attn_cli.models.families import config_float, config_int, gemma2, llama, shown, vector
 from attn_cli.models.spec import Spec
 
 SHORT = "Gemma 3 decoder (local and global layers)"
@@ -19,19 +19,36 @@ TENSORS = gemma2.TENSORS | {
 OPTIONAL = ()
 
 
-def spec(config: dict, where: str = "config.json") -> Spec:
+LAYER_KINDS = ("full_attention", "sliding_attention")  # transformers 5's rope_parameters: one entry per layer type
+
+
+def rope(config: dict, where: str, d_head: int) -> tuple[float, dict | None, float]:
+    """The global layers' RoPE base and scaling, and the local layers' base (unscaled): from transformers 5's
+    rope_parameters, one entry per layer type or one for the global layers (checked as Gemma 2's, llama.rope), else
+    from transformers 4's rope_theta, rope_scaling and rope_local_base_freq."""
     parameters = config.get("rope_parameters")
-    if isinstance(parameters, dict) and "full_attention" in parameters:  # transformers 5: one entry per layer type
-        full, local = parameters.get("full_attention") or {}, parameters.get("sliding_attention") or {}
-        if not isinstance(full, dict) or not isinstance(local, dict):
-            raise DataError(f"{where}: rope_parameters' full_attention and sliding_attention should be objects")
-        theta, scaling = llama.rope({"rope_parameters": {"rope_theta": 1_000_000.0} | full}, where)
-        local_theta = config_float({"rope_theta": 10_000.0} | local, "rope_theta", None, low=1.0, high=1e12, where=where)
-        if local.get("rope_type", "default") != "default":
-            raise DataError(f"{where}: rope scaling of the local layers is not supported")
-    else:  # transformers 4: rope_theta, rope_scaling (global layers), rope_local_base_freq
-        theta, scaling = llama.rope({"rope_theta": 1_000_000.0} | {k: v for k, v in config.items() if k in ("rope_theta", "rope_scaling")}, where)
-        local_theta = config_float(config, "rope_local_base_freq", 10_000.0, low=1.0, high=1e12, where=where)
+    if parameters is not None and not isinstance(parameters, dict):
+        raise DataError(f"{where}: rope_parameters should be an object, not {shown(parameters)}")
+    if not any(kind in (parameters or {}) for kind in LAYER_KINDS):  # the global layers' alone, as Gemma 2 reads it
+        given = {k: config[k] for k in ("rope_theta", "rope_scaling") if config.get(k) is not None}
+        theta, scaling = llama.rope(given | {"rope_parameters": {"rope_theta": 1_000_000.0} | (parameters or {})}, where, d_head)
+        return theta, scaling, config_float(config, "rope_local_base_freq", 10_000.0, low=1.0, high=1e12, where=where)
+    if others := sorted(set(parameters) - set(LAYER_KINDS)):
+        raise DataError(f"{where}: rope_parameters has {', '.join(others)} beside {' and '.join(k for k in LAYER_KINDS if k in parameters)}; "
+                        f"it should be one object per layer type ({', '.join(LAYER_KINDS)}) or one object")
+    full, local = ({} if parameters.get(kind) is None else parameters[kind] for kind in LAYER_KINDS)
+    if not isinstance(full, dict) or not isinstance(local, dict):
+        raise DataError(f"{where}: rope_parameters' full_attention and sliding_attention should be objects")
+    theta, scaling = llama.rope({"rope_parameters": {"rope_theta": 1_000_000.0} | full}, f"{where} rope_parameters.full_attention", d_head)
+    local_where = f"{where} rope_parameters.sliding_attention"
+    local_theta = config_float({"rope_theta": 10_000.0} | local, "rope_theta", None, low=1.0, high=1e12, where=local_where)
+    if (kind := local.get("rope_type", "default")) != "default":
+        raise DataError(f"{local_where}: rope_type {shown(kind)} is not supported; attn turns the local layers by plain RoPE (default)")
+    return theta, scaling, local_theta
+
+
+def spec(config: dict, where: str = "config.json") -> Spec:
+    theta, scaling, local_theta = rope(config, where, config_int(config, "head_dim", where=where, default=256))
     pattern = config.get("sliding_window_pattern", 6)
     if not isinstance(pattern, int) or isinstance(pattern, bool) or pattern < 1:
         raise DataError(f"{where}: sliding_window_pattern should be a positive whole number")

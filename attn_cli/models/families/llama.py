@@ -4,9 +4,11 @@ grouped-query attention, a gated MLP (SwiGLU), output tied to the embeddings or 
     x = E_word;   x = x + Attn(RMSNorm(x)) with Q, K turned by position;   x = x + W_down(silu(W_gate x) * W_up x);   output = RMSNorm(x)
 """
 
+import math
+
 from attn_cli.core.blocks import ACTIVATIONS, ROPE_TYPES
 from attn_cli.errors import DataError
-from attn_cli.models.families import config_bool, config_float, config_int, config_str, linear, table, vector
+from attn_cli.models.families import config_bool, config_float, config_int, config_str, linear, shown, table, vector
 from attn_cli.models.spec import Spec
 
 SHORT = "Llama-family decoder (SmolLM2, TinyLlama, Llama 3)"
@@ -15,8 +17,9 @@ CAPTION = ("Llama normalises before each block (pre-norm, RMSNorm): the updates 
            "x_l = x_{l-1} + Δ attention + Δ MLP")
 
 
-def rope(config: dict, where: str) -> tuple[float, dict | None]:
-    """rope_theta and rope_scaling, from the keys transformers 4 writes or from transformers 5's rope_parameters."""
+def rope(config: dict, where: str, d_head: int) -> tuple[float, dict | None]:
+    """rope_theta and rope_scaling, from the keys transformers 4 writes or from transformers 5's rope_parameters
+    (`d_head`: the size of a head, which longrope's factors are half of)."""
     parameters = config.get("rope_parameters")
     if parameters is not None and not isinstance(parameters, dict):
         raise DataError(f"{where}: rope_parameters should be an object")
@@ -31,8 +34,29 @@ def rope(config: dict, where: str) -> tuple[float, dict | None]:
             raise DataError(f"{where}: rope scaling {kind!r} is not supported; attn runs {', '.join(ROPE_TYPES)}")
         for key in {"linear": ("factor",), "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")}.get(kind, ()):
             config_float(scaling, key, None, low=1e-6, high=1e9, where=f"{where} rope scaling")
+        if kind in ("longrope", "su"):
+            scaling = longrope(config, scaling, d_head, where)
         scaling = None if kind == "default" else scaling
     return theta, scaling
+
+
+def longrope(config: dict, scaling: dict, d_head: int, where: str) -> dict:
+    """Longrope's settings, checked: original_max_position_embeddings (in rope_scaling, else beside it, as Phi-3 keeps it),
+    long_factor and short_factor (d_head / 2 positive numbers each), and attention_factor and factor where given."""
+    original = scaling.get("original_max_position_embeddings") or config.get("original_max_position_embeddings")
+    scaling = {**scaling, "original_max_position_embeddings": config_int({"original_max_position_embeddings": original},
+                                                                         "original_max_position_embeddings", where=f"{where} rope scaling")}
+    for key in ("long_factor", "short_factor"):
+        factors = scaling.get(key)
+        if factors is None:
+            raise DataError(f"{where}: rope scaling is longrope but has no {key}")
+        if (not isinstance(factors, list) or len(factors) != d_head // 2
+                or not all(isinstance(f, (int, float)) and not isinstance(f, bool) and 0 < f < math.inf for f in factors)):
+            raise DataError(f"{where}: rope scaling {key} should be {d_head // 2} positive numbers, not {shown(factors)}")
+    for key in ("attention_factor", "factor"):
+        if scaling.get(key) is not None:
+            config_float(scaling, key, None, low=1e-6, high=1e6, where=f"{where} rope scaling")
+    return scaling
 
 
 def spec(config: dict, where: str = "config.json", family: str = "llama", description: str = DESCRIPTION, caption: str = CAPTION) -> Spec:
@@ -41,7 +65,7 @@ def spec(config: dict, where: str = "config.json", family: str = "llama", descri
     d_head = config_int(config, "head_dim", where=where, default=d // n_heads)
     if n_heads % n_kv:
         raise DataError(f"{where}: {n_heads} query heads cannot share {n_kv} key/value heads evenly")
-    theta, scaling = rope(config, where)
+    theta, scaling = rope(config, where, d_head)
     factors = config.get("rope_freq_factors")  # a GGUF file's rope_freqs (llama.cpp's form of llama3 scaling)
     if factors is not None and (not isinstance(factors, list) or len(factors) != d_head // 2):
         raise DataError(f"{where}: rope_freq_factors should be {d_head // 2} numbers")

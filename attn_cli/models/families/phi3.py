@@ -23,17 +23,6 @@ OPTIONAL = ("unembed",)
 def spec(config: dict, where: str = "config.json") -> Spec:
     if config_float(config, "partial_rotary_factor", 1.0, low=0.0, high=1.1, where=where) != 1.0:
         raise DataError(f"{where}: partial_rotary_factor is not 1; attn runs Phi-3 with RoPE over the whole head")
-    scaling = config.get("rope_scaling") or (config.get("rope_parameters") or {})
-    config = dict(config)
-    if isinstance(scaling, dict) and scaling.get("rope_type", scaling.get("type")) in ("longrope", "su"):
-        d_head = config_int(config, "head_dim", where=where, default=config_int(config, "hidden_size", where=where) // config_int(config, "num_attention_heads", where=where))
-        original = scaling.get("original_max_position_embeddings") or config.get("original_max_position_embeddings")
-        scaling = {**scaling, "original_max_position_embeddings": config_int({"original_max_position_embeddings": original}, "original_max_position_embeddings", where=where)}
-        for key in ("long_factor", "short_factor"):
-            factors = scaling.get(key)
-            if not isinstance(factors, list) or len(factors) != d_head // 2 or not all(isinstance(f, (int, float)) and f > 0 for f in factors):
-                raise DataError(f"{where}: rope scaling {key} should be {d_head // 2} positive numbers")
-        config["rope_scaling"] = scaling  # llama.rope reads the base from rope_parameters or rope_theta, as before
     spec_ = llama.spec(config, where, family="phi3", description=DESCRIPTION, caption=llama.CAPTION.replace("Llama", "Phi-3"))
     window = config.get("sliding_window")  # transformers' Phi3Attention honours it; a GGUF file leaves it out, as llama.cpp runs none
     if window is not None:

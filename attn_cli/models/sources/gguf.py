@@ -206,13 +206,23 @@ def config_from(file: GGUFFile) -> dict:
     }
     if ROPE_FREQS in file.tensors:  # GGUF only: llama3 scaling as llama.cpp keeps it (a divisor per frequency)
         config["rope_freq_factors"] = _factors(file, ROPE_FREQS, head_dim)
-    if all(name in file.tensors for name in LONGROPE):  # Phi-3's longrope, as convert writes it (no rope.scaling.type)
-        config["rope_scaling"] = {
-            "rope_type": "longrope", "long_factor": _factors(file, LONGROPE[0], head_dim), "short_factor": _factors(file, LONGROPE[1], head_dim),
-            "original_max_position_embeddings": m("rope.scaling.original_context_length", int, required=True),
-            "attention_factor": m("rope.scaling.attn_factor", float),
-        }
+    if any(name in file.tensors for name in LONGROPE):  # Phi-3's longrope, as convert writes it (no rope.scaling.type)
+        config["rope_scaling"] = _longrope(file, arch, head_dim)
     return config | ARCHITECTURES[arch].extra(m, config)
+
+
+def _longrope(file: GGUFFile, arch: str, head_dim: int) -> dict:
+    """Longrope as config.json's rope_scaling: both tables of factors (one alone is refused, not dropped), the original
+    context, and the attention factor (a positive number) where the file gives one."""
+    if missing := [name for name in LONGROPE if name not in file.tensors]:
+        raise DataError(f"{file.path}: {' and '.join(n for n in LONGROPE if n not in missing)} without {missing[0]}; "
+                        "longrope needs both tables of factors, long and short")
+    attn_factor = _get(file, f"{arch}.rope.scaling.attn_factor", float)
+    if attn_factor is not None and not 0 < attn_factor < float("inf"):  # NaN fails too
+        raise DataError(f"{file.path}: GGUF metadata {arch}.rope.scaling.attn_factor is {attn_factor}; it must be a positive number")
+    return {"rope_type": "longrope", "long_factor": _factors(file, LONGROPE[0], head_dim), "short_factor": _factors(file, LONGROPE[1], head_dim),
+            "original_max_position_embeddings": _get(file, f"{arch}.rope.scaling.original_context_length", int, required=True),
+            "attention_factor": attn_factor}
 
 
 def _factors(file: GGUFFile, name: str, head_dim: int) -> list[float]:
