@@ -400,6 +400,32 @@ def test_the_shipped_link_sets_pass_their_checks():
 SENTENCES = ["A fluffy blue creature roamed the verdant forest.", "One mole of carbon dioxide.", "the cat sat on the mat"]
 
 
+def test_the_lessons_model_keeps_the_points_a_checkpoint_keeps(glove):
+    """GloVe's one layer is read as a checkpoint's layers are: by the points' names, E' the stream after it (no MLP)."""
+    from attn_cli.heads.registry import resolve_heads
+    from attn_cli.models.glove import GloveModel
+    from attn_cli.models.points import EVERYTHING
+
+    heads, _ = resolve_heads(None, glove.vector_size, 0)
+    trace = GloveModel(glove, heads).run(SENTENCES[2])
+    checkpoint = tiny().run(SENTENCES[2], keep_scores=True)
+    assert set(trace.store) == {key for key in checkpoint.store if key[1] in (0, None) and key[0] != "attn.z"}
+    assert set(trace.store) == {(p, None if p == "resid_final" else 0) for p in EVERYTHING + ("attn.qk",) if p != "attn.z"}
+    n, d = len(trace.tokens.ids), glove.vector_size
+    assert trace.streams().shape == (2, n, d) and trace.get("attn.pattern", 0).shape == (len(heads), n, n)
+    e, e_prime = trace.get("resid_pre", 0), trace.get("resid_post", 0)
+    assert trace.get("resid_mid", 0) is e_prime and trace.get("resid_final") is e_prime  # no MLP, no final norm
+    assert not trace.get("mlp_out", 0).any()  # made zero, not computed
+    np.testing.assert_allclose(trace.get("attn.out", 0), e_prime - e, atol=1e-12)
+    np.testing.assert_allclose(trace.between("resid_pre", "resid_mid", 0), trace.get("attn.out", 0), atol=1e-12)
+    for h, out in enumerate(trace.heads):  # each head's own results, beside the points
+        np.testing.assert_allclose(trace.get("attn.pattern", 0)[h], out.weights, atol=1e-15)
+        np.testing.assert_allclose(trace.get("attn.qk", 0)[h], out.scores, atol=1e-12)
+    assert not trace.has("v", 0)
+    assert len(GloveModel(glove, heads).forward(trace.tokens, keep_values=True).get("v", 0)) == len(heads)
+
+
+
 @pytest.mark.slow
 def test_the_glove_heads_and_a_checkpoint_share_one_pipeline(glove):
     """The lesson's heads over word vectors and a checkpoint go through the same steps: one analysis
