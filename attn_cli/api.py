@@ -3,7 +3,7 @@
     from attn_cli import api
 
     model = api.load_model("./all-MiniLM-L6-v2")          # a folder, a .gguf file, ollama:NAME, a cached name
-    trace = api.trace(model, "The cat sat on the mat.")   # every layer's weights: trace.layers[l].weights [H, n, n]
+    trace = api.trace(model, "The cat sat on the mat.")   # every layer's weights: trace.get("attn.pattern", l) [H, n, n]
     part = api.head_stats(model, open("corpus.txt"))       # sums and counts, not means: a Partial
     stats = api.figures(api.merge([part, other_part]))     # what `attn heads stats` prints (.to_dict(), .rows())
 

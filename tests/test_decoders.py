@@ -52,12 +52,12 @@ def compare_case(m, case, worst: dict) -> int:
     tokens = encode(m, str(case["text"]), bool(case["chat"]))
     assert tokens.ids == case["ids"].tolist(), "the tokenizer must give transformers' ids"
     trace = m.forward(tokens)
-    weights = np.stack([layer.weights for layer in trace.layers])  # [L, H, n, n]
+    weights = trace.stacked("attn.pattern")  # [L, H, n, n]
     assert weights.shape == case["attentions"].shape and weights.dtype == np.float32
     worst["attention"] = max(worst["attention"], float(np.abs(weights - case["attentions"]).max()))
-    hidden = np.concatenate([trace.hidden[:-1], trace.output[None]])  # transformers' last hidden state is after the final norm
+    hidden = np.concatenate([trace.streams()[:-1], trace.get("resid_final")[None]])  # transformers' last hidden state is after the final norm
     worst["hidden"] = max(worst["hidden"], layer_scale_error(hidden, case["hidden"]))
-    logits = m.readout(trace.hidden[-1])  # [n, V]
+    logits = m.readout(trace.streams()[-1])  # [n, V]
     worst["logits"] = max(worst["logits"], float(np.abs(logits - case["logits"]).max()))
     assert_same_ids(logits.argmax(-1), case["logits"].argmax(-1))  # the same next token at every position
     return len(logits)
@@ -91,14 +91,14 @@ def test_smollm2_gguf_matches_transformers():
         tokens = encode(m, str(data[f"s{s}_text"]), bool(data[f"s{s}_chat"]))
         assert tokens.ids == data[f"s{s}_ids"].tolist()
         trace = m.forward(tokens)
-        weights = np.stack([layer.weights for layer in trace.layers])  # [30, 9, n, n]
+        weights = trace.stacked("attn.pattern")  # [30, 9, n, n]
         worst["attention"] = max(worst["attention"], float(np.abs(weights - data[f"s{s}_attentions"]).max()))
-        hidden = np.concatenate([trace.hidden[:-1], trace.output[None]]).astype(np.float64)  # [31, n, 576]
+        hidden = np.concatenate([trace.streams()[:-1], trace.get("resid_final")[None]]).astype(np.float64)  # [31, n, 576]
         rms = data[f"s{s}_hidden_rms"].astype(np.float64)  # [31, n]
         scale = np.sqrt(np.mean(rms ** 2, axis=1))[:, None, None]  # [31, 1, 1]: each layer's RMS
         worst["hidden"] = max(worst["hidden"], float(np.max(np.abs(hidden @ projection - data[f"s{s}_hidden_projected"]) / scale)),
                               float(np.max(np.abs(hidden[:, -1] - data[f"s{s}_hidden_last"]) / scale[:, 0])))
-        logits = m.readout(trace.hidden[-1]).astype(np.float64)  # [n, V]
+        logits = m.readout(trace.streams()[-1]).astype(np.float64)  # [n, V]
         worst["logits"] = max(worst["logits"], float(np.abs(logits[:, subset] - data[f"s{s}_subset_logits"]).max()),
                               float(np.abs(np.take_along_axis(logits, data[f"s{s}_top_ids"], 1) - data[f"s{s}_top_logits"]).max()))
         log_total = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1)
@@ -134,10 +134,10 @@ def test_quantized_layers_reuse_the_memory_of_layers_done_with_and_give_the_same
         tokens = encode(m, str(case["text"]), bool(case["chat"]))
         trace, fresh = m.forward(tokens), loading.load(path).forward(tokens)
         # The same products over weights in other memory: BLAS may round them apart in the last digits of float32.
-        for a, b in zip(trace.layers, fresh.layers):
-            np.testing.assert_allclose(a.weights, b.weights, rtol=0, atol=1e-6)
-        np.testing.assert_allclose(trace.hidden, fresh.hidden, rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(trace.output, fresh.output, rtol=1e-5, atol=1e-5)
+        for l in range(trace.n_layers):
+            np.testing.assert_allclose(trace.get("attn.pattern", l), fresh.get("attn.pattern", l), rtol=0, atol=1e-6)
+        np.testing.assert_allclose(trace.streams(), fresh.streams(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(trace.get("resid_final"), fresh.get("resid_final"), rtol=1e-5, atol=1e-5)
         spare = [a for layer in m.weights._spare for a in layer.values()]
         assert not any(np.may_share_memory(a, k) for a in spare for k in m.weights._arrays.values()), "memory to be reused is not a kept tensor's"
     if keep == "none":
@@ -154,7 +154,7 @@ def test_grouped_query_heads_share_their_keys_as_in_a_plain_loop():
     spec = m.spec
     trace = m.run("the grey cat sat on the mat")
     w = m.weights.layer(0)
-    x = rms_norm(trace.hidden[0], w["attn.norm.w"], None, spec.eps).astype(np.float64)
+    x = rms_norm(trace.streams()[0], w["attn.norm.w"], None, spec.eps).astype(np.float64)
     n, dh, h, kv = len(x), spec.d_head, spec.n_heads, spec.n_kv_heads
     qkv = x @ w["attn.qkv.w"]
     cos, sin = rotary_tables(n, rotary_frequencies(dh, spec.rope_theta, spec.rope_scaling))
@@ -166,7 +166,7 @@ def test_grouped_query_heads_share_their_keys_as_in_a_plain_loop():
             scores = [float(q[head, i] @ k[shared, j]) / math.sqrt(dh) for j in range(i + 1)]
             exps = [math.exp(s - max(scores)) for s in scores]
             expected = [e / sum(exps) for e in exps] + [0.0] * (n - i - 1)
-            np.testing.assert_allclose(trace.layers[0].weights[head, i], expected, atol=2e-5)
+            np.testing.assert_allclose(trace.get("attn.pattern", 0)[head, i], expected, atol=2e-5)
 
 
 def test_gguf_and_folder_run_the_same_family_and_spec():
@@ -174,5 +174,5 @@ def test_gguf_and_folder_run_the_same_family_and_spec():
     assert (folder.spec.family, folder.spec.n_kv_heads, folder.spec.norm, folder.spec.position, folder.spec.mlp) == ("llama", 2, "rms", "rotary", "gated")
     assert f32.spec.n_layers == folder.spec.n_layers and f32.spec.d_head == folder.spec.d_head
     a, b = folder.run("the grey cat"), f32.run("the grey cat")
-    np.testing.assert_allclose(np.stack([l.weights for l in a.layers]), np.stack([l.weights for l in b.layers]), atol=1e-6)
+    np.testing.assert_allclose(a.stacked("attn.pattern"), b.stacked("attn.pattern"), atol=1e-6)
     assert model("tiny-qwen2", "folder").weights.has("layers.0.attn.qkv.b") and not folder.weights.has("unembed")

@@ -68,7 +68,7 @@ def test_the_parts_always_sum_to_the_logit(text):
     from attn_cli.analysis.explain import ExplainSettings, explain
 
     result = explain(model("tiny-llama"), text, ExplainSettings())
-    assert result.target["id"] == int(np.argmax(model("tiny-llama").readout(model("tiny-llama").forward(model("tiny-llama").tokenize(text)).hidden[-1][-1:])[0]))
+    assert result.target["id"] == int(np.argmax(model("tiny-llama").readout(model("tiny-llama").forward(model("tiny-llama").tokenize(text)).streams()[-1][-1:])[0]))
     assert abs(result.total - result.logit) <= RELATIVE * max(1.0, abs(result.logit))
 
 
@@ -100,7 +100,7 @@ def test_no_versus_is_null_and_the_default_target_is_the_top_prediction():
     doc = json.loads(r.stdout)
     assert doc["versus"] is None
     m = model("tiny-llama")
-    logits = m.readout(m.forward(m.tokenize("The cat sat on the warm stone wall.")).hidden[-1][-1:])[0]
+    logits = m.readout(m.forward(m.tokenize("The cat sat on the warm stone wall.")).streams()[-1][-1:])[0]
     assert doc["target"]["id"] == int(np.argmax(logits))
 
 

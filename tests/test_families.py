@@ -186,7 +186,7 @@ def test_a_large_quantized_vocabulary_is_read_in_blocks_with_the_same_logits_and
     path = str(checkpoints.FIXTURES / "gguf" / "tiny-gemma3.Q8_0.gguf")
     whole = loading.load(path)
     trace = whole.run("the grey cat sat on the mat")
-    rows = trace.hidden[-1]
+    rows = trace.streams()[-1]
     expected_logits, expected_near = whole.readout(rows), whole.nearest(rows, 5)
     monkeypatch.setattr(weights_module, "PREFETCH_VOCABULARY", 0)
     monkeypatch.setattr(weights_module.TableKeys, "BLOCK_ROWS", 100)

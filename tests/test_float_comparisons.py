@@ -42,7 +42,7 @@ ALLOWED = {
     ("test_attention.py", "test_float32_rows_sum_to_one_and_masked_weights_are_exactly_zero", "out.weights[~mask] == 0.0"): MASKED,
     ("test_inspect.py", "test_json_has_exactly_the_documented_keys_and_true_weights", "weights[np.triu_indices(n, 1)] == 0"): MASKED,
     ("test_models.py", "test_causal_weights_are_exactly_zero_above_the_diagonal_and_rows_sum_to_one",
-     "layer.weights[:, ~np.tri(n, dtype=bool)] == 0"): MASKED,
+     "weights[:, ~np.tri(n, dtype=bool)] == 0"): MASKED,
     ("test_flow.py", "test_rollout_of_an_encoder_and_a_decoder_matches_a_plain_loop", "np.triu(got[-1], 1) == 0"):
         MASKED + " (a product of lower-triangular matrices is lower-triangular)",
     ("test_softmax.py", "test_log_json_writes_minus_inf_as_null", "data['probabilities'][0] == 0.0"): MASKED,

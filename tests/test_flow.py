@@ -42,7 +42,7 @@ def loop_norms(weights, x, w_qkv, b_qkv, w_o, n_heads: int, n_kv: int, d_head: i
 
 def layer_inputs(m, trace, l: int) -> np.ndarray:
     """What layer l's attention reads: the stream, after the layer's norm in a pre-norm model."""
-    x, w = trace.hidden[l], m.weights.layer(l)
+    x, w = trace.streams()[l], m.weights.layer(l)
     return m.norm(x, w, "attn.norm", l) if m.spec.pre_norm else x
 
 
@@ -54,7 +54,7 @@ def test_value_norms_of_every_family_match_an_explicit_loop(name):
     spec = m.spec
     for l in range(spec.n_layers):
         w = m.weights.layer(l)
-        want = loop_norms(trace.layers[l].weights, layer_inputs(m, trace, l), w["attn.qkv.w"], w.get("attn.qkv.b"), w["attn.o.w"],
+        want = loop_norms(trace.get("attn.pattern", l), layer_inputs(m, trace, l), w["attn.qkv.w"], w.get("attn.qkv.b"), w["attn.o.w"],
                           spec.n_heads, spec.n_kv_heads, spec.d_head)
         assert np.allclose(got[l], want, rtol=1e-4, atol=1e-5), (name, l, np.abs(got[l] - want).max())
 
@@ -67,17 +67,18 @@ def test_value_norms_of_the_lessons_heads_match_an_explicit_loop(glove):
     m = GloveModel(glove, heads)
     trace = m.forward(m.tokenize(SENTENCE), keep_values=True)
     got = flow.layer_value_norms(m, trace)[0]
-    e = trace.hidden[0]
+    e = trace.streams()[0]
     for h, head in enumerate(heads):
         for i in range(len(e)):
             for j in range(len(e)):
                 f = e[j] @ head.w_v if head.w_o is None else e[j] @ head.w_v @ head.w_o
-                assert got[h, i, j] == pytest.approx(np.linalg.norm(trace.layers[0].weights[h, i, j] * f), rel=1e-9, abs=1e-12)
+                assert got[h, i, j] == pytest.approx(np.linalg.norm(trace.get("attn.pattern", 0)[h, i, j] * f), rel=1e-9, abs=1e-12)
 
 
 def test_values_are_kept_only_when_asked():
     m = model("minilm")
-    assert all(layer.values is None for layer in m.run("the cat").layers)
+    trace = m.run("the cat")
+    assert not any(trace.has("v", l) for l in range(trace.n_layers))
 
 
 def loop_rollout(weights: np.ndarray) -> np.ndarray:  # [L, H, n, n] -> [n, n]
@@ -96,7 +97,7 @@ def loop_rollout(weights: np.ndarray) -> np.ndarray:  # [L, H, n, n] -> [n, n]
 @pytest.mark.parametrize("name", ["minilm", "tiny-llama"])
 def test_rollout_of_an_encoder_and_a_decoder_matches_a_plain_loop(name):
     m = model(name)
-    weights = np.stack([layer.weights for layer in m.run("the cat sat on the mat").layers]).astype(np.float64)
+    weights = m.run("the cat sat on the mat").stacked("attn.pattern").astype(np.float64)
     got = flow.rollout(weights)
     assert np.allclose(got[-1], loop_rollout(weights), atol=1e-12) and np.allclose(got.sum(axis=-1), 1.0)
     if m.causal:
@@ -107,7 +108,7 @@ def test_the_special_tokens_share_of_weight_and_of_value_weighted_norm():
     m = model("minilm")
     result = inspect(m, SENTENCE, InspectSettings(weigh="norm"))
     trace = m.forward(m.tokenize(SENTENCE), keep_values=True)
-    weights = np.stack([layer.weights for layer in trace.layers]).astype(np.float64)
+    weights = trace.stacked("attn.pattern").astype(np.float64)
     norms = flow.layer_value_norms(m, trace)
     special = [0, len(trace.tokens.ids) - 1]  # [CLS], [SEP]
     before = sum(weights[l, h, i, j] for l, h, i, j in np.ndindex(weights.shape) if j in special) / weights.sum()
@@ -140,7 +141,7 @@ def test_inspect_rollout_in_json_and_on_screen(run):
     args = ("inspect", "the cat sat", "--model", checkpoints.minilm_folder(), "--rollout")
     doc = json.loads(run(*args, "--json").stdout)
     m = model("minilm")
-    weights = np.stack([layer.weights for layer in m.run("the cat sat").layers]).astype(np.float64)
+    weights = m.run("the cat sat").stacked("attn.pattern").astype(np.float64)
     assert np.allclose(doc["rollout"], loop_rollout(weights), atol=1e-6)
     words = json.loads(run(*args, "--words", "--hide-special", "--json").stdout)
     assert np.array(words["rollout"]).shape == (3, 3)
@@ -158,7 +159,7 @@ def test_refusals_are_one_line(run, args, message):
 
 def test_a_rollout_over_a_range_of_layers_matches_a_plain_loop_over_those_layers(run):
     m = model("tiny-llama")
-    weights = np.stack([layer.weights for layer in m.run("the cat sat on the mat").layers]).astype(np.float64)
+    weights = m.run("the cat sat on the mat").stacked("attn.pattern").astype(np.float64)
     for a, b in ((0, 0), (1, 1), (0, 1)):
         result = inspect(m, "the cat sat on the mat", InspectSettings(rollout=(a, b)))
         assert result.rollout_layers == (a, b)

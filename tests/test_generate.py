@@ -49,11 +49,11 @@ def test_every_cached_step_gives_the_logits_of_the_full_pass(name):
     run = run_steps(m, "The cat sat on the warm stone wall by the old mill, and the", steps=6)  # longer than the tiny Gemmas' windows
     ids = list(run.tokens.ids)
     for step in run.steps:
-        full = m.readout(m.forward(ids).hidden[-1][-1:])[0]
+        full = m.readout(m.forward(ids).streams()[-1][-1:])[0]
         assert abs(step.logit - float(full[step.id])) <= LOGITS * max(1.0, abs(step.logit))
         assert step.id == int(np.argmax(full))  # greedy picks the full pass's argmax
         trace = m.forward(ids)
-        rows = np.stack([layer.weights[:, -1] for layer in trace.layers])  # [L, H, t]
+        rows = trace.stacked("attn.pattern")[:, :, -1]  # [L, H, t]
         np.testing.assert_allclose(step.attention.astype(np.float32), rows, atol=ROWS)
         ids.append(step.id)
 

@@ -41,7 +41,7 @@ def loop_vector(trace, start: int, end: int) -> list[list[float]]:
     t = trace.tokens
     pieces = [i for i in range(len(t.ids)) if not t.special[i] and t.offsets[i][0] < end and t.offsets[i][1] > start]
     out = []
-    for layer in trace.hidden:
+    for layer in trace.streams():
         out.append([sum(float(layer[i][k]) for i in pieces) / len(pieces) for k in range(layer.shape[1])])
     return out
 
@@ -245,7 +245,7 @@ def test_the_glove_meter_alone_is_the_word_as_the_whole_input(run, glove):
 
     doc = parse_json(run("inspect", "Take a biopsy of the mole.", "--sense-set", "lesson", "--focus", "mole", "--json"))["sense_meter"]
     model = GloveModel(glove, resolve_heads(None, 50, 0)[0], Settings(mask=Mask.causal))
-    alone = model.run("mole").hidden[:, 0]  # [2, d]
+    alone = model.run("mole").streams()[:, 0]  # [2, d]
     table = senses.read_sense_set(senses.SENSES_DIR / "lesson.tsv")["mole"]
     centroids = senses.sense_centroids([senses.probe_matrix(p, glove) for p in table.values()])
     for reading, x in zip(doc["alone"], alone):
@@ -322,12 +322,12 @@ def test_senses_eval_runs_as_a_subprocess(tmp_path):
 @pytest.mark.floats  # the same arithmetic over values in other memory
 def test_holding_a_quantized_models_layers_changes_nothing():
     model = load(str(checkpoints.gguf_fixture("tiny-llama", "Q4_1")))
-    before = model.run("the mole and the tower").hidden
+    before = model.run("the mole and the tower").streams()
     assert not model.weights.eager and not model.weights.hold(1000)  # too large for the budget: left as it is
     assert model.weights.hold(1 << 30) and model.weights.eager
     # The held copy is other memory in another order ([in, out] rows): BLAS may block the same products differently.
     # Seen: 5.4e-6 apart, on values up to 7 (float32 carries about 7 digits).
-    np.testing.assert_allclose(model.run("the mole and the tower").hidden, before, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(model.run("the mole and the tower").streams(), before, rtol=1e-5, atol=1e-5)
 
 
 def test_read_cases_rejects_no_cases(tmp_path):

@@ -54,14 +54,14 @@ def test_every_layer_and_head_matches_transformers(name, load):
         trace = model.run(str(case["text"]))
         assert trace.tokens.ids == case["ids"].tolist(), "the tokenizer must give transformers' ids"
         assert trace.tokens.pieces == case["tokens"].tolist()
-        weights = np.stack([layer.weights for layer in trace.layers])  # [L, H, n, n]
+        weights = trace.stacked("attn.pattern")  # [L, H, n, n]
         assert weights.shape == case["attentions"].shape and weights.dtype == np.float32
         worst_weight = max(worst_weight, float(np.abs(weights - case["attentions"]).max()))
         # hidden_states: E and every layer's output; transformers' last one has GPT-2's ln_f applied
-        worst_hidden = max(worst_hidden, float(np.abs(trace.hidden[:-1] - case["hidden"][:-1]).max()))
-        worst_hidden = max(worst_hidden, float(np.abs(trace.output - case["last"]).max()))
+        worst_hidden = max(worst_hidden, float(np.abs(trace.streams()[:-1] - case["hidden"][:-1]).max()))
+        worst_hidden = max(worst_hidden, float(np.abs(trace.get("resid_final") - case["last"]).max()))
         if name == "minilm":
-            assert_copied(trace.hidden[-1], trace.output)  # an encoder has no final norm: its output is its last state, as is
+            assert_copied(trace.streams()[-1], trace.get("resid_final"))  # an encoder has no final norm: its output is its last state, as is
     assert worst_weight <= TOLERANCE
     assert worst_hidden <= TOLERANCE
 
@@ -69,25 +69,26 @@ def test_every_layer_and_head_matches_transformers(name, load):
 def test_the_updates_add_up_to_each_layers_output():
     for model in (minilm(), tiny()):
         trace = model.run("A fluffy blue creature roamed the verdant forest.")
-        for l, layer in enumerate(trace.layers):
-            np.testing.assert_allclose(trace.hidden[l] + layer.attn_update + layer.mlp_update, trace.hidden[l + 1], atol=1e-5)
+        x = trace.streams()  # [L + 1, n, d]
+        for l in range(trace.n_layers):
+            updates = trace.between("resid_pre", "resid_mid", l) + trace.between("resid_mid", "resid_post", l)
+            np.testing.assert_allclose(x[l] + updates, x[l + 1], atol=1e-5)
 
 
 def test_causal_weights_are_exactly_zero_above_the_diagonal_and_rows_sum_to_one():
     trace = tiny().run("the Eiffel tower is tall")
-    for layer in trace.layers:
-        n = layer.weights.shape[-1]
-        assert (layer.weights[:, ~np.tri(n, dtype=bool)] == 0).all()
-        np.testing.assert_allclose(layer.weights.sum(-1), 1, atol=1e-6)
-    for layer in minilm().run("the Eiffel tower").layers:
-        assert (layer.weights > 0).all()  # an encoder: every key seen
+    for weights in trace.stacked("attn.pattern"):
+        n = weights.shape[-1]
+        assert (weights[:, ~np.tri(n, dtype=bool)] == 0).all()
+        np.testing.assert_allclose(weights.sum(-1), 1, atol=1e-6)
+    assert (minilm().run("the Eiffel tower").stacked("attn.pattern") > 0).all()  # an encoder: every key seen
 
 
 def test_attention_against_a_plain_loop():
     """One layer of GPT-2 written as loops over heads, queries and keys, in float64."""
     model = tiny()
     trace = model.run("attention is all you need")
-    x = trace.hidden[0].astype(np.float64)
+    x = trace.streams()[0].astype(np.float64)
     layer = model.weights.layer(0)
     h = blocks.layer_norm(x, layer["attn.norm.w"], layer["attn.norm.b"], model.spec.eps)
     n, d, d_k = len(x), model.d_model, model.d_k
@@ -99,7 +100,7 @@ def test_attention_against_a_plain_loop():
             top = max(scores)
             exps = [math.exp(s - top) for s in scores]
             expected = [e / sum(exps) for e in exps] + [0.0] * (n - i - 1)
-            np.testing.assert_allclose(trace.layers[0].weights[head, i], expected, atol=1e-5)
+            np.testing.assert_allclose(trace.get("attn.pattern", 0)[head, i], expected, atol=1e-5)
 
 
 @given(arrays(np.float32, st.integers(1, 64), elements=st.floats(-12, 12, width=32)))
@@ -111,8 +112,9 @@ def test_erf_is_within_two_millionths_of_the_exact_one(x):
 
 def test_the_forward_pass_stays_float32():
     trace = minilm().run("One mole of carbon dioxide.")
-    assert trace.hidden.dtype == np.float32 and trace.output.dtype == np.float32
-    assert all(layer.masked.dtype == np.float32 and layer.attn_update.dtype == np.float32 for layer in trace.layers)
+    assert trace.streams().dtype == np.float32 and trace.get("resid_final").dtype == np.float32
+    assert all(trace.get("attn.scores", l).dtype == np.float32 and trace.between("resid_pre", "resid_mid", l).dtype == np.float32
+               for l in range(trace.n_layers))
 
 
 # --- pieces, words and special tokens ---------------------------------------------------------------
@@ -167,12 +169,12 @@ def test_the_focus_residual_follows_one_token_through_every_layer():
     assert result.residual[0].attn_update is None
     trace = minilm().run("A fluffy blue creature")
     i = result.focus_piece
-    assert result.residual[3].mlp_update == pytest.approx(float(np.linalg.norm(trace.layers[2].mlp_update[i])), rel=1e-5)
+    assert result.residual[3].mlp_update == pytest.approx(float(np.linalg.norm(trace.between("resid_mid", "resid_post", 2)[i])), rel=1e-5)
 
 
 def test_nearest_vocabulary_matches_a_full_cosine_ranking():
     model = minilm()
-    rows = model.run("forest river").hidden[2, 1:3]
+    rows = model.run("forest river").streams()[2, 1:3]
     word = model.weights.vocabulary().astype(np.float64)
     cos = (rows @ word.T) / np.linalg.norm(rows, axis=1)[:, None] / np.linalg.norm(word, axis=1)[None]
     expected = [[model.tokenizer.id_to_token(int(j)) for j in np.argsort(-c, kind="stable")[:5]] for c in cos]
@@ -396,6 +398,32 @@ def test_the_shipped_link_sets_pass_their_checks():
 
 
 SENTENCES = ["A fluffy blue creature roamed the verdant forest.", "One mole of carbon dioxide.", "the cat sat on the mat"]
+
+
+def test_the_lessons_model_keeps_the_points_a_checkpoint_keeps(glove):
+    """GloVe's one layer is read as a checkpoint's layers are: by the points' names, E' the stream after it (no MLP)."""
+    from attn_cli.heads.registry import resolve_heads
+    from attn_cli.models.glove import GloveModel
+    from attn_cli.models.points import EVERYTHING
+
+    heads, _ = resolve_heads(None, glove.vector_size, 0)
+    trace = GloveModel(glove, heads).run(SENTENCES[2])
+    checkpoint = tiny().run(SENTENCES[2], keep_scores=True)
+    assert set(trace.store) == {key for key in checkpoint.store if key[1] in (0, None) and key[0] != "attn.z"}
+    assert set(trace.store) == {(p, None if p == "resid_final" else 0) for p in EVERYTHING + ("attn.qk",) if p != "attn.z"}
+    n, d = len(trace.tokens.ids), glove.vector_size
+    assert trace.streams().shape == (2, n, d) and trace.get("attn.pattern", 0).shape == (len(heads), n, n)
+    e, e_prime = trace.get("resid_pre", 0), trace.get("resid_post", 0)
+    assert trace.get("resid_mid", 0) is e_prime and trace.get("resid_final") is e_prime  # no MLP, no final norm
+    assert not trace.get("mlp_out", 0).any()  # made zero, not computed
+    np.testing.assert_allclose(trace.get("attn.out", 0), e_prime - e, atol=1e-12)
+    np.testing.assert_allclose(trace.between("resid_pre", "resid_mid", 0), trace.get("attn.out", 0), atol=1e-12)
+    for h, out in enumerate(trace.heads):  # each head's own results, beside the points
+        np.testing.assert_allclose(trace.get("attn.pattern", 0)[h], out.weights, atol=1e-15)
+        np.testing.assert_allclose(trace.get("attn.qk", 0)[h], out.scores, atol=1e-12)
+    assert not trace.has("v", 0)
+    assert len(GloveModel(glove, heads).forward(trace.tokens, keep_values=True).get("v", 0)) == len(heads)
+
 
 
 @pytest.mark.slow

@@ -104,16 +104,17 @@ def test_a_cached_pass_token_by_token_equals_the_full_pass():
     m = tiny()
     all_ids = ids(m)
     full = m.forward(all_ids)
+    streams = full.streams()  # [L + 1, n, d]
     kv = KVCache(m)
     first = m.forward(all_ids[:5], cache=kv)
-    assert scale_error(first.get("resid_final"), full.output[:5]) < REORDERED
+    assert scale_error(first.get("resid_final"), full.get("resid_final")[:5]) < REORDERED
     for p in range(5, len(all_ids)):
         step = m.forward(all_ids[p : p + 1], cache=kv)
         assert kv.length == p + 1
-        assert scale_error(step.get("resid_final")[0], full.output[p]) < REORDERED
+        assert scale_error(step.get("resid_final")[0], full.get("resid_final")[p]) < REORDERED
         for l in range(m.n_layers):
-            np.testing.assert_allclose(step.get("attn.pattern", l)[:, 0], full.layers[l].weights[:, p, : p + 1], atol=1e-4)
-            assert scale_error(step.get("resid_post", l)[0], full.hidden[l + 1, p]) < REORDERED
+            np.testing.assert_allclose(step.get("attn.pattern", l)[:, 0], full.get("attn.pattern", l)[:, p, : p + 1], atol=1e-4)
+            assert scale_error(step.get("resid_post", l)[0], streams[l + 1, p]) < REORDERED
 
 
 def test_learned_positions_are_absolute_in_a_cached_pass():
@@ -131,14 +132,14 @@ def test_keep_stores_only_the_rows_heads_and_layers_asked_for():
     full = m.forward(ids(m))
     kept = m.forward(ids(m), keep=Keep(("attn.pattern", "resid_post", "attn.z"), layers=[1], heads=[3, 0], rows=[-1, 2]))
     assert kept.get("attn.pattern", 1).shape == (2, 2, len(ids(m)))
-    np.testing.assert_allclose(kept.get("attn.pattern", 1), full.layers[1].weights[[3, 0]][:, [-1, 2]], atol=1e-7)
-    np.testing.assert_allclose(kept.get("resid_post", 1), full.hidden[2][[-1, 2]], atol=1e-6)
+    np.testing.assert_allclose(kept.get("attn.pattern", 1), full.get("attn.pattern", 1)[[3, 0]][:, [-1, 2]], atol=1e-7)
+    np.testing.assert_allclose(kept.get("resid_post", 1), full.streams()[2][[-1, 2]], atol=1e-6)
     assert kept.get("attn.z", 1).shape == (2, 2, m.spec.d_head)
     assert not kept.has("attn.pattern", 0) and not kept.has("resid_pre", 1)
     with pytest.raises(KeyError, match="attn.pattern of layer 0 was not kept"):
         kept.get("attn.pattern", 0)
     with pytest.raises(KeyError, match="resid_mid"):
-        kept.layers[1].attn_update
+        kept.between("resid_pre", "resid_mid", 1)
 
 
 def test_watchers_see_every_block_of_rows_and_can_reduce_them():
@@ -162,7 +163,7 @@ def test_watchers_see_every_block_of_rows_and_can_reduce_them():
     finally:
         blocked.BLOCK_BYTES = original
     assert list(rows_seen) == [len(ids(m, text))] * m.n_layers
-    np.testing.assert_allclose(on_first, np.stack([l.weights[:, :, 0].sum(axis=1) for l in full.layers]), rtol=1e-5)
+    np.testing.assert_allclose(on_first, full.stacked("attn.pattern")[..., 0].sum(axis=2), rtol=1e-5)
 
 
 def test_zeroing_a_pattern_head_leaves_its_values_zero_and_zeroing_them_again_changes_nothing():
@@ -190,8 +191,8 @@ def test_a_batch_from_a_layer_equals_one_patched_pass_per_position():
     assert batched.get("attn.pattern", 1).shape == (n, 1, n, n)
     for p in range(n):
         one = m.forward(clean_ids, edits=[Patch("resid_pre", 1, positions=[p], value=other.get("resid_pre", 1))])
-        assert scale_error(batched.get("resid_final")[p], one.output) < REORDERED
-        np.testing.assert_allclose(batched.get("attn.pattern", 1)[p, 0], one.layers[1].weights[2], atol=1e-4)
+        assert scale_error(batched.get("resid_final")[p], one.get("resid_final")) < REORDERED
+        np.testing.assert_allclose(batched.get("attn.pattern", 1)[p, 0], one.get("attn.pattern", 1)[2], atol=1e-4)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -220,9 +221,9 @@ def test_patching_every_position_of_layer_0_from_the_clean_run_gives_the_clean_r
     n = len(clean.tokens.ids)
     corrupt = (corrupt + corrupt * n)[:n]  # as many tokens as the clean text
     patched = m.forward(corrupt, edits=[Patch("resid_pre", 0, value=clean.get("resid_pre", 0))])
-    assert scale_error(patched.output, clean.output) < UNTOUCHED
+    assert scale_error(patched.get("resid_final"), clean.get("resid_final")) < UNTOUCHED
     for l in range(m.n_layers):
-        np.testing.assert_allclose(patched.layers[l].weights, clean.layers[l].weights, atol=UNTOUCHED)
+        np.testing.assert_allclose(patched.get("attn.pattern", l), clean.get("attn.pattern", l), atol=UNTOUCHED)
 
 
 @settings(max_examples=10, deadline=None)

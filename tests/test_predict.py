@@ -26,7 +26,7 @@ def test_predictions_are_the_softmax_of_the_last_positions_logits():
     model = loading.load(str(LLAMA))
     result = predict(model, "the grey cat sat", PredictSettings(top=5))
     trace = model.run("the grey cat sat")
-    logits = model.readout(trace.hidden[-1, -1:])[0].astype(np.float64)
+    logits = model.readout(trace.streams()[-1, -1:])[0].astype(np.float64)
     p = softmax(logits)
     best = np.argsort(-p, kind="stable")[:5]
     assert [x.id for x in result.predictions] == best.tolist() and result.position == len(trace.tokens.ids) - 1
@@ -46,7 +46,7 @@ def test_the_logit_lens_reads_every_layer_through_the_final_norm_and_the_output(
     winner = result.predictions[0].id
     w = model.weights
     for l, row in enumerate(result.lens):
-        x = trace.hidden[l, -1].astype(np.float64)
+        x = trace.streams()[l, -1].astype(np.float64)
         normed = x / np.sqrt(np.mean(x * x) + model.spec.eps) * w.get("final_norm.w")  # RMSNorm, then the tied embeddings
         p = softmax(normed @ w.vocabulary().astype(np.float64).T)
         assert row["top"][0].id == int(np.argmax(p))
@@ -63,8 +63,8 @@ def test_a_masked_lm_predicts_its_mask_as_transformers_did():
         text = str(data[f"s{s}_text"])
         trace = model.run(text)
         assert trace.tokens.ids == data[f"s{s}_ids"].tolist()
-        np.testing.assert_allclose(np.stack([l.weights for l in trace.layers]), data[f"s{s}_attentions"], atol=1e-5)
-        logits = model.readout(trace.hidden[-1])
+        np.testing.assert_allclose(trace.stacked("attn.pattern"), data[f"s{s}_attentions"], atol=1e-5)
+        logits = model.readout(trace.streams()[-1])
         np.testing.assert_allclose(logits, data[f"s{s}_logits"], atol=1e-4)
         result = predict(model, text, PredictSettings(top=1))
         assert result.predicts == "mask" and result.tokens[result.position] == "[MASK]"
@@ -178,7 +178,7 @@ def plain_rank(logits, j: int) -> int:  # written out again: 1 + how many tokens
 def test_a_token_asked_for_gets_its_probability_logit_and_rank_however_far_down():
     model = loading.load(str(LLAMA))
     text = "the grey cat sat"
-    logits = model.readout(model.run(text).hidden[-1, -1:])[0].astype(np.float64)
+    logits = model.readout(model.run(text).streams()[-1, -1:])[0].astype(np.float64)
     p = softmax(logits)
     bottom, top = int(np.argmin(logits)), int(np.argmax(logits))
     cat = model.tokenizer.token_to_id("Ġcat")

@@ -38,9 +38,9 @@ def loop_figures(model, sentences: list[str]) -> dict:
         tokens = model.tokenize(text)
         n = len(tokens.ids)
         queries, later = queries + n, later + n - 1
-        for l, layer in enumerate(model.forward(tokens).layers):
+        for l, weights in enumerate(model.forward(tokens).stacked("attn.pattern")):
             for h in range(model.n_heads):
-                a = layer.weights[h].astype(np.float64)
+                a = weights[h].astype(np.float64)
                 for i in range(n):
                     sums["entropy"][l, h] -= sum(w * np.log(w) for w in a[i] if w > 0)
                     sums["distance"][l, h] += sum(a[i, j] * abs(i - j) for j in range(n))
@@ -53,7 +53,7 @@ def loop_figures(model, sentences: list[str]) -> dict:
             pattern = detect.targets(name, tokens.ids, tokens.special)
             if pattern.any():
                 with_pattern[name] += 1
-                weights = np.stack([layer.weights for layer in model.forward(tokens).layers]).astype(np.float64)
+                weights = model.forward(tokens).stacked("attn.pattern").astype(np.float64)
                 detected[name] += (weights * pattern).sum(axis=(-2, -1)) / weights.sum(axis=(-2, -1))
     out = {k: v / (later if k in ("first", "previous") else queries) for k, v in sums.items()}
     out.update({f"detect_{k}": v / with_pattern[k] for k, v in detected.items() if with_pattern[k]})

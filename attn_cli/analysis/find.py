@@ -53,7 +53,7 @@ def find_heads(model: Model, links: list, source: str = "<links>", sort: str = "
     for sentence, group in each(list(by_sentence.items())):
         trace = model.run(sentence)
         members, labels, special = groups(trace.tokens, words=True)
-        w = aggregate(np.stack([layer.weights for layer in trace.layers]), members)  # [L, H, g, g]
+        w = aggregate(trace.stacked("attn.pattern"), members)  # [L, H, g, g]
         g, ignore = len(members), [u for u, s in enumerate(special) if s]
         patterns = {"head": w, "previous": previous_weights(g, ignore), "even": even_weights(g, np.tri(g, dtype=bool) if model.causal else None, ignore)}
         pairs, lost = linked_units(group, labels, model, source)

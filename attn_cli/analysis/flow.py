@@ -31,8 +31,11 @@ def value_weighted(weights: np.ndarray, norms: np.ndarray) -> np.ndarray:  # [..
 
 def layer_value_norms(model, trace) -> np.ndarray:  # -> [L, H, n, n]
     """Every head's value-weighted attention, from a trace kept with its values (forward(..., keep_values=True))."""
-    return np.stack([value_weighted(layer.weights, write_norms(layer.values, model.output_maps(l), len(layer.weights)))
-                     for l, layer in enumerate(trace.layers)])
+    out = []
+    for l in range(trace.n_layers):
+        weights = trace.get("attn.pattern", l)  # [H, n, n]
+        out.append(value_weighted(weights, write_norms(trace.get("v", l), model.output_maps(l), len(weights))))
+    return np.stack(out)
 
 
 def rollout(weights: np.ndarray) -> np.ndarray:  # [L, H, n, n] -> [L, n, n]
@@ -86,7 +89,7 @@ def piece_flows(model, trace, weigh: bool, rolled) -> tuple[dict, tuple | None]:
     and with value_norms the shares of weight and of norm on the special tokens (special_shares). `rolled`: False, True (every
     layer) or (A, B), the layers the rollout runs through."""
     out, shares = {}, None
-    weights = np.stack([layer.weights for layer in trace.layers])  # [L, H, n, n]
+    weights = trace.stacked("attn.pattern")  # [L, H, n, n]
     if weigh:
         out["value_norms"] = layer_value_norms(model, trace)
         shares = special_shares(weights, out["value_norms"], trace.tokens.special) if any(trace.tokens.special) else None

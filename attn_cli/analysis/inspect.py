@@ -163,7 +163,7 @@ def shown_only(model: Model, tokens, settings: InspectSettings, edits=()) -> Ins
         first_token=first.means(), pieces=list(tokens.pieces), special=special, words=False, hide_special=False, weights=weights,
         allowed=None if weights is None else np.tri(weights.shape[-1], dtype=bool) if model.causal else None, **stream.numbers(),
         focus=focus, focus_piece=focus, residual=None if path is None else residual(model, path, 0, settings.neighbors),
-        focus_path=None if path is None else path.hidden[:, 0],
+        focus_path=None if path is None else path.streams()[:, 0],
     )
 
 
@@ -173,7 +173,7 @@ def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectRes
     from attn_cli.analysis.residual import layer_numbers, residual
 
     selected = parse_heads(settings.heads, model.n_layers, model.n_heads)
-    weights = np.stack([layer.weights for layer in trace.layers])  # [L, H, n, n]
+    weights = trace.stacked("attn.pattern")  # [L, H, n, n]
     members, labels, special = groups(trace.tokens, settings.words)
     if settings.words:
         weights = aggregate(weights, members)  # [L, H, g, g]
@@ -203,18 +203,18 @@ def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectRes
     if staged and (settings.words or settings.hide_special):
         raise InputError("--stage shows the raw scores of word pieces; drop --words and --hide-special")
     heads = [HeadView(f"{l}.{h}", model.d_k, weights[l, h], windowed(model, l, members, shown, allowed), layer=l, index=h, window=model.window(l),
-                      scores=trace.layers[l].scores[h] if staged and trace.layers[l].scores is not None else None,
-                      masked=trace.layers[l].masked[h] if staged else None,
+                      scores=trace.get("attn.qk", l)[h] if staged and trace.has("attn.qk", l) else None,
+                      masked=trace.get("attn.scores", l)[h] if staged else None,
                       special_weight=None if special_weight is None else special_weight[l, h],
                       value_norms=flows["value_norms"][l, h] if "value_norms" in flows else None) for l, h in selected]
-    raw = np.stack([layer.weights for layer in trace.layers])  # [L, H, n, n]
+    raw = trace.stacked("attn.pattern")  # [L, H, n, n]
     first = raw[:, :, 1:, 0].mean(axis=-1) if raw.shape[-1] > 1 else None  # [L, H]: weight on the first token, over the later queries
     return InspectResult(
         [labels[s] for s in shown], "causal" if model.causal else "none", heads, settings.stage,
         model=model.summary(), caption=model.spec.update_caption, first_token=first, pieces=list(trace.tokens.pieces), special=[special[s] for s in shown], words=settings.words,
         hide_special=settings.hide_special, weights=weights, allowed=allowed, special_weight=special_weight, **layer_numbers(trace),
         focus=None if focus is None else u, focus_piece=None if focus is None else focus[0], residual=None if focus is None else focus[1],
-        focus_path=None if focus is None else trace.hidden[:, focus[0]], special_shares=shares, sense_meter=sense_meter, senses_note=note, **flows,
+        focus_path=None if focus is None else trace.streams()[:, focus[0]], special_shares=shares, sense_meter=sense_meter, senses_note=note, **flows,
         layer_allowed=None if all(model.window(l) is None for l in range(model.n_layers)) else np.stack(
             [windowed(model, l, members, shown, allowed) for l in range(model.n_layers)]),
         rollout_layers=rollout_span(settings.rollout, model.n_layers),
@@ -234,14 +234,14 @@ def one_layer(model: Model, trace: Trace, settings: InspectSettings) -> InspectR
     from attn_cli.core.attention import allowed_keys, attention_weights
 
     run = model.settings
-    if not (np.isfinite(trace.layers[0].weights).all() and np.isfinite(trace.hidden).all()):
+    e, e_prime = trace.get("resid_pre", 0), trace.get("resid_post", 0)  # [n, d], [n, d]
+    if not (np.isfinite(trace.get("attn.pattern", 0)).all() and np.isfinite(e).all() and np.isfinite(e_prime).all()):
         from attn_cli.errors import DataError
 
         raise DataError("the heads' scores or updates overflow float64 on this sentence: the vectors or the head weights are too large")
-    e, e_prime = trace.hidden  # [n, d], [n, d]
     tokens = trace.tokens.pieces
     allowed = allowed_keys(run.mask, len(e))
-    outs = trace.layers[0].heads
+    outs = trace.heads  # models.glove.WordTrace: each head's own results
     if settings.weigh == "norm":
         from attn_cli.analysis.flow import layer_value_norms
 
@@ -269,7 +269,7 @@ def one_layer(model: Model, trace: Trace, settings: InspectSettings) -> InspectR
     n = len(e)
     return InspectResult(
         tokens, run.mask.value, views, settings.stage,
-        unknown=trace.tokens.unknown, position=run.position, scale=run.scale, e=e, delta=trace.layers[0].attn_update, e_prime=e_prime,
+        unknown=trace.tokens.unknown, position=run.position, scale=run.scale, e=e, delta=trace.get("attn.out", 0), e_prime=e_prime,
         delta_self=sum_parts([o.delta_self for o in outs], e), delta_context=sum_parts([o.delta_context for o in outs], e),
         with_embeddings=settings.embeddings, near_input=None if near is None else near[:n], near_output=None if near is None else near[n:],
         senses=senses, senses_note=note, focus=focus, sense_meter=sense_meter,

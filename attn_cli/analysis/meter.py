@@ -78,7 +78,7 @@ def word_span(text: str, word: str) -> tuple[int, int]:
 
 def word_vectors(trace, pieces: list[int]) -> np.ndarray:  # -> [L + 1, d]
     """The word's vector at every layer (E first): the mean over its pieces."""
-    return trace.hidden[:, pieces].astype(np.float64).mean(axis=1)
+    return trace.streams()[:, pieces].astype(np.float64).mean(axis=1)
 
 
 def unit(x: np.ndarray) -> np.ndarray:  # [..., d] -> [..., d]

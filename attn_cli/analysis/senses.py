@@ -207,7 +207,7 @@ def word_meter(model, rows: list, adhoc: dict[str, list[str]] | None, sense_set:
         return None
     senses = adhoc if adhoc is not None else sense_set[row.token]
     centroids = sense_centroids([probe_matrix(p, model.vectors) for p in senses.values()])  # [s, d]
-    alone = model.run(row.token).hidden[:, 0]  # [2, d]: E and E' of the word as the whole input
+    alone = model.run(row.token).streams()[:, 0]  # [2, d]: E and E' of the word as the whole input
     labels = ["E", "E′"]
     return SenseMeter(row.token, row.names, "mean cosine with each sense's probe words' vectors",
                       readings(np.array([row.before, row.after]), row.names, labels), readings(sense_scores(alone, centroids), row.names, labels),

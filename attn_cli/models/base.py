@@ -1,7 +1,8 @@
 """Where E comes from, and what the layers do to it.
 
 A model turns text into tokens, tokens into E, and runs its layers over E, returning a `Trace`:
-the residual stream before and after every layer and every head's weights. Two kinds implement it:
+what it kept of the named points of models.points (the residual stream before and after every
+layer, every head's weights, ...). Two kinds implement it:
 
 - `glove.GloveModel`: GloVe word vectors + sinusoidal positions, one layer of attn's own heads
   (the lesson's single-layer heads; its "update" is Delta E, and there is no MLP).
@@ -40,59 +41,22 @@ class Tokens(ValueRecord):
         self.labels = list(pieces) if labels is None else labels  # each piece as a reader sees it ("cat", not "Ġcat")
 
 
-class LayerTrace(Record):
-    """One layer over one sentence (a plain class: see attention.Head).
-
-    The names of the [H, n, n] matrices are the stages `--stage` shows: `scores` is Q K^T as
-    computed, `masked` is what softmax reads (scores / sqrt(d_k), less any distance cost, -inf
-    where the mask hides a key), `weights` what it gives.
-    """
-
-    __slots__ = ("masked", "weights", "attn_update", "mlp_update", "heads", "scores", "values")
-
-    def __init__(self, masked: np.ndarray, weights: np.ndarray, attn_update: np.ndarray, mlp_update: np.ndarray, heads: list | None = None,
-                 scores: np.ndarray | None = None, values=None):
-        self.masked = masked  # [H, n, n] Q K^T / sqrt(d_k) (- distance), -inf where the mask hides a key
-        self.weights = weights  # [H, n, n] softmax over keys; rows sum to 1 (less a sink's weight)
-        self.attn_update = attn_update  # [n, d] what the attention block changed in the residual stream
-        self.mlp_update = mlp_update  # [n, d] what the MLP block changed (zero where there is none)
-        self.heads = [] if heads is None else heads  # per head, when the model keeps them: attention.HeadResult (the lesson's heads)
-        self.scores = scores  # [H, n, n] Q K^T before scaling, when kept (None: not kept)
-        self.values = values  # [h_kv][n, d_v] each key/value head's V, when kept (None: not kept); query head h reads values[h // (H / h_kv)]
-
-
 class Trace(Record):
     """A forward pass: what it kept of each point (models.points), read with get / has (a plain class).
 
-    Compat, for the analyses and views that read a pass whole: `hidden` [L + 1, n, d] (E, then each
-    layer's output), `layers[l]` (masked, weights, attn_update, mlp_update, scores, values) and `output`
-    [n, d], each made from what was kept and a KeyError naming the point when it was not. A model that
-    builds its trace whole (GloVe's one layer of heads) passes hidden, layers and output instead.
     `rows`: the positions kept of per-position points (None: all n); `offset`: the position of the
-    pass's first row (a cached pass).
+    pass's first row (a cached pass). What several readers derive from the points is a method named
+    by them: `stacked` (a point of every layer), `streams` (the stream before and after each layer),
+    `between` (what a layer changed in the stream from one point to another).
     """
 
-    __slots__ = ("tokens", "store", "n_layers", "rows", "offset", "_hidden", "_layers", "_output")
+    __slots__ = ("tokens", "store", "n_layers", "rows", "offset")
 
-    def __init__(self, tokens: Tokens, hidden: np.ndarray | None = None, layers: list | None = None, output: np.ndarray | None = None, *,
-                 store: dict | None = None, n_layers: int | None = None, rows=None, offset: int = 0):
+    def __init__(self, tokens: Tokens, *, store: dict | None = None, n_layers: int = 0, rows=None, offset: int = 0):
         self.tokens = tokens
         self.store = {} if store is None else store  # (point, layer or None) -> array
-        self.n_layers = n_layers if n_layers is not None else (len(layers) if layers is not None else 0)
+        self.n_layers = n_layers
         self.rows, self.offset = rows, offset
-        self._hidden, self._layers, self._output = hidden, layers, output
-        if hidden is not None:  # a trace built whole: its streams under the points' names too
-            self.store.setdefault(("resid_pre", 0), hidden[0])
-            for l in range(len(hidden) - 1):
-                self.store.setdefault(("resid_post", l), hidden[l + 1])
-                if l + 1 < len(hidden) - 1:
-                    self.store.setdefault(("resid_pre", l + 1), hidden[l + 1])
-        for l, layer in enumerate(layers or []):
-            for point, name in (("attn.scores", "masked"), ("attn.pattern", "weights"), ("attn.qk", "scores")):
-                if getattr(layer, name, None) is not None:
-                    self.store.setdefault((point, l), getattr(layer, name))
-        if output is not None:
-            self.store.setdefault(("resid_final", None), output)
 
     def has(self, point: str, layer: int | None = None) -> bool:
         return (point, layer) in self.store
@@ -105,55 +69,18 @@ class Trace(Record):
             where = "" if layer is None else f" of layer {layer}"
             raise KeyError(f"{point}{where} was not kept by this pass (ask for it with keep=Keep(points=...))") from None
 
-    @property
-    def hidden(self) -> np.ndarray:  # [L + 1, n, d]
-        if self._hidden is None:
-            self._hidden = np.stack([self.get("resid_pre", 0)] + [self.get("resid_post", l) for l in range(self.n_layers)])
-        return self._hidden
+    def stacked(self, point: str) -> np.ndarray:  # [L, ...]
+        """`point` of every layer, layer 0 first (attn.pattern: [L, H, n, t])."""
+        return np.stack([self.get(point, l) for l in range(self.n_layers)])
 
-    @property
-    def output(self) -> np.ndarray:  # [n, d]
-        return self._output if self._output is not None else self.get("resid_final")
+    def streams(self) -> np.ndarray:  # [L + 1, n, d]
+        """The residual stream entering the first layer (resid_pre[0], the embeddings E), then leaving each layer (resid_post[l])."""
+        return np.stack([self.get("resid_pre", 0)] + [self.get("resid_post", l) for l in range(self.n_layers)])
 
-    @property
-    def layers(self) -> list:
-        if self._layers is None:
-            self._layers = [LayerView(self, l) for l in range(self.n_layers)]
-        return self._layers
-
-
-class LayerView:
-    """One layer of a kept trace under LayerTrace's names (read from the trace's points when asked)."""
-
-    __slots__ = ("trace", "layer")
-    heads: list = []
-
-    def __init__(self, trace: "Trace", layer: int):
-        self.trace, self.layer = trace, layer
-
-    @property
-    def masked(self) -> np.ndarray:  # [H, n, t]
-        return self.trace.get("attn.scores", self.layer)
-
-    @property
-    def weights(self) -> np.ndarray:  # [H, n, t]
-        return self.trace.get("attn.pattern", self.layer)
-
-    @property
-    def attn_update(self) -> np.ndarray:  # [n, d] resid_mid - resid_pre (post-norm models: the norm's change included)
-        return self.trace.get("resid_mid", self.layer) - self.trace.get("resid_pre", self.layer)
-
-    @property
-    def mlp_update(self) -> np.ndarray:  # [n, d]
-        return self.trace.get("resid_post", self.layer) - self.trace.get("resid_mid", self.layer)
-
-    @property
-    def scores(self) -> np.ndarray | None:  # [H, n, t] Q K^T before scaling, when kept
-        return self.trace.store.get(("attn.qk", self.layer))
-
-    @property
-    def values(self) -> np.ndarray | None:  # [h_kv, t, d_head], when kept
-        return self.trace.store.get(("v", self.layer))
+    def between(self, before: str, after: str, layer: int) -> np.ndarray:  # [n, d]
+        """What layer `layer` changed in the stream from point `before` to point `after` (after - before): resid_pre to
+        resid_mid is the attention block's update (a post-norm model's norm included), resid_mid to resid_post the MLP block's."""
+        return self.get(after, layer) - self.get(before, layer)
 
 
 class Model(Protocol):

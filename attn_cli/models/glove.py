@@ -10,7 +10,7 @@ import numpy as np
 
 from attn_cli.core.attention import Mask, Stage, multi_head
 from attn_cli.errors import InputError
-from attn_cli.models.base import MAX_TOKENS, LayerTrace, Tokens, Trace  # noqa: F401 (MAX_TOKENS: the default of Settings)
+from attn_cli.models.base import MAX_TOKENS, Tokens, Trace  # noqa: F401 (MAX_TOKENS: the default of Settings)
 from attn_cli.records import Record
 from attn_cli.vectors.tokens import Oov
 
@@ -51,6 +51,30 @@ class WordTokens(Tokens):
                  offsets: list[tuple[int, int]], text: str = "", unknown: list[str] | None = None, vectors: np.ndarray = None):
         super().__init__(ids, pieces, special, words, offsets, text, unknown)
         self.vectors = vectors  # [n, d] float64 word vectors (zero for a word without one under --oov zero)
+
+
+def per_head(outs: list, name: str, e: np.ndarray) -> np.ndarray:  # -> [H, n, n]
+    """One of the heads' [n, n] matrices (attention.HeadResult's scores, masked, weights), stacked."""
+    return np.stack([getattr(o, name) for o in outs]) if outs else np.zeros((0, len(e), len(e)))
+
+
+class WordTrace(Trace):
+    """GloVe's pass: its points, and each head's own results (a plain class, as Trace).
+
+    The points are those of models.points for the one layer: resid_pre E; attn.qk, attn.scores,
+    attn.pattern [H, n, n]; attn.out Delta E; resid_mid = resid_post = resid_final = E' (no MLP:
+    mlp_out is zero, and no final norm); v, when asked for, a list [H][n, d_v] (each head is its own
+    key/value head, and the heads' d_v may differ). No attn.z: nothing reads it, and heads of
+    different d_v make no [n, H, d_head]. `heads` holds the per-head results (attention.HeadResult),
+    which the lesson's views read and no point holds: a head's Delta E split into self and context,
+    its sink's weights.
+    """
+
+    __slots__ = ("heads",)
+
+    def __init__(self, tokens: Tokens, heads: list, **points):
+        super().__init__(tokens, **points)
+        self.heads = heads  # per head: attention.HeadResult
 
 
 class GloveModel:
@@ -100,7 +124,7 @@ class GloveModel:
 
         return input_embeddings(tokens.vectors, self.settings.position)
 
-    def forward(self, tokens: WordTokens, keep=None, edits=(), cache=None, start=None, keep_scores: bool = True, keep_values: bool = False) -> Trace:
+    def forward(self, tokens: WordTokens, keep=None, edits=(), cache=None, start=None, keep_scores: bool = True, keep_values: bool = False) -> WordTrace:
         """The one layer: every head over E, their updates summed (each head's scores are always kept: they are small).
         `keep_values`: each head's V [n, d_v] in the trace too (each head is its own key/value head). The trace is built
         whole whatever `keep` asks (one layer of a sentence is small); edits, a cache and a start are a checkpoint's."""
@@ -113,14 +137,15 @@ class GloveModel:
         allowed = allowed_keys(self.settings.mask, len(e))
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked by the analyses: one message, not NumPy's warnings
             outs, delta, e_prime = multi_head(e, self.heads, allowed, self.settings.scale, parts=True)[:3]  # list, [n, d], [n, d]
-        empty = np.zeros((0, len(e), len(e)))
-        layer = LayerTrace(
-            masked=np.stack([o.masked for o in outs]) if outs else empty,  # [H, n, n]
-            weights=np.stack([o.weights for o in outs]) if outs else empty,  # [H, n, n]
-            attn_update=delta, mlp_update=np.zeros_like(delta), heads=outs,
-            scores=np.stack([o.scores for o in outs]) if outs else empty, values=[o.values for o in outs] if keep_values else None,
-        )
-        return Trace(tokens, np.stack([e, e_prime]), [layer], e_prime)
+        store = {
+            ("resid_pre", 0): e, ("attn.qk", 0): per_head(outs, "scores", e), ("attn.scores", 0): per_head(outs, "masked", e),
+            ("attn.pattern", 0): per_head(outs, "weights", e),
+            ("attn.out", 0): delta, ("resid_mid", 0): e_prime, ("mlp_out", 0): np.zeros_like(delta), ("resid_post", 0): e_prime,
+            ("resid_final", None): e_prime,
+        }
+        if keep_values:  # a list, [H][n, d_v]: the heads' d_v may differ
+            store[("v", 0)] = [o.values for o in outs]
+        return WordTrace(tokens, outs, store=store, n_layers=1)
 
     def run(self, text: str) -> Trace:
         return self.forward(self.tokenize(text))

@@ -109,7 +109,7 @@ if side == "attn":
         return model.forward(tokens)
 
     def results(trace):
-        return trace.output, np.stack([layer.weights for layer in trace.layers])
+        return trace.get("resid_final"), trace.stacked("attn.pattern")
 else:
     import torch
     from transformers import AutoModel

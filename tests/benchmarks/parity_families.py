@@ -21,9 +21,9 @@ def tiny(name: str, kind: str) -> str:
     worst, agree, positions = {"attention": 0.0, "hidden": 0.0, "logits": 0.0}, 0, 0
     for case in T.oracle(name, kind):
         trace = m.forward(T.encode(m, str(case["text"]), bool(case["chat"])))
-        worst["attention"] = max(worst["attention"], float(np.abs(np.stack([l.weights for l in trace.layers]) - case["attentions"]).max()))
-        worst["hidden"] = max(worst["hidden"], layer_scale_error(np.concatenate([trace.hidden[:-1], trace.output[None]]), case["hidden"]))
-        logits = m.readout(trace.hidden[-1])
+        worst["attention"] = max(worst["attention"], float(np.abs(trace.stacked("attn.pattern") - case["attentions"]).max()))
+        worst["hidden"] = max(worst["hidden"], layer_scale_error(np.concatenate([trace.streams()[:-1], trace.get("resid_final")[None]]), case["hidden"]))
+        logits = m.readout(trace.streams()[-1])
         worst["logits"] = max(worst["logits"], float(np.abs(logits - case["logits"]).max()))
         agree += int((logits.argmax(-1) == case["logits"].argmax(-1)).sum())
         positions += len(logits)
