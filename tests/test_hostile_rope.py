@@ -116,11 +116,11 @@ def test_gemma3_rope_parameters_are_honoured_in_every_form(tmp_path, change):
     assert m.spec.rope_scaling["rope_type"] == "linear" and abs(m.spec.rope_scaling["factor"] - 8.0) < 1e-12
     assert abs(m.spec.rope_theta - 1e6) < 1e-6 and abs(m.spec.rope_base(0) - 1e4) < 1e-6
     text = "The cat sat on the warm stone wall by the old mill"
-    scaled = m.lm_logits(m.run(text).hidden[-1])
+    scaled = m.readout(m.run(text).streams()[-1])
     plain = load(str(checkpoints.FIXTURES / "tiny-gemma3"))
     reference = linear_reference(plain, text, 8.0)
     np.testing.assert_allclose(scaled, reference, rtol=1e-4, atol=1e-4 * float(np.abs(reference).max()))
-    assert float(np.abs(scaled - plain.lm_logits(plain.run(text).hidden[-1])).max()) > 1e-3
+    assert float(np.abs(scaled - plain.readout(plain.run(text).streams()[-1])).max()) > 1e-3
 
 
 def linear_reference(plain, text: str, factor: float) -> np.ndarray:
@@ -139,7 +139,7 @@ def linear_reference(plain, text: str, factor: float) -> np.ndarray:
     plain.rotary = rotary
     try:
         assert n > 1
-        return plain.lm_logits(plain.run(text).hidden[-1])
+        return plain.readout(plain.run(text).streams()[-1])
     finally:
         del plain.rotary
 

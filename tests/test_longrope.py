@@ -28,14 +28,14 @@ def full_logits(m, ids: list[int]) -> np.ndarray:  # -> [V]: the last position's
     from attn_cli.models.points import Keep
 
     trace = m.forward(ids, keep=Keep(points=("resid_post",), layers=[m.n_layers - 1], rows=[-1]))
-    return m.lm_logits(trace.get("resid_post", m.n_layers - 1))[0]
+    return m.readout(trace.get("resid_post", m.n_layers - 1))[0]
 
 
 def cached_logits(m, cache, ids: list[int]) -> np.ndarray:  # -> [V]: the same, running only ids after the cache's positions
     from attn_cli.models.points import Keep
 
     trace = m.forward(ids, keep=Keep(points=("resid_post",), layers=[m.n_layers - 1], rows=[-1]), cache=cache)
-    return m.lm_logits(trace.get("resid_post", m.n_layers - 1))[0]
+    return m.readout(trace.get("resid_post", m.n_layers - 1))[0]
 
 
 def close(step: np.ndarray, full: np.ndarray, where: str):
