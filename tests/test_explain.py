@@ -26,7 +26,7 @@ def model(name: str):
     from attn_cli.models.loading import load
 
     path = {"smollm2": checkpoints.smollm2_gguf, "tiny-llama": checkpoints.tiny_llama_folder,
-            "tiny-qwen2": checkpoints.tiny_qwen2_folder}[name]()
+            "tiny-qwen2": checkpoints.tiny_qwen2_folder, "gemma3": checkpoints.gemma3_gguf}[name]()
     return load(str(path))
 
 
@@ -127,3 +127,17 @@ def test_the_terminal_view_reads_in_80_columns_through_a_real_process():
     assert max(len(line) for line in lines) <= 80
     assert any(line.startswith("the parts sum to") for line in lines)
     assert "largest parts" in p.stdout and "MLP" in p.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.floats
+@pytest.mark.parametrize("text, target, versus", [("The capital of France is", None, None),
+                                                  ("When Mary and John went to the store, John gave a drink to", " Mary", " John")])
+def test_the_parts_sum_to_the_logit_on_the_real_gemma3(text, target, versus):
+    """Gemma 3 270M: its sandwich norms frozen at the position, its 1 + w norms and sqrt(d) embeddings folded in at load.
+    (Before both were, the parts summed to 9.6070 against 19.0915, and to -0.66 against a difference of 5.22.)"""
+    from attn_cli.analysis.explain import ExplainSettings, explain
+
+    result = explain(model("gemma3"), text, ExplainSettings(target=target, versus=versus))
+    assert abs(result.total - result.logit) <= RELATIVE * max(1.0, abs(result.logit)), (result.total, result.logit)
+    assert result.sandwich and result.cap is None
