@@ -19,7 +19,7 @@ from attn_cli.core.blocked import attend_rows, plain_attention
 from attn_cli.core.blocks import SHORT_ROWS, apply_linear, rms_norm, rotary_frequencies, rotary_tables, rotate, silu
 from attn_cli.models import loading
 from attn_cli.models.cache import KVCache
-from attn_cli.models.points import Keep, Mean, Patch, Start, Zero
+from attn_cli.models.points import Add, Keep, Mean, Patch, Start, Zero
 from tests import checkpoints
 from tests.exact import assert_same_ids
 
@@ -237,6 +237,24 @@ def test_zero_ablating_an_already_zero_head_changes_nothing(head, layer):
     assert scale_error(again.get("resid_final"), once.get("resid_final")) < UNTOUCHED
 
 
+@pytest.mark.parametrize("name", ["tiny-llama", "tiny-gemma3"])
+def test_an_added_vector_moves_the_stream_it_is_added_to_and_a_patch_of_the_same_is_the_same_pass(name):
+    m = tiny(name)
+    ids = m.tokenize("the grey cat sat on the mat").ids
+    vector = np.random.default_rng(0).standard_normal(m.d_model).astype(np.float32)
+    keep = Keep(("resid_post", "resid_pre"))
+    plain = m.forward(ids, keep=keep)
+    added = m.forward(ids, keep=keep, edits=[Add("resid_post", 0, vector)])
+    np.testing.assert_allclose(added.get("resid_pre", 1), plain.get("resid_post", 0) + vector, rtol=1e-6, atol=1e-6)
+    patched = m.forward(ids, keep=keep, edits=[Patch("resid_post", 0, value=plain.get("resid_post", 0) + vector)])
+    last = m.n_layers - 1
+    np.testing.assert_allclose(added.get("resid_post", last), patched.get("resid_post", last), rtol=1e-5, atol=1e-5)
+    assert float(np.abs(added.get("resid_post", last) - plain.get("resid_post", last)).max()) > 1e-3  # it changed the pass
+    one = m.forward(ids, keep=keep, edits=[Add("resid_post", 0, vector, positions=[2])])
+    moved = np.abs(one.get("resid_pre", 1) - plain.get("resid_post", 0)).max(axis=-1) > 0
+    assert moved.tolist() == [i == 2 for i in range(len(ids))]
+
+
 def test_edits_say_what_they_cannot_do():
     with pytest.raises(ValueError, match="no point"):
         Zero("attn.query", 0)
@@ -246,6 +264,8 @@ def test_edits_say_what_they_cannot_do():
         Zero("attn.z", None)
     with pytest.raises(ValueError, match="Patch"):
         Mean("attn.pattern", 0, mean=np.zeros(3))
+    with pytest.raises(ValueError, match="Patch"):
+        Add("attn.scores", 0, np.zeros(3))
 
 
 def test_a_text_past_the_context_is_refused_in_one_line():
