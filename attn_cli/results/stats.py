@@ -17,7 +17,7 @@ class HeadStats:
     model: str
     layers: int
     heads: int  # per layer
-    error: str  # the detector's form: "mul" | "abs"
+    error: str  # --error, the detector's measure: "mul" | "abs" (JSON: "measure")
     exclude_bos: bool
     exclude_current: bool
     sentences: int  # scored
@@ -35,7 +35,7 @@ class HeadStats:
                          for l in range(self.layers)], dtype=np.float64)
 
     def to_dict(self) -> dict:
-        return {"model": self.model, "error": self.error, "exclude_bos": self.exclude_bos, "exclude_current": self.exclude_current,
+        return {"model": self.model, "measure": self.error, "exclude_bos": self.exclude_bos, "exclude_current": self.exclude_current,
                 "sentences": self.sentences, "failed": self.failed, "blank": self.blank, "queries": self.queries,
                 "detect_sentences": self.detect_sentences, "heads": [rounded(r) for r in self.per_head], "even": rounded(self.even)}
 
