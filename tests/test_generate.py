@@ -234,3 +234,25 @@ def test_on_a_terminal_the_text_streams_before_the_table(tmp_path):
     assert streamed.startswith(model("tiny-llama").tokenizer.decode(list(run.tokens.ids), skip_special_tokens=False))
     assert run.text() in streamed.replace("\n", "") or run.text().replace("\n", "") in streamed.replace("\n", "")
     assert text.index("new tokens; stopped") > text.index(run.steps[0].token)
+
+
+@pytest.mark.parametrize("name", ["tiny-gpt2", "tiny-llama", "tiny-qwen2", "llama2-spm-gguf"])
+def test_the_steps_texts_joined_are_the_text_the_model_wrote(name):
+    """Each JSONL step has its `text`: joined, they rebuild what the model wrote (the --json document's text), newlines and
+    characters split over byte-level tokens included, whatever the token labels (`\\n`) and pieces (`Ċ`) look like."""
+    args = ("Once upon a time", "--model", str(FAMILIES[name]()), "--steps", "40", "-t", "5", "--seed", "3")
+    lines = cli(*args, "--jsonl")
+    assert lines.exit_code == 0, lines.output
+    steps = [json.loads(line) for line in lines.stdout.splitlines()]
+    doc = json.loads(cli(*args, "--json").stdout)
+    assert "".join(s["text"] for s in steps) == doc["text"] == "".join(t["text"] for t in doc["tokens"])
+    assert len(steps) == 40 and all(isinstance(s["text"], str) for s in steps)
+
+
+@pytest.mark.slow
+def test_a_newline_step_has_its_newline_as_text():
+    r = cli("Write a list of three fruits, one a line.", "--model", str(checkpoints.smollm2_gguf()), "--chat", "--steps", "16", "--jsonl")
+    steps = [json.loads(line) for line in r.stdout.splitlines()]
+    newline = [s for s in steps if s["piece"] == "Ċ"]
+    assert newline and all(s["token"] == "\\n" and s["text"] == "\n" for s in newline)
+    assert "\n" in "".join(s["text"] for s in steps)

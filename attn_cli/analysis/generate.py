@@ -50,12 +50,14 @@ class GenerateSettings(Record):
 class Step(Record):
     """One new token: what was drawn, how likely the model found it, what else it offered, where it looked."""
 
-    __slots__ = ("index", "id", "token", "piece", "special", "probability", "logit", "top", "attention", "sources")
+    __slots__ = ("index", "id", "token", "piece", "special", "probability", "logit", "top", "attention", "sources", "text")
 
     def __init__(self, index: int, id: int, token: str, piece: str, special: bool, probability: float, logit: float, top: list,
-                 attention: np.ndarray, sources: list):
+                 attention: np.ndarray, sources: list, text: str = ""):
         self.index = index  # 0 for the first new token
         self.id, self.token, self.piece, self.special = id, token, piece, special
+        self.text = text  # what this step adds to the decoded text: the steps' texts joined are the text the model wrote
+        #                   ("" for a token that ends mid-character: the step that completes the character carries it)
         self.probability = probability  # softmax of the raw logits (T = 1), whatever was sampled with
         self.logit = logit
         self.top = top  # [(id, token, probability)], most probable first
@@ -116,6 +118,7 @@ def generate(model, text: str, settings: GenerateSettings, cache=None) -> Iterat
     model.weights.hold(HOLD_BYTES)  # every step reads every layer: dequantize them once, not once a step
     new = list(tokens.ids)
     length = len(new)
+    text = NewText(model)
     for index in range(settings.steps):
         if length >= model.spec.max_positions:
             return "context"
@@ -128,13 +131,32 @@ def generate(model, text: str, settings: GenerateSettings, cache=None) -> Iterat
         best = best[np.lexsort((best, -logits[best]))]  # most probable first; the lower id first on a tie
         top = [(int(j), label(model, int(j)), float(probabilities[j])) for j in best]
         piece = model.tokenizer.id_to_token(chosen) or f"#{chosen}"
+        last = chosen in stops or index == settings.steps - 1 or length + 1 >= model.spec.max_positions
         yield Step(index, chosen, label(model, chosen), piece, chosen in stops or is_special(model, chosen), float(probabilities[chosen]),
-                   float(logits[chosen]), top, attention.astype(np.float16) if settings.attention else None, sources_of(attention, settings.head))
+                   float(logits[chosen]), top, attention.astype(np.float16) if settings.attention else None, sources_of(attention, settings.head),
+                   text.add(chosen, last))
         if chosen in stops:
             return "eos"
         new = [chosen]
         length += 1
     return "steps"
+
+
+class NewText:
+    """Each step's share of the decoded text: the decoding of every new token so far, less what earlier steps gave.
+    A byte-level token that ends mid-character adds "" and the token that completes it the whole character, so that
+    joining the steps' texts gives the run's text (Generation.text), whatever the tokenizer's pieces look like."""
+
+    def __init__(self, model):
+        self.decode, self.ids, self.given = model.tokenizer.decode, [], ""
+
+    def add(self, token_id: int, last: bool) -> str:
+        self.ids.append(token_id)
+        whole = self.decode(self.ids, skip_special_tokens=False)
+        if not whole.startswith(self.given) or (whole.endswith("\ufffd") and not last):
+            return ""  # a character not yet whole (or a decoder still changing what came before): wait for the next token
+        out, self.given = whole[len(self.given):], whole
+        return out
 
 
 def label(model, i: int) -> str:

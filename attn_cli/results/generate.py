@@ -23,7 +23,7 @@ def step_dict(step, prompt_tokens: list[str], new_tokens: list[str]) -> dict:
         return {"position": position, "token": every[position] if position < len(every) else "", "generated": position >= len(prompt_tokens),
                 "weight": weight(w)}
 
-    return {"step": step.index, "id": step.id, "token": step.token, "piece": step.piece, "special": step.special,
+    return {"step": step.index, "id": step.id, "token": step.token, "piece": step.piece, "text": step.text, "special": step.special,
             "probability": weight(step.probability), "logit": float(significant(step.logit, NUMBER_DIGITS)),
             "top": [{"id": i, "token": t, "probability": weight(p)} for i, t, p in step.top],
             "sources": [source(p, w) for p, w in step.sources]}
