@@ -113,10 +113,7 @@ def write_page(path, result, *, force: bool) -> str:
 
 
 def write_html(path, text: str, *, force: bool) -> str:
-    from attn_cli.io.atomic import write_atomic
-    from attn_cli.io.files import display_path
+    from attn_cli.io.atomic import write_atomic, wrote
 
     body = text.encode("utf-8")
-    written = write_atomic(path, lambda f: f.write(body), force=force)
-    size = f"{len(body) / 1e6:.1f} MB" if len(body) >= 1e5 else f"{len(body) / 1e3:.0f} kB"
-    return f"wrote {display_path(written)} ({size})"
+    return wrote(write_atomic(path, lambda f: f.write(body), force=force), len(body))
