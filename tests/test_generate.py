@@ -236,7 +236,7 @@ def test_on_a_terminal_the_text_streams_before_the_table(tmp_path):
     assert text.index("new tokens; stopped") > text.index(run.steps[0].token)
 
 
-@pytest.mark.parametrize("name", ["tiny-gpt2", "tiny-llama", "tiny-qwen2", "llama2-spm-gguf"])
+@pytest.mark.parametrize("name", [n for n in FAMILIES if n not in SLOW])
 def test_the_steps_texts_joined_are_the_text_the_model_wrote(name):
     """Each JSONL step has its `text`: joined, they rebuild what the model wrote (the --json document's text), newlines and
     characters split over byte-level tokens included, whatever the token labels (`\\n`) and pieces (`Ċ`) look like."""
@@ -246,7 +246,18 @@ def test_the_steps_texts_joined_are_the_text_the_model_wrote(name):
     steps = [json.loads(line) for line in lines.stdout.splitlines()]
     doc = json.loads(cli(*args, "--json").stdout)
     assert "".join(s["text"] for s in steps) == doc["text"] == "".join(t["text"] for t in doc["tokens"])
-    assert len(steps) == 40 and all(isinstance(s["text"], str) for s in steps)
+    assert len(steps) == len(doc["tokens"]) and all(isinstance(s["text"], str) for s in steps)
+
+
+@pytest.mark.parametrize("name", [n for n in FAMILIES if n not in SLOW])
+def test_every_tokens_share_of_random_ids_joins_to_their_decoding(name):
+    """Random ids, the worst a sampler can draw: lone bytes that are not UTF-8, SentencePiece byte runs, special tokens."""
+    from attn_cli.analysis.generate import texts_of
+
+    m, rng = model(name), np.random.default_rng(7)
+    for _ in range(20):
+        ids = [int(x) for x in rng.integers(0, m.spec.vocab_size, 30)]
+        assert "".join(texts_of(m, ids)) == m.tokenizer.decode(ids, skip_special_tokens=False)
 
 
 @pytest.mark.slow

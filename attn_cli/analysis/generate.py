@@ -10,6 +10,7 @@ softmax(logits / T) cut to the top k tokens and then to the smallest set holding
 generator, so that a seed repeats a run.
 """
 
+import re
 import weakref
 from collections.abc import Iterator
 
@@ -142,21 +143,36 @@ def generate(model, text: str, settings: GenerateSettings, cache=None) -> Iterat
     return "steps"
 
 
+BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")  # a SentencePiece byte-fallback token
+
+
 class NewText:
-    """Each step's share of the decoded text: the decoding of every new token so far, less what earlier steps gave.
-    A byte-level token that ends mid-character adds "" and the token that completes it the whole character, so that
-    joining the steps' texts gives the run's text (Generation.text), whatever the tokenizer's pieces look like."""
+    """Each token's share of the decoded text: what decoding it with the tokens before it adds, so that joining the
+    shares gives the decoding of them all (Generation.text), whatever the tokenizer's pieces look like. A byte-level
+    token that ends mid-character adds "" and the token that completes it the whole character; so does a SentencePiece
+    byte token (<0x77>), whose run of bytes decodes as one (a byte that is not UTF-8 turns the whole run into U+FFFD).
+    Decoded a window at a time (from the token before the last share on, as vLLM's incremental detokenizer does): a
+    share costs a few tokens' decoding, not the whole text's."""
 
     def __init__(self, model):
-        self.decode, self.ids, self.given = model.tokenizer.decode, [], ""
+        self.decode, self.piece, self.ids, self.start, self.done = model.tokenizer.decode, model.tokenizer.id_to_token, [], 0, 0
 
-    def add(self, token_id: int, last: bool) -> str:
+    def add(self, token_id: int, last: bool = False) -> str:
         self.ids.append(token_id)
-        whole = self.decode(self.ids, skip_special_tokens=False)
-        if not whole.startswith(self.given) or (whole.endswith("\ufffd") and not last):
+        if not last and BYTE_PIECE.fullmatch(self.piece(token_id) or ""):
+            return ""  # a byte of a run not yet closed: the run decodes as one, with the token after it
+        before = self.decode(self.ids[self.start:self.done], skip_special_tokens=False)
+        now = self.decode(self.ids[self.start:], skip_special_tokens=False)
+        if not now.startswith(before) or (now.endswith("\ufffd") and not last):
             return ""  # a character not yet whole (or a decoder still changing what came before): wait for the next token
-        out, self.given = whole[len(self.given):], whole
-        return out
+        self.start, self.done = self.done, len(self.ids)
+        return now[len(before):]
+
+
+def texts_of(model, ids) -> list[str]:
+    """Every token's share of the decoded text of `ids` (NewText), each in the context of those before it."""
+    text = NewText(model)
+    return [text.add(i, last=k == len(ids) - 1) for k, i in enumerate(ids)]
 
 
 def label(model, i: int) -> str:
@@ -212,7 +228,8 @@ class Generation:
 
         m, t, s = self.model, self.tokens, self.settings.sampling
         prompt = m.tokenizer.decode(list(t.ids), skip_special_tokens=False)
+        texts = texts_of(m, list(t.ids) + [step.id for step in self.steps]) if self.settings.attention else None  # the page's
         return GenerateResult(model=m.summary(), prompt_text=prompt, prompt_ids=list(t.ids), prompt_tokens=list(t.labels),
                               prompt_special=list(t.special), steps=list(self.steps), stop=self.stop, text=self.text(), head=self.settings.head,
                               sampling={"temperature": s.temperature, "top_k": s.top_k, "top_p": s.top_p, "seed": s.seed},
-                              cache_bytes=self.cache.nbytes())
+                              cache_bytes=self.cache.nbytes(), texts=texts)
