@@ -267,3 +267,26 @@ def test_a_newline_step_has_its_newline_as_text():
     newline = [s for s in steps if s["piece"] == "Ċ"]
     assert newline and all(s["token"] == "\\n" and s["text"] == "\n" for s in newline)
     assert "\n" in "".join(s["text"] for s in steps)
+
+
+@needs_browser
+def test_the_page_shows_the_text_as_the_model_wrote_it(tmp_path):
+    """The page's text is the prompt and the new tokens decoded: no space put around a token, a newline a line break
+    (marked, so that its shade shows), never a literal \\n; a word is not broken across lines."""
+    page = tmp_path / "g.html"
+    args = ("One, two.\nThree", "--model", str(FAMILIES["llama2-spm-gguf"]()), "--steps", "12", "-t", "5", "--seed", "1")
+    r = cli(*args, "--json", "--page", str(page))
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    m = model("llama2-spm-gguf")
+    ids = doc["prompt_ids"] + [t["id"] for t in doc["tokens"]]
+    with Browser() as browser:
+        browser.viewport(500, 800)
+        browser.open(page)
+        shown = browser.evaluate("document.getElementById('text').textContent")
+        spans = browser.evaluate("[...document.querySelectorAll('#text span')].map(s => [s.textContent, s.className])")
+        style = browser.evaluate("[getComputedStyle(document.getElementById('text')).whiteSpace, getComputedStyle(document.getElementById('text')).overflowWrap]")
+    assert shown == m.tokenizer.decode(ids, skip_special_tokens=False)
+    assert "One, two.\nThree" in shown and "\\n" not in shown
+    assert len(spans) == len(ids) and all("nl" in c for t, c in spans if t.strip() == "" and "\n" in t)
+    assert style == ["pre-wrap", "break-word"]

@@ -304,6 +304,11 @@ def sense_row(row: dict) -> dict:
                   (("names", "name"), ("before", "before"), ("after", "after"), ("change", "change"))}
 
 
+def theme(extra: str = "") -> str:
+    """The style sheet of every page (inspect's, generate's, explain's and patch's): io/page.css, then a page's own rules."""
+    return (HERE / "page.css").read_text(encoding="utf-8") + extra
+
+
 def sha256(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
 
@@ -323,7 +328,7 @@ def render(result, *, title: str, sentence: str) -> tuple[str, dict]:
     from attn_cli.io.html_json import json_for_html
 
     script = (HERE / "page.js").read_text(encoding="utf-8")
-    style = (HERE / "page.css").read_text(encoding="utf-8")
+    style = theme()
     content = page_data(result, sentence)
     content["kept"] = kept_note(content)
     data = json_for_html(content)
