@@ -202,3 +202,18 @@ def test_every_file_written_is_said_in_one_form_with_its_size(tmp_path):
         for name, line in zip(names, said):
             size = (tmp_path / name).stat().st_size
             assert re.fullmatch(rf"attn: wrote {re.escape(str(tmp_path / name))} \({size / 1e3:.0f} kB(; .+)?\)", line), line
+
+
+def test_the_model_view_in_an_export_has_square_cells_and_says_when_it_pools(tmp_path):
+    """A line of an export is twice as tall as a character is wide: the model view gives each cell two characters (square,
+    not stretched to twice its height), and says when its squares pool the tokens into blocks to fit the width."""
+    long = "the cat sat on the mat and the dog ran to the door of the old red barn by the sea"
+    for text, pooled in (("the cat sat", False), (long, True)):
+        path = tmp_path / "view.html"
+        result = runner.invoke(app, ["inspect", text, "--model", str(checkpoints.tiny_gpt2_folder()), "--html", str(path), "--force"])
+        assert result.exit_code == 0, result.stderr
+        page = path.read_text()
+        cells = re.findall(r'<span class="cell" style="[^"]*background-color[^"]*">([^<]*)</span>', page)
+        assert cells and all(len(c) % 2 == 0 for c in cells)
+        said = re.findall(r"each square pools the (\d+) tokens into (\d+) × \2 blocks", page)
+        assert bool(said) == pooled and all(int(s) < int(n) for n, s in said)
