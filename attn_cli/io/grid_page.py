@@ -16,7 +16,7 @@ table.grid td{width:2.6em;height:1.5em;text-align:center;font-size:11px;border:1
 .tokens .name{color:var(--dim);margin-right:.6em}
 .tokens span.tok{border:1px solid var(--line);border-radius:3px;padding:0 3px;margin-right:3px;white-space:pre}
 .tokens span.tok.on{border-color:#f5c542;color:#f5c542;font-weight:bold}
-.tokens span.index{color:var(--dim);font-size:11px;margin-right:1px}
+.tokens span.index{color:var(--dim);font-size:11px;margin-right:1px}.tokens span.pair{white-space:nowrap}
 .bar.up{background:rgba(255,150,40,.85)}.bar.down{background:rgba(60,140,255,.85)}
 """
 
@@ -33,7 +33,8 @@ function colour(x, span) {
   line.tokens.forEach((t, i) => {
     const index = document.createElement('span'); index.className = 'index'; index.textContent = i;
     const s = document.createElement('span'); s.className = 'tok' + (i === line.on ? ' on' : ''); s.textContent = t;
-    p.appendChild(index); p.appendChild(s); p.appendChild(document.createTextNode(' '));
+    const pair = document.createElement('span'); pair.className = 'pair'; pair.appendChild(index); pair.appendChild(s);
+    p.appendChild(pair); p.appendChild(document.createTextNode(' '));
   });
   document.getElementById('texts').appendChild(p);
 });
