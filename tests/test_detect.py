@@ -142,9 +142,9 @@ def test_every_format_of_heads_detect(run, tmp_path):
         scores = [h["score"] for h in heads]
         assert scores == sorted(scores, reverse=True) and set(doc["baselines"][name]) == {"even", "random"}
     rows = run(*args, "--csv").stdout.splitlines()
-    assert rows[0] == "pattern,rank,layer,head,score,even,random,error,sequences" and len(rows) == 1 + 6 * 72
+    assert rows[0] == "pattern,rank,layer,head,score,even,random,measure,sequences" and len(rows) == 1 + 6 * 72
     abs_doc = json.loads(run(*args, "--error", "abs", "--exclude-bos", "--exclude-current", "--json").stdout)
-    assert abs_doc["error"] == "abs" and abs_doc["exclude_bos"] and abs_doc["sequences"]["self"] == 0
+    assert abs_doc["measure"] == "abs" and abs_doc["exclude_bos"] and abs_doc["sequences"]["self"] == 0
     assert all(h["score"] is None for h in abs_doc["patterns"]["self"]) and all(-1 <= h["score"] <= 1 for h in abs_doc["patterns"]["previous"])
 
 
@@ -203,3 +203,16 @@ def test_smollm2_has_induction_heads_and_a_first_token_sink(run):
     found = json.loads(done.stdout)
     best, base = found["patterns"]["induction"][0], found["baselines"]["induction"]
     assert best["score"] > 0.3 > 10 * max(base["even"], base["random"])
+
+
+@pytest.mark.parametrize("measure", ["mul", "abs"])
+def test_the_score_measure_is_named_measure_not_error(run, measure):
+    """JSON and CSV say how the scores were computed as `measure` (--error's value): no key reads like a failure."""
+    args = ("--model", checkpoints.tiny_gpt2_folder(), "--error", measure)
+    doc = json.loads(run("heads", "detect", "the cat sat", *args, "--pattern", "previous", "--json").stdout)
+    assert doc["measure"] == measure and "error" not in doc
+    rows = run("heads", "detect", "the cat sat", *args, "--pattern", "previous", "--csv").stdout.splitlines()
+    header = rows[0].split(",")
+    assert "error" not in header and {r.split(",")[header.index("measure")] for r in rows[1:]} == {measure}
+    stats = json.loads(run("heads", "stats", "-", *args, "--json", input="the cat sat\n").stdout)
+    assert stats["measure"] == measure and "error" not in stats

@@ -180,5 +180,40 @@ def test_a_closed_pipe_still_gets_its_export_written(tmp_path):
     path = tmp_path / "lesson.svg"
     done = subprocess.run(f'"{sys.executable}" -m attn_cli inspect "{LESSON}" --svg "{path}" | head -1', shell=True, capture_output=True, text=True,
                           env=os.environ | {"COLUMNS": "80"})
-    assert done.stdout.count("\n") == 1 and done.stderr == ""
+    assert done.stdout.count("\n") == 1 and done.stderr == f"attn: wrote {path} ({path.stat().st_size / 1e3:.0f} kB)\n"
     assert path.read_text().startswith("<svg") and "ΔE_ctx" in path.read_text() and "verdant" in path.read_text()  # the whole view
+
+
+def test_every_file_written_is_said_in_one_form_with_its_size(tmp_path):
+    """--svg, --html, --page of inspect, and the pages of generate and explain: `attn: wrote FILE (SIZE[; more])`, one line each."""
+    model = str(checkpoints.tiny_llama_folder())
+    runs = {
+        ("a.svg", "a.html", "a-page.html"): ["inspect", "the cat sat", "--model", model, "--svg", str(tmp_path / "a.svg"), "--html",
+                                             str(tmp_path / "a.html"), "--page", str(tmp_path / "a-page.html")],
+        ("g.html",): ["generate", "the cat", "--model", model, "--steps", "2", "--page", str(tmp_path / "g.html")],
+        ("e.html",): ["explain", "the cat", "--model", model, "--page", str(tmp_path / "e.html")],
+        ("p.html",): ["patch", "the cat sat", "the sat cat", "--model", model, "--target", "id:5", "--versus", "id:6", "--page", str(tmp_path / "p.html")],
+    }
+    for names, args in runs.items():
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, (args, result.stderr)
+        said = [line for line in result.stderr.splitlines() if " wrote " in line]
+        assert len(said) == len(names), result.stderr
+        for name, line in zip(names, said):
+            size = (tmp_path / name).stat().st_size
+            assert re.fullmatch(rf"attn: wrote {re.escape(str(tmp_path / name))} \({size / 1e3:.0f} kB(; .+)?\)", line), line
+
+
+def test_the_model_view_in_an_export_has_square_cells_and_says_when_it_pools(tmp_path):
+    """A line of an export is twice as tall as a character is wide: the model view gives each cell two characters (square,
+    not stretched to twice its height), and says when its squares pool the tokens into blocks to fit the width."""
+    long = "the cat sat on the mat and the dog ran to the door of the old red barn by the sea"
+    for text, pooled in (("the cat sat", False), (long, True)):
+        path = tmp_path / "view.html"
+        result = runner.invoke(app, ["inspect", text, "--model", str(checkpoints.tiny_gpt2_folder()), "--html", str(path), "--force"])
+        assert result.exit_code == 0, result.stderr
+        page = path.read_text()
+        cells = re.findall(r'<span class="cell" style="[^"]*background-color[^"]*">([^<]*)</span>', page)
+        assert cells and all(len(c) % 2 == 0 for c in cells)
+        said = re.findall(r"each square pools the (\d+) tokens into (\d+) × \2 blocks", page)
+        assert bool(said) == pooled and all(int(s) < int(n) for n, s in said)

@@ -272,8 +272,9 @@ def test_inspect_any_stdin(stdin, mode):
 
 
 def controls_escaped(text: str) -> str:
-    """`text` with its control characters (C0, DEL, C1) as Python writes them, \\x1b, and nothing else changed."""
-    return "".join(repr(c)[1:-1] if unicodedata.category(c) == "Cc" else c for c in text)
+    """`text` with its control characters (C0, DEL, C1) as Python writes them, \\x1b, and nothing else changed: a line break
+    and a tab stay as they are (a quoted CSV cell holds them)."""
+    return "".join(repr(c)[1:-1] if unicodedata.category(c) == "Cc" and c not in "\n\t" else c for c in text)
 
 
 @FUZZ

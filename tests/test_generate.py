@@ -234,3 +234,59 @@ def test_on_a_terminal_the_text_streams_before_the_table(tmp_path):
     assert streamed.startswith(model("tiny-llama").tokenizer.decode(list(run.tokens.ids), skip_special_tokens=False))
     assert run.text() in streamed.replace("\n", "") or run.text().replace("\n", "") in streamed.replace("\n", "")
     assert text.index("new tokens; stopped") > text.index(run.steps[0].token)
+
+
+@pytest.mark.parametrize("name", [n for n in FAMILIES if n not in SLOW])
+def test_the_steps_texts_joined_are_the_text_the_model_wrote(name):
+    """Each JSONL step has its `text`: joined, they rebuild what the model wrote (the --json document's text), newlines and
+    characters split over byte-level tokens included, whatever the token labels (`\\n`) and pieces (`Ċ`) look like."""
+    args = ("Once upon a time", "--model", str(FAMILIES[name]()), "--steps", "40", "-t", "5", "--seed", "3")
+    lines = cli(*args, "--jsonl")
+    assert lines.exit_code == 0, lines.output
+    steps = [json.loads(line) for line in lines.stdout.splitlines()]
+    doc = json.loads(cli(*args, "--json").stdout)
+    assert "".join(s["text"] for s in steps) == doc["text"] == "".join(t["text"] for t in doc["tokens"])
+    assert len(steps) == len(doc["tokens"]) and all(isinstance(s["text"], str) for s in steps)
+
+
+@pytest.mark.parametrize("name", [n for n in FAMILIES if n not in SLOW])
+def test_every_tokens_share_of_random_ids_joins_to_their_decoding(name):
+    """Random ids, the worst a sampler can draw: lone bytes that are not UTF-8, SentencePiece byte runs, special tokens."""
+    from attn_cli.analysis.generate import texts_of
+
+    m, rng = model(name), np.random.default_rng(7)
+    for _ in range(20):
+        ids = [int(x) for x in rng.integers(0, m.spec.vocab_size, 30)]
+        assert "".join(texts_of(m, ids)) == m.tokenizer.decode(ids, skip_special_tokens=False)
+
+
+@pytest.mark.slow
+def test_a_newline_step_has_its_newline_as_text():
+    r = cli("Write a list of three fruits, one a line.", "--model", str(checkpoints.smollm2_gguf()), "--chat", "--steps", "16", "--jsonl")
+    steps = [json.loads(line) for line in r.stdout.splitlines()]
+    newline = [s for s in steps if s["piece"] == "Ċ"]
+    assert newline and all(s["token"] == "\\n" and s["text"] == "\n" for s in newline)
+    assert "\n" in "".join(s["text"] for s in steps)
+
+
+@needs_browser
+def test_the_page_shows_the_text_as_the_model_wrote_it(tmp_path):
+    """The page's text is the prompt and the new tokens decoded: no space put around a token, a newline a line break
+    (marked, so that its shade shows), never a literal \\n; a word is not broken across lines."""
+    page = tmp_path / "g.html"
+    args = ("One, two.\nThree", "--model", str(FAMILIES["llama2-spm-gguf"]()), "--steps", "12", "-t", "5", "--seed", "1")
+    r = cli(*args, "--json", "--page", str(page))
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    m = model("llama2-spm-gguf")
+    ids = doc["prompt_ids"] + [t["id"] for t in doc["tokens"]]
+    with Browser() as browser:
+        browser.viewport(500, 800)
+        browser.open(page)
+        shown = browser.evaluate("document.getElementById('text').textContent")
+        spans = browser.evaluate("[...document.querySelectorAll('#text span')].map(s => [s.textContent, s.className])")
+        style = browser.evaluate("[getComputedStyle(document.getElementById('text')).whiteSpace, getComputedStyle(document.getElementById('text')).overflowWrap]")
+    assert shown == m.tokenizer.decode(ids, skip_special_tokens=False)
+    assert "One, two.\nThree" in shown and "\\n" not in shown
+    assert len(spans) == len(ids) and all("nl" in c for t, c in spans if t.strip() == "" and "\n" in t)
+    assert style == ["pre-wrap", "break-word"]

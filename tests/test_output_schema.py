@@ -212,3 +212,17 @@ def test_two_formats_or_a_format_a_command_lacks_are_usage_errors(run):
     assert lacking.exit_code == 2 and lacking.stdout == "" and lacking.stderr.startswith("attn: --csv: ")
     value = run("inspect", "the cat", "--head", "identity", "--focus", "--json")  # an option's value is not a format flag
     assert value.exit_code == 2 and "--focus '--json' is not one of the tokens" in value.stderr
+
+
+@pytest.mark.parametrize("stage, columns", [(None, []), ("weights", []), ("masked", ["scaled"]), ("scores", ["score", "scaled"])])
+def test_a_checkpoints_csv_has_the_score_columns_its_pass_kept(run, stage, columns):
+    """With --model, `score` and `scaled` are columns only where the pass kept them, filled (never empty on every row)."""
+    folder = Path(__file__).parent / "fixtures" / "models" / "tiny-gpt2"
+    result = run("inspect", "the cat sat", "--model", folder, "--layer", "0", "--csv", *(["--stage", stage] if stage else []))
+    assert result.exit_code == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert list(rows[0]) == ["layer", "head", "query", "key", "query_token", "key_token", *columns, "weight"]
+    for column in columns:
+        visible = [row[column] for row in rows if int(row["key"]) <= int(row["query"])]
+        hidden = [row[column] for row in rows if int(row["key"]) > int(row["query"])]
+        assert all(float(cell) == float(cell) for cell in visible) and set(hidden) == {""}

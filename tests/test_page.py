@@ -314,11 +314,11 @@ def test_page_says_on_stderr_where_it_went_and_how_big_it_is(tmp_path):
     result = runner.invoke(app, ["inspect", LESSON, "--page", str(path)])
     assert result.exit_code == 0 and result.stdout.strip()
     size = path.stat().st_size
-    assert result.stderr == f"attn: page written to {path} ({size / 1e3:.0f} KB, 9 tokens; every weight kept to three decimals)\n"
+    assert result.stderr == f"attn: wrote {path} ({size / 1e3:.0f} kB; 9 tokens; every weight kept to three decimals)\n"
     run = subprocess.run([sys.executable, "-m", "attn_cli", "inspect", LESSON, "--page", str(tmp_path / "q.html"), "--json"],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and json.loads(run.stdout)["tokens"][3] == "creature"
-    assert run.stderr.startswith(f"attn: page written to {tmp_path / 'q.html'} (") and run.stderr.count("\n") == 1
+    assert run.stderr.startswith(f"attn: wrote {tmp_path / 'q.html'} (") and run.stderr.count("\n") == 1
 
 
 def written(tmp_path: Path, result, name: str = "synthetic.html") -> Path:
@@ -454,7 +454,7 @@ def test_smollm2s_page_of_300_tokens_is_under_5_mb_and_every_weight_read_back_is
     assert 295 <= n <= 300
     path = tmp_path / "smollm2.html"
     said = write_page(result, path, title="attn inspect", sentence=text, force=False)
-    assert path.stat().st_size <= 5_000_000 and said.startswith(f"page written to {path} (")
+    assert path.stat().st_size <= 5_000_000 and said.startswith(f"wrote {path} (")
     data = page_json(path)
     with Browser() as browser:
         browser.viewport(1400, 900)

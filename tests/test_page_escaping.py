@@ -139,6 +139,7 @@ def test_generate_page_reads_back_hostile_tokens(tmp_path):
     for k, step in enumerate(result.steps):
         step.token = HOSTILE[-1 - k]
         step.top = [(i, t, p) for (i, _, p), t in zip(step.top, hostile(len(step.top), shift=k + 2))]
+    result.texts = result.prompt_tokens + [s.token for s in result.steps]  # the text the page shows: each position's, hostile too
     path = tmp_path / "generate.html"
     write_page(path, result, force=False)
     with Browser() as browser:
@@ -147,7 +148,7 @@ def test_generate_page_reads_back_hostile_tokens(tmp_path):
         alternatives = browser.evaluate("[...document.querySelectorAll('#alts tr')].map(r => r.cells[0].textContent)")
         info = browser.evaluate("document.getElementById('info').textContent")
         assert browser.console == []
-    assert shown == result.prompt_tokens + [s.token for s in result.steps]  # exactly: U+2028 and all
+    assert shown == result.texts  # exactly: U+2028 and all
     assert alternatives == [t for _, t, _ in result.steps[0].top]  # step 0 shown: the script ran to its end
     assert info.startswith(f"step 0: {json.dumps(result.steps[0].token)}")
 

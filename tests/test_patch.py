@@ -221,3 +221,42 @@ def test_the_page_names_the_cell_under_the_pointer(tmp_path, command):
         assert said.startswith("head 1.2: ") and float(said.split()[2]) == pytest.approx(part["logit"], abs=6e-5)
     else:
         assert said.startswith("layer 1, position 2 ") and f"(raw {doc['resid_pre'][1][2]:.3f})" in said
+
+
+@pytest.mark.skipif(__import__("tests.browser", fromlist=["Browser"]).Browser.find() is None, reason="no Chromium installed")
+def test_the_explain_page_shows_the_text_read_and_the_largest_parts_and_every_page_one_theme(tmp_path):
+    """explain --page: the tokens read (the position marked) and the largest parts, ranked as the terminal ranks them;
+    the inspect, generate, explain and patch pages share one style sheet (io/page.css), each adding its own rules."""
+    from attn_cli.io.page import HERE
+    from tests.browser import Browser
+
+    o = oracle("tiny-llama")
+    folder = str(checkpoints.tiny_llama_folder())
+    pages = {name: tmp_path / f"{name}.html" for name in ("explain", "patch", "generate", "inspect")}
+    target = ("--target", f"id:{int(o['target'])}", "--versus", f"id:{int(o['versus'])}")
+    runs = {"explain": ("explain", str(o["clean_text"]), "--model", folder, *target, "--json"),
+            "patch": ("patch", str(o["clean_text"]), str(o["corrupt_text"]), "--model", folder, *target),
+            "generate": ("generate", "the cat", "--model", folder, "--steps", "2"), "inspect": ("inspect", "the cat", "--model", folder)}
+    outputs = {}
+    for name, args in runs.items():
+        r = cli(*args, "--page", str(pages[name]))
+        assert r.exit_code == 0, r.output
+        outputs[name] = r.stdout
+    doc = json.loads(outputs["explain"])
+    with Browser() as browser:
+        browser.open(pages["explain"])
+        tokens = browser.evaluate("[...document.querySelectorAll('#texts .tok')].map(s => [s.textContent, s.classList.contains('on')])")
+        ranked = browser.evaluate("[...document.querySelectorAll('#ranked tr')].map(r => [r.cells[0].textContent, r.cells[1].textContent])")
+        background = {}
+        for name, page in pages.items():
+            browser.open(page)
+            background[name] = browser.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert [t for t, _ in tokens] == doc["tokens"] and [on for _, on in tokens] == [i == doc["position"] for i in range(len(doc["tokens"]))]
+    largest = sorted(doc["components"], key=lambda c: -abs(c["logit"]))[:12]
+    names = {"head": lambda c: f"head {c['layer']}.{c['head']}", "mlp": lambda c: f"MLP {c['layer']}", "embed": lambda c: "embeddings"}
+    assert [name for name, _ in ranked] == [names[c["kind"]](c) for c in largest]
+    assert [float(x) for _, x in ranked] == pytest.approx([c["logit"] for c in largest], abs=6e-4)
+    theme = (HERE / "page.css").read_text(encoding="utf-8")
+    for name, page in pages.items():
+        assert f"<style>{theme}" in page.read_text(encoding="utf-8"), name
+    assert len(set(background.values())) == 1, background

@@ -253,3 +253,28 @@ def test_a_token_the_vocabulary_lacks_or_an_empty_one_is_refused_not_ranked_as_u
     assert [a["piece"] for a in asked] == ["[UNK]", "the"]  # [UNK] itself may be asked for
     out = run("predict", "the grey cat", "--model", LLAMA, "--token", "")
     assert out.exit_code == 2 and "has no tokens for tiny-llama" in out.stderr and out.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("fmt, delimiter", [("--csv", ","), ("--tsv", "\t")])
+def test_a_newline_tokens_text_is_a_newline_in_csv(run, fmt, delimiter):
+    """`text` is the token's text as it is: a newline (id 199, Ċ) in a quoted cell, read back as one; `token` its label."""
+    import csv
+    import io
+
+    result = run("predict", "the cat", "--model", checkpoints.tiny_gpt2_folder(), "--top", "1", "--token", "id:199", "--token", "id:198",
+                 "--token", "id:202", fmt)
+    assert result.exit_code == 0, result.stderr
+    asked = {int(r["id"]): r for r in csv.DictReader(io.StringIO(result.stdout), delimiter=delimiter) if r["layer"] == "asked"}
+    assert (asked[199]["token"], asked[199]["text"], asked[199]["piece"]) == ("\\n", "\n", "Ċ")
+    assert asked[198]["text"] == "\t" and asked[202]["text"] == "\\r"  # a carriage return could move the cursor: escaped
+    assert "\r" not in result.stdout and "\x1b" not in result.stdout
+
+
+def test_predict_from_stdin_is_an_array_for_json_even_for_one_line_and_an_object_a_line_for_jsonl(run):
+    model = checkpoints.tiny_gpt2_folder()
+    one = parse_json(run("predict", "-", "--model", model, "--top", "2", "--json", input="the cat\n"))
+    assert isinstance(one, list) and [d["line"] for d in one] == [1]
+    lines = run("predict", "-", "--model", model, "--top", "2", "--jsonl", input="the cat\n\nthe dog\n").stdout.splitlines()
+    assert [json.loads(line)["line"] for line in lines] == [1, 3]
+    alone = parse_json(run("predict", "the cat", "--model", model, "--top", "2", "--json"))
+    assert isinstance(alone, dict) and alone["predictions"] == one[0]["predictions"]

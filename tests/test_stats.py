@@ -170,3 +170,28 @@ def test_the_documented_dask_run_on_two_worker_processes_gives_the_commands_figu
     assert workers == 2
     command = run("heads", "stats", "-", "--model", checkpoints.minilm_folder(), "--json", input="".join(p.read_text() for p in paths))
     assert command.exit_code == 0 and stats.to_dict() == json.loads(command.stdout)  # the same figures, exactly
+
+
+def test_sort_orders_the_heads_by_a_figure_and_top_cuts_the_tables(run, tmp_path):
+    """--sort FIGURE: the heads largest first in the tables, JSON (sorted_by) and CSV; --top N: the terminal's first N;
+    a figure that is not one: one line naming the choices, exit 2."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat on the mat\nthe dog ran to the door\n", encoding="utf-8")
+    args = ("heads", "stats", corpus, "--model", checkpoints.tiny_gpt2_folder())
+    plain = json.loads(run(*args, "--json").stdout)
+    doc = json.loads(run(*args, "--json", "--sort", "self", "--top", "2").stdout)
+    assert plain["sorted_by"] is None and doc["sorted_by"] == "self" and len(doc["heads"]) == len(plain["heads"]) == 8
+    assert [h["self"] for h in doc["heads"]] == sorted((h["self"] for h in plain["heads"]), reverse=True)
+    assert sorted(doc["heads"], key=lambda h: (h["layer"], h["head"])) == plain["heads"]
+    rows = run(*args, "--csv", "--sort", "self").stdout.splitlines()[1:]
+    assert [tuple(r.split(",")[:2]) for r in rows[:-1]] == [(str(h["layer"]), str(h["head"])) for h in doc["heads"]]
+    table = run(*args, "--sort", "self", "--top", "2", env={"COLUMNS": "100", "NO_COLOR": "1"}).stdout
+    listed = [line.split()[0] for line in table.splitlines() if re.match(r"\s+\d+\.\d+\s", line)]
+    best = [f"{h['layer']}.{h['head']}" for h in doc["heads"][:2]]
+    assert listed == best * 2 and "self ↓" in table and "6 more heads not shown (8 in all)" in table
+    bad = run(*args, "--sort", "selfish")
+    assert bad.exit_code == 2 and bad.stdout == ""
+    said = [line for line in bad.stderr.splitlines() if line.startswith("attn: ")]
+    assert len(said) == 1 and "'selfish' is not one of 'entropy', 'distance'" in said[0] and "'detect_self'" in said[0]
+    both = run(*args, "--grid", "self", "--sort", "self")
+    assert both.exit_code == 2 and both.stderr.splitlines()[-1].startswith("attn: --grid draws every head in its place")

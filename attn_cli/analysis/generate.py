@@ -10,6 +10,7 @@ softmax(logits / T) cut to the top k tokens and then to the smallest set holding
 generator, so that a seed repeats a run.
 """
 
+import re
 import weakref
 from collections.abc import Iterator
 
@@ -50,12 +51,14 @@ class GenerateSettings(Record):
 class Step(Record):
     """One new token: what was drawn, how likely the model found it, what else it offered, where it looked."""
 
-    __slots__ = ("index", "id", "token", "piece", "special", "probability", "logit", "top", "attention", "sources")
+    __slots__ = ("index", "id", "token", "piece", "special", "probability", "logit", "top", "attention", "sources", "text")
 
     def __init__(self, index: int, id: int, token: str, piece: str, special: bool, probability: float, logit: float, top: list,
-                 attention: np.ndarray, sources: list):
+                 attention: np.ndarray, sources: list, text: str = ""):
         self.index = index  # 0 for the first new token
         self.id, self.token, self.piece, self.special = id, token, piece, special
+        self.text = text  # what this step adds to the decoded text: the steps' texts joined are the text the model wrote
+        #                   ("" for a token that ends mid-character: the step that completes the character carries it)
         self.probability = probability  # softmax of the raw logits (T = 1), whatever was sampled with
         self.logit = logit
         self.top = top  # [(id, token, probability)], most probable first
@@ -116,6 +119,7 @@ def generate(model, text: str, settings: GenerateSettings, cache=None) -> Iterat
     model.weights.hold(HOLD_BYTES)  # every step reads every layer: dequantize them once, not once a step
     new = list(tokens.ids)
     length = len(new)
+    text = NewText(model)
     for index in range(settings.steps):
         if length >= model.spec.max_positions:
             return "context"
@@ -128,13 +132,47 @@ def generate(model, text: str, settings: GenerateSettings, cache=None) -> Iterat
         best = best[np.lexsort((best, -logits[best]))]  # most probable first; the lower id first on a tie
         top = [(int(j), label(model, int(j)), float(probabilities[j])) for j in best]
         piece = model.tokenizer.id_to_token(chosen) or f"#{chosen}"
+        last = chosen in stops or index == settings.steps - 1 or length + 1 >= model.spec.max_positions
         yield Step(index, chosen, label(model, chosen), piece, chosen in stops or is_special(model, chosen), float(probabilities[chosen]),
-                   float(logits[chosen]), top, attention.astype(np.float16) if settings.attention else None, sources_of(attention, settings.head))
+                   float(logits[chosen]), top, attention.astype(np.float16) if settings.attention else None, sources_of(attention, settings.head),
+                   text.add(chosen, last))
         if chosen in stops:
             return "eos"
         new = [chosen]
         length += 1
     return "steps"
+
+
+BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")  # a SentencePiece byte-fallback token
+
+
+class NewText:
+    """Each token's share of the decoded text: what decoding it with the tokens before it adds, so that joining the
+    shares gives the decoding of them all (Generation.text), whatever the tokenizer's pieces look like. A byte-level
+    token that ends mid-character adds "" and the token that completes it the whole character; so does a SentencePiece
+    byte token (<0x77>), whose run of bytes decodes as one (a byte that is not UTF-8 turns the whole run into U+FFFD).
+    Decoded a window at a time (from the token before the last share on, as vLLM's incremental detokenizer does): a
+    share costs a few tokens' decoding, not the whole text's."""
+
+    def __init__(self, model):
+        self.decode, self.piece, self.ids, self.start, self.done = model.tokenizer.decode, model.tokenizer.id_to_token, [], 0, 0
+
+    def add(self, token_id: int, last: bool = False) -> str:
+        self.ids.append(token_id)
+        if not last and BYTE_PIECE.fullmatch(self.piece(token_id) or ""):
+            return ""  # a byte of a run not yet closed: the run decodes as one, with the token after it
+        before = self.decode(self.ids[self.start:self.done], skip_special_tokens=False)
+        now = self.decode(self.ids[self.start:], skip_special_tokens=False)
+        if not now.startswith(before) or (now.endswith("\ufffd") and not last):
+            return ""  # a character not yet whole (or a decoder still changing what came before): wait for the next token
+        self.start, self.done = self.done, len(self.ids)
+        return now[len(before):]
+
+
+def texts_of(model, ids) -> list[str]:
+    """Every token's share of the decoded text of `ids` (NewText), each in the context of those before it."""
+    text = NewText(model)
+    return [text.add(i, last=k == len(ids) - 1) for k, i in enumerate(ids)]
 
 
 def label(model, i: int) -> str:
@@ -190,7 +228,8 @@ class Generation:
 
         m, t, s = self.model, self.tokens, self.settings.sampling
         prompt = m.tokenizer.decode(list(t.ids), skip_special_tokens=False)
+        texts = texts_of(m, list(t.ids) + [step.id for step in self.steps]) if self.settings.attention else None  # the page's
         return GenerateResult(model=m.summary(), prompt_text=prompt, prompt_ids=list(t.ids), prompt_tokens=list(t.labels),
                               prompt_special=list(t.special), steps=list(self.steps), stop=self.stop, text=self.text(), head=self.settings.head,
                               sampling={"temperature": s.temperature, "top_k": s.top_k, "top_p": s.top_p, "seed": s.seed},
-                              cache_bytes=self.cache.nbytes())
+                              cache_bytes=self.cache.nbytes(), texts=texts)

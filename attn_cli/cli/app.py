@@ -251,7 +251,7 @@ class RowsCommand(AttnCommand):
         self.params.append(typer.core.TyperOption(
             param_decls=["--spreadsheet"], is_flag=True, default=False, expose_value=False,
             callback=_remember_spreadsheet,
-            help="With --csv/--tsv: write a text cell that begins with =, +, - or @ after a ' so that a spreadsheet "
+            help="With --csv/--tsv: write a text cell that begins with =, +, -, @ or a tab after a ' so that a spreadsheet "
                  "shows it as text instead of running it as a formula (numbers are left as they are).",
         ))  # fmt: skip
 

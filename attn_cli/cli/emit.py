@@ -43,7 +43,7 @@ def emit(lines, compute, view, *, single: bool, output: Format, exports, options
                 writers.write(result, output)
         finally:
             if exports is not None:
-                if note := exports.save(None, result, options):
+                for note in exports.save(None, result, options):
                     say(note)
         return
     from attn_cli.io.console import counted
@@ -99,7 +99,7 @@ def show(items, view, *, single: bool, exports, options) -> int:
             if recorded is not None:
                 recorded.print(part)
     if exports is not None and (last is not None or recorded is not None):
-        if note := exports.save(recorded, last, options, single=single):
+        for note in exports.save(recorded, last, options, single=single):
             say(note)
     if closed is not None:
         raise closed

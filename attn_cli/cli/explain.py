@@ -23,7 +23,7 @@ def explain(
     chat: Annotated[bool, typer.Option("--chat", help="Wrap the text in the model's own chat template as a user's message first.")] = False,
     ablate: AblateOpt = None,
     ablate_with: AblateWithOpt = AblateWith.zero,
-    page: Annotated[Path | None, typer.Option("--page", metavar="FILE", parser=page_file, help="Also write an offline page of the maps: hover a cell to see what it is.", show_default=False)] = None,
+    page: Annotated[Path | None, typer.Option("--page", metavar="FILE", parser=page_file, help="Also write an offline page: the text read, the largest parts, and the map of every head and MLP (hover a cell to see what it is).", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace FILE of --page if it exists (a regular file only).")] = False,
     output: FormatOpt = Format.table,
 ) -> None:

@@ -318,6 +318,8 @@ def stats(
     exclude_bos: ExcludeBosOpt = False,
     exclude_current: ExcludeCurrentOpt = False,
     grid: Annotated[Figure | None, typer.Option("--grid", metavar="FIGURE", help="Show one figure of every head as a layers x heads grid instead of the tables: entropy, distance, first, special, self, previous, or detect_PATTERN (previous, duplicate, induction, first, special, self).", show_default=False)] = None,
+    sort: Annotated[Figure | None, typer.Option("--sort", metavar="FIGURE", help="Order the heads by one figure, largest first (the tables, JSON, CSV and Parquet); the same names as --grid. Default: layer, then head.", show_default=False)] = None,
+    top: Annotated[int | None, typer.Option("--top", metavar="N", min=1, help="Heads listed in the terminal's tables, the first N (with --sort: the N largest); JSON and CSV have all.", show_default=False)] = None,
     parquet: Annotated[Path | None, typer.Option("--parquet", metavar="FILE", help="Also write the rows (as --csv has them, unrounded) to FILE as Parquet (needs pyarrow: the fast extra).", show_default=False)] = None,
     force: ForceOpt = False,
     output: FormatOpt = Format.table,
@@ -337,6 +339,8 @@ def stats(
     check_format(output, HeadStats)
     if grid is not None and output is not Format.table:
         raise InputError(f"--grid draws the terminal view; it does not combine with --{output.value}")
+    if grid is not None and (sort is not None or top is not None):
+        raise InputError(f"--grid draws every head in its place; --{'sort' if sort is not None else 'top'} orders and cuts the tables, not the grid")
     if parquet is not None:
         parquet = check_parquet(parquet, force)
     from attn_cli import api
@@ -352,9 +356,11 @@ def stats(
     if partial.blank:
         say(f"skipped {partial.blank} blank line{'s' if partial.blank != 1 else ''}")
     result = api.figures(partial)
+    if sort is not None:
+        result = result.sorted(sort.value)
     if parquet is not None:
         write_parquet(result, parquet, force)
-    write(result, output, "head_stats", None if grid is None else grid.value)
+    write(result, output, "head_stats", None if grid is None else grid.value, top)
     if partial.failed:
         say(f"{partial.failed} of {partial.sentences + partial.failed} lines failed")
         raise typer.Exit(2)

@@ -20,7 +20,7 @@ def patch(
     target: Annotated[str, typer.Option("--target", metavar="TOKEN", help="The metric is the logit of this token (one token, its leading space included, or id:N) ...", show_default=False)],
     versus: Annotated[str, typer.Option("--versus", metavar="TOKEN", help="... less the logit of this one, at the last position.", show_default=False)],
     chat: Annotated[bool, typer.Option("--chat", help="Wrap both texts in the model's own chat template first.")] = False,
-    page: Annotated[Path | None, typer.Option("--page", metavar="FILE", parser=page_file, help="Also write an offline page of the maps: hover a cell to see what it is.", show_default=False)] = None,
+    page: Annotated[Path | None, typer.Option("--page", metavar="FILE", parser=page_file, help="Also write an offline page: the two texts and the maps (hover a cell to see what it is).", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace FILE of --page if it exists (a regular file only).")] = False,
     output: FormatOpt = Format.table,
 ) -> None:

@@ -177,3 +177,16 @@ def write_atomic(path: str | os.PathLike, write: Callable, *, force: bool) -> Pa
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def wrote(path: str | os.PathLike, size: int, *details: str) -> str:
+    """The one line every command says of a file it wrote (--page, --svg, --html): where it went and how big it is,
+    then what else is worth knowing of it: "wrote p.html (79 kB; 9 tokens; every weight kept to three decimals)"."""
+    from attn_cli.io.files import shown_path
+
+    return f"wrote {shown_path(path)} ({'; '.join((file_size(size), *details))})"
+
+
+def file_size(n: int) -> str:
+    """A file's size in SI units, as `ls -l --si` and file managers give it: 812 bytes, 79 kB, 1.2 MB."""
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB" if n >= 1e3 else f"{n} byte{'s' if n != 1 else ''}"

@@ -130,22 +130,24 @@ def xml_safe(text: str) -> str:
     return NOT_XML.sub(lambda m: repr(m.group())[1:-1], text)
 
 
-def save(console, svg: Path | None, html_path: Path | None, *, title: str, force: bool) -> None:
+def save(console, svg: Path | None, html_path: Path | None, *, title: str, force: bool) -> list[str]:
     """Write the recorded view as SVG and/or HTML (each whole, then renamed into place); every character XML cannot hold,
-    in the title or the view, is written as its escape, so that the file is well-formed."""
-    from attn_cli.io.atomic import write_atomic
+    in the title or the view, is written as its escape, so that the file is well-formed. Returns what to say of each file."""
+    from attn_cli.io.atomic import write_atomic, wrote
     from attn_cli.io.files import printable
 
     title = printable(title)
     most = console.width - 10  # the SVG's title bar is as wide as the picture; a longer title would run over its buttons
     title = title if len(title) <= most else title[:most - 1] + "…"
+    notes = []
     if svg is not None:
         picture = xml_safe(console.export_svg(title=title, theme=theme(console), code_format=svg_format(),
                                               font_aspect_ratio=FONT_ASPECT, clear=html_path is None)).encode("utf-8")
-        write_atomic(svg, lambda f: f.write(picture), force=force)
+        notes.append(wrote(write_atomic(svg, lambda f: f.write(picture), force=force), len(picture)))
     if html_path is not None:
         page = xml_safe(seamless(console.export_html(theme=theme(console), code_format=html_format(title), inline_styles=True))).encode("utf-8")
-        write_atomic(html_path, lambda f: f.write(page), force=force)
+        notes.append(wrote(write_atomic(html_path, lambda f: f.write(page), force=force), len(page)))
+    return notes
 
 
 class Exports:
@@ -164,10 +166,11 @@ class Exports:
         """The console that records the whole view for --svg/--html (None: no picture, or one view alone)."""
         return export_console(self.width, self.colors) if self.pictures and self.view is None else None
 
-    def save(self, recorded, result, options: dict, *, single: bool = True) -> str | None:
+    def save(self, recorded, result, options: dict, *, single: bool = True) -> list[str]:
         """Write what was asked: the recorded view or the figure of one view (`options`: the views.inspect.ViewOptions
-        the terminal view was drawn with), and the page; returns what the command says of the page (where, how big)."""
+        the terminal view was drawn with), and the page; returns what the command says of each file (where, how big)."""
         title = f"attn inspect: {self.sentence}" if single else "attn inspect"
+        notes = []
         if self.pictures:
             if self.view is not None:
                 from attn_cli.views.figure import figure
@@ -178,9 +181,9 @@ class Exports:
                 recorded = export_console(self.width or width, self.colors)
                 for part in parts:
                     recorded.print(part)
-            save(recorded, self.svg, self.html, title=title, force=self.force)
+            notes += save(recorded, self.svg, self.html, title=title, force=self.force)
         if self.page is not None:
             from attn_cli.io.page import write_page
 
-            return write_page(result, self.page, title=title, sentence=self.sentence, force=self.force)
-        return None
+            notes.append(write_page(result, self.page, title=title, sentence=self.sentence, force=self.force))
+        return notes

@@ -15,14 +15,13 @@ import numpy as np
 SCALE = 65535  # weights as uint16: as close as the float16 rows kept (3 significant digits), below the 2 decimals shown
 
 STYLE = """
-body{font:14px/1.45 system-ui,sans-serif;margin:1.2em;background:#111;color:#ddd}
-h1{font-size:1.2em;margin:0 0 .3em}.dim{color:#999}
-.controls{margin:.6em 0;display:flex;gap:1em;flex-wrap:wrap;align-items:center}
-#text{line-height:2;max-width:100%;overflow-wrap:anywhere}
-#text span{padding:1px 2px;border-radius:3px;cursor:default;white-space:pre-wrap}
-#text span.gen{color:#7fd4ff;cursor:pointer}#text span.special{color:#e08fe0}
-#text span.current{outline:2px solid #fff}
-table{border-collapse:collapse;margin-top:.8em}td,th{padding:2px 8px;text-align:left}td.num{text-align:right}
+#text{max-width:60em;margin:.6em 0;white-space:pre-wrap;overflow-wrap:break-word;line-height:1.9;font-size:16px}
+#text span{border-radius:2px;cursor:default}
+#text span.gen{color:#7fd4ff;cursor:pointer}#text span.special{color:#d48cf0}
+#text span.current{outline:2px solid #f5c542}
+#text span.nl::before{content:"\\21b5";color:var(--dim);font-size:.8em}
+#info{font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:13px}
+input[type=range]{vertical-align:middle}table.plain tr.on td{color:#f5c542}
 """
 
 SCRIPT = """
@@ -37,9 +36,11 @@ option(layer, -1, 'all, mean'); for (let l = 0; l < L; l++) option(layer, l, Str
 option(head, -1, 'all, mean'); for (let h = 0; h < H; h++) option(head, h, String(h));
 step.max = data.steps.length - 1;
 const spans = [];
-data.prompt.concat(data.steps.map(s => s.token)).forEach((t, i) => {
+const texts = data.texts || data.prompt.concat(data.steps.map(s => s.token));  // each position's text as the model wrote it
+texts.forEach((t, i) => {
   const s = document.createElement('span'); s.textContent = t;
-  if (i >= P) { s.className = 'gen'; s.dataset.step = i - P; }
+  if (t.includes('\\n') && !t.trim()) s.classList.add('nl');  // a line break alone: a mark to shade, then the break
+  if (i >= P) { s.classList.add('gen'); s.dataset.step = i - P; }
   if ((i < P && data.prompt_special[i]) || (i >= P && data.steps[i - P].special)) s.classList.add('special');
   box.appendChild(s); spans.push(s);
 });
@@ -56,7 +57,7 @@ function show(k) {
   const s = data.steps[k];
   info.textContent = `step ${k}: ${JSON.stringify(s.token)}, p = ${s.probability.toFixed(2)}; weights of the token it was read from, over positions 0 to ${w.length - 1}`;
   alts.innerHTML = '';
-  s.top.forEach(a => { const tr = document.createElement('tr'); [a.token, a.probability.toFixed(3)].forEach((x, i) => { const td = document.createElement('td'); td.textContent = x; if (i) td.className = 'num'; tr.appendChild(td); }); alts.appendChild(tr); });
+  s.top.forEach(a => { const tr = document.createElement('tr'); if (a.token === s.token) tr.className = 'on'; [a.token, a.probability.toFixed(3)].forEach((x, i) => { const td = document.createElement('td'); td.textContent = x; if (i) td.className = 'num'; tr.appendChild(td); }); alts.appendChild(tr); });
   step.value = k;
 }
 box.addEventListener('mouseover', e => { if (e.target.dataset.step !== undefined) show(+e.target.dataset.step); });
@@ -68,13 +69,15 @@ if (data.steps.length) show(0);
 TEMPLATE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src '{script_hash}'; style-src '{style_hash}'; base-uri 'none'; form-action 'none'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title><style>{style}</style></head><body>
 <h1>{heading}</h1><p class="dim">{caption}</p>
 <div class="controls"><label>step <input type="range" id="step" min="0" value="0"></label>
 <label>layer <select id="layer"></select></label><label>head <select id="head"></select></label>
 <span class="dim">hover a new token (blue) or move the slider</span></div>
 <p id="info"></p><div id="text"></div>
-<table><thead><tr><th>top alternatives</th><th>p</th></tr></thead><tbody id="alts"></tbody></table>
+<h2>the step's most probable tokens</h2>
+<table class="plain"><thead><tr><th>token</th><th>p</th></tr></thead><tbody id="alts"></tbody></table>
 <script type="application/json" id="data">{data}</script><script>{script}</script></body></html>
 """
 
@@ -86,6 +89,7 @@ def digest(text: str) -> str:
 def page_html(result) -> str:
     from attn_cli.io.files import printable
     from attn_cli.io.html_json import json_for_html
+    from attn_cli.io.page import theme
     from attn_cli.results.generate import STOPS
 
     m = result.model
@@ -95,14 +99,15 @@ def page_html(result) -> str:
         "layers": m["layers"], "heads": m["heads"], "prompt": result.prompt_tokens, "prompt_special": result.prompt_special,
         "steps": [{"token": s.token, "probability": s.probability, "special": s.special,
                    "top": [{"token": t, "probability": p} for _, t, p in s.top]} for s in result.steps],
-        "offsets": offsets,
+        "offsets": offsets, **({} if result.texts is None else {"texts": result.texts}),
         "attention": base64.b64encode(np.concatenate(flat).tobytes() if flat else b"").decode(),
     }
     text = json_for_html(data)
     heading = printable(f"{m['name']}: {len(result.steps)} new tokens; stopped: {STOPS[result.stop]}")
     caption = ("Each new token was read from the token before it: the shading is that query's attention over every earlier "
                "position, at the layer and head chosen. Weights kept to 3 significant digits (float16).")
-    return TEMPLATE.format(script_hash=digest(SCRIPT), style_hash=digest(STYLE), title=html.escape(heading), style=STYLE,
+    style = theme(STYLE)
+    return TEMPLATE.format(script_hash=digest(SCRIPT), style_hash=digest(style), title=html.escape(heading), style=style,
                            heading=html.escape(heading), caption=html.escape(caption), data=text, script=SCRIPT)
 
 
@@ -113,10 +118,7 @@ def write_page(path, result, *, force: bool) -> str:
 
 
 def write_html(path, text: str, *, force: bool) -> str:
-    from attn_cli.io.atomic import write_atomic
-    from attn_cli.io.files import display_path
+    from attn_cli.io.atomic import write_atomic, wrote
 
     body = text.encode("utf-8")
-    written = write_atomic(path, lambda f: f.write(body), force=force)
-    size = f"{len(body) / 1e6:.1f} MB" if len(body) >= 1e5 else f"{len(body) / 1e3:.0f} kB"
-    return f"wrote {display_path(written)} ({size})"
+    return wrote(write_atomic(path, lambda f: f.write(body), force=force), len(body))

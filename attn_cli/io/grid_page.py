@@ -10,12 +10,14 @@ import html
 from attn_cli.io.generate_page import digest
 
 STYLE = """
-body{font:14px/1.45 system-ui,sans-serif;margin:1.2em;background:#111;color:#ddd}
-h1{font-size:1.2em;margin:0 0 .3em}h2{font-size:1em;margin:1.2em 0 .3em}.dim{color:#999}
-.scroll{overflow:auto;max-width:100%}table.grid{border-collapse:collapse}
-table.grid td{width:2.6em;height:1.4em;text-align:center;font-size:11px;border:1px solid #222;color:#eee}
-table.grid th{font-weight:normal;font-size:11px;color:#aaa;padding:0 4px;white-space:nowrap}
-#hover{position:sticky;top:0;background:#111;padding:.4em 0;min-height:1.4em;font-weight:bold}
+table.grid td{width:2.6em;height:1.5em;text-align:center;font-size:11px;border:1px solid var(--line);color:var(--fg)}
+#hover{position:sticky;top:0;background:var(--bg);padding:.4em 0;min-height:1.4em;font-weight:bold;z-index:1}
+.tokens{font:14px/2 "DejaVu Sans Mono",Menlo,Consolas,monospace;max-width:60em}
+.tokens .name{color:var(--dim);margin-right:.6em}
+.tokens span.tok{border:1px solid var(--line);border-radius:3px;padding:0 3px;margin-right:3px;white-space:pre}
+.tokens span.tok.on{border-color:#f5c542;color:#f5c542;font-weight:bold}
+.tokens span.index{color:var(--dim);font-size:11px;margin-right:1px}.tokens span.pair{white-space:nowrap}
+.bar.up{background:rgba(255,150,40,.85)}.bar.down{background:rgba(60,140,255,.85)}
 """
 
 SCRIPT = """
@@ -24,6 +26,29 @@ const hover = document.getElementById('hover'), root = document.getElementById('
 function colour(x, span) {
   const a = Math.min(Math.abs(x) / (span || 1), 1);
   return x >= 0 ? `rgba(255,150,40,${a.toFixed(3)})` : `rgba(60,140,255,${a.toFixed(3)})`;
+}
+(data.texts || []).forEach(line => {  // the text each run read, token by token, the position the maps are of marked
+  const p = document.createElement('p'); p.className = 'tokens';
+  const name = document.createElement('span'); name.className = 'name'; name.textContent = line.name; p.appendChild(name);
+  line.tokens.forEach((t, i) => {
+    const index = document.createElement('span'); index.className = 'index'; index.textContent = i;
+    const s = document.createElement('span'); s.className = 'tok' + (i === line.on ? ' on' : ''); s.textContent = t;
+    const pair = document.createElement('span'); pair.className = 'pair'; pair.appendChild(index); pair.appendChild(s);
+    p.appendChild(pair); p.appendChild(document.createTextNode(' '));
+  });
+  document.getElementById('texts').appendChild(p);
+});
+if (data.ranked) {  // the largest parts, largest first, each with a bar as long as its share
+  const box = document.getElementById('ranked');
+  const h = document.createElement('h2'); h.textContent = data.ranked.title; box.appendChild(h);
+  const table = document.createElement('table'); table.className = 'plain'; box.appendChild(table);
+  const top = Math.max(...data.ranked.rows.map(r => Math.abs(r[1])));
+  data.ranked.rows.forEach(([name, x]) => {
+    const tr = table.insertRow(); tr.insertCell().textContent = name;
+    const td = tr.insertCell(); td.className = 'num'; td.textContent = (x >= 0 ? '+' : '') + x.toFixed(3);
+    const bar = document.createElement('span'); bar.className = 'bar ' + (x >= 0 ? 'up' : 'down');
+    bar.style.width = `${(120 * Math.abs(x) / (top || 1)).toFixed(1)}px`; tr.insertCell().appendChild(bar);
+  });
 }
 data.maps.forEach(map => {
   const h = document.createElement('h2'); h.textContent = map.title; root.appendChild(h);
@@ -47,20 +72,26 @@ data.maps.forEach(map => {
 TEMPLATE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src '{script_hash}'; style-src '{style_hash}'; base-uri 'none'; form-action 'none'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title><style>{style}</style></head><body>
-<h1>{heading}</h1><p class="dim">{caption}</p><div id="hover" class="dim">hover a cell</div><div id="maps"></div>
+<h1>{heading}</h1><p class="dim">{caption}</p><div id="texts"></div><div id="ranked"></div>
+<div id="hover" class="dim">hover a cell</div><div id="maps"></div>
 <script type="application/json" id="data">{data}</script><script>{script}</script></body></html>
 """
 
 
-def page_html(heading: str, caption: str, maps: list[dict]) -> str:
-    """maps: [{"title", "rows": [str], "columns": [str], "values": [[float]], "describe": [[str]]}]; a value of None is blank."""
+def page_html(heading: str, caption: str, maps: list[dict], texts: list[dict] | None = None, ranked: dict | None = None) -> str:
+    """maps: [{"title", "rows": [str], "columns": [str], "values": [[float]], "describe": [[str]]}]; a value of None is blank.
+    texts: [{"name", "tokens": [str], "on": int or None}], the tokens each run read, above the maps; ranked: {"title",
+    "rows": [[name, value]]}, the largest parts as a table of bars, first."""
     from attn_cli.io.files import printable
     from attn_cli.io.html_json import json_for_html
+    from attn_cli.io.page import theme
 
     heading = printable(heading)
-    text = json_for_html({"maps": maps})
-    return TEMPLATE.format(script_hash=digest(SCRIPT), style_hash=digest(STYLE), title=html.escape(heading), style=STYLE,
+    text = json_for_html({"maps": maps, **({"texts": texts} if texts else {}), **({"ranked": ranked} if ranked else {})})
+    style = theme(STYLE)
+    return TEMPLATE.format(script_hash=digest(SCRIPT), style_hash=digest(style), title=html.escape(heading), style=style,
                            heading=html.escape(heading), caption=html.escape(printable(caption)), data=text, script=SCRIPT)
 
 
@@ -69,6 +100,9 @@ def write_page(path, body_html: str, *, force: bool) -> str:
     from attn_cli.io.generate_page import write_html
 
     return write_html(path, body_html, force=force)
+
+
+RANKED = 12  # the largest parts the explain page lists, as its terminal view does
 
 
 def finite(x: float):
@@ -86,7 +120,11 @@ def explain_page(result) -> str:
              "columns": [str(h) for h in range(result.n_heads)] + ["MLP"], "values": values, "describe": describe}]
     caption = (f"The parts sum to {result.total:.4f}; the model's own is {result.logit:.4f}. Orange pushes the target up, blue down; "
                "the final norm's scale frozen at the position, as TransformerLens's logit attribution does.")
-    return page_html(f"{result.model['name']}: {what_is_split(result)} at {result.tokens[result.position]!r} (#{result.position})", caption, maps)
+    texts = [{"name": "the text read", "tokens": result.tokens, "on": result.position}]
+    ranked = {"title": f"the {min(len(result.components), RANKED)} largest parts of {what_is_split(result)}",
+              "rows": [[p.name, finite(p.logit)] for p in result.largest(RANKED)]}
+    return page_html(f"{result.model['name']}: {what_is_split(result)} at {result.tokens[result.position]!r} (#{result.position})", caption, maps,
+                     texts, ranked)
 
 
 def patch_page(result) -> str:
@@ -107,4 +145,5 @@ def patch_page(result) -> str:
     caption = (f"The corrupt run with one activation put back from the clean run; metric {result.target['token']!r} − "
                f"{result.versus['token']!r}: {result.clean_logit_diff:.3f} clean, {result.corrupt_logit_diff:.3f} corrupt; "
                "1 gives back the clean difference, 0 changes nothing.")
-    return page_html(f"{result.model['name']}: activation patching", caption, maps)
+    texts = [{"name": "clean", "tokens": tokens, "on": None}, {"name": "corrupt", "tokens": result.corrupt_tokens, "on": None}]
+    return page_html(f"{result.model['name']}: activation patching", caption, maps, texts)

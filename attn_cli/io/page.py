@@ -304,6 +304,11 @@ def sense_row(row: dict) -> dict:
                   (("names", "name"), ("before", "before"), ("after", "after"), ("change", "change"))}
 
 
+def theme(extra: str = "") -> str:
+    """The style sheet of every page (inspect's, generate's, explain's and patch's): io/page.css, then a page's own rules."""
+    return (HERE / "page.css").read_text(encoding="utf-8") + extra
+
+
 def sha256(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
 
@@ -323,7 +328,7 @@ def render(result, *, title: str, sentence: str) -> tuple[str, dict]:
     from attn_cli.io.html_json import json_for_html
 
     script = (HERE / "page.js").read_text(encoding="utf-8")
-    style = (HERE / "page.css").read_text(encoding="utf-8")
+    style = theme()
     content = page_data(result, sentence)
     content["kept"] = kept_note(content)
     data = json_for_html(content)
@@ -341,19 +346,16 @@ def render(result, *, title: str, sentence: str) -> tuple[str, dict]:
 def write_page(result, path: Path, *, title: str, sentence: str, force: bool) -> str:
     """The page, written whole under a temporary name and renamed into place; returns the line saying where
     it went, how big it is and what it kept (for stderr)."""
-    from attn_cli.io.atomic import write_atomic
+    from attn_cli.io.atomic import write_atomic, wrote
 
     page, content = render(result, title=title, sentence=sentence)
     page = page.encode("utf-8")
     write_atomic(path, lambda f: f.write(page), force=force)
     n = len(content["tokens"])
-    return f"page written to {path} ({size(len(page))}, {n:,} token{'s' if n != 1 else ''}; {content['kept']})"
+    return wrote(path, len(page), f"{n:,} token{'s' if n != 1 else ''}", content["kept"])
 
 
 def cut(text: str, most: int) -> str:
     """A long text's start and end around "…", so that a document's page opens on its controls, not on its text."""
     return text if len(text) <= most else text[:most * 2 // 3] + " … " + text[-(most // 3 - 3):]
 
-
-def size(n: int) -> str:
-    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} KB" if n >= 1e3 else f"{n} bytes"

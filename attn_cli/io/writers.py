@@ -3,10 +3,12 @@
 - table: the result's Rich view (a function from attn_cli.views), for a person;
 - json: `result.to_dict()` as one indented document; jsonl: as one line;
 - csv, tsv: `result.rows()`, tidy rows (one per observation) under a header, written by the csv
-  module, so they load straight into pandas, R, DuckDB or a spreadsheet. Control characters in a
-  cell are written as escapes (`\\x1b`), always: they are never data, and in a terminal (`attn ...
-  --csv | cat`) they would colour it or set its title. With `--spreadsheet`, a text cell that
-  begins with =, +, - or @ is written after a ' (as spreadsheets' own "text" marker), so that
+  module, so they load straight into pandas, R, DuckDB or a spreadsheet. A line break or a tab in
+  a cell (predict's decoded `text`: a newline) is written as it is, inside a quoted cell, CSV's own
+  way to hold one, and read back as it was. Every other control character is written as an escape
+  (`\\x1b`, `\\r`), always: in a terminal (`attn ... --csv | cat`) it would colour it, set its title
+  or move the cursor. With `--spreadsheet`, a text cell that
+  begins with =, +, -, @ or a tab is written after a ' (as spreadsheets' own "text" marker), so that
   opening the file does not run it as a formula; only when asked, since the same cell read by
   pandas or R would then hold the quote (a "-" token would read "'-").
 
@@ -33,8 +35,9 @@ class Format(str, Enum):
 
 
 DELIMITERS = {Format.csv: ",", Format.tsv: "\t"}
-CONTROL_ESCAPES = {c: repr(chr(c))[1:-1] for c in (*range(0x20), *range(0x7F, 0xA0))}  # C0, DEL, C1 -> \t, \n, \x1b, \x9b ...
-FORMULA_START = ("=", "+", "-", "@")  # what makes a spreadsheet read a cell as a formula (a tab or CR first is escaped anyway)
+LAYOUT = ("\n", "\t")  # control characters a quoted cell holds as they are: they lay text out and act on no terminal
+CONTROL_ESCAPES = {c: repr(chr(c))[1:-1] for c in (*range(0x20), *range(0x7F, 0xA0)) if chr(c) not in LAYOUT}  # C0, DEL, C1 -> \r, \x1b, \x9b ...
+FORMULA_START = ("=", "+", "-", "@", "\t")  # what makes a spreadsheet read a cell as a formula (a CR first is escaped anyway)
 formulas_as_text = False  # --spreadsheet (set by cli.app.RowsCommand for the command it runs)
 
 
@@ -89,7 +92,7 @@ def write_rows(rows: Iterable[dict], fmt: Format) -> None:
 
 def cell(value, formulas_as_text: bool = False) -> object:
     """A CSV cell: booleans as true/false, None (masked, undefined) as an empty cell, floats in full;
-    text with its control characters escaped, and with `formulas_as_text` a ' before one that a
+    text with its control characters escaped (but a line break or a tab), and with `formulas_as_text` a ' before one that a
     spreadsheet would run as a formula (numbers are left alone: -0.5 stays a number)."""
     if value is None:
         return ""

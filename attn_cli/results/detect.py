@@ -16,7 +16,7 @@ class HeadsDetected:
     mask: str  # "none" (an encoder) | "causal"
     layers: int
     heads: int  # per layer
-    error: str  # "mul" | "abs"
+    error: str  # --error, the score's measure: "mul" (share of weight on the pattern) | "abs" (1 - sum|A - P| / n); JSON and CSV: "measure"
     exclude_bos: bool
     exclude_current: bool
     text: dict | None  # {"source", "sentences"}: where the text patterns were scored (None: none asked for)
@@ -34,7 +34,7 @@ class HeadsDetected:
         return {"even": score(found["even"]), "random": score(found["random"])}
 
     def to_dict(self) -> dict:
-        out = {"model": self.model, "mask": self.mask, "error": self.error, "exclude_bos": self.exclude_bos,
+        out = {"model": self.model, "mask": self.mask, "measure": self.error, "exclude_bos": self.exclude_bos,
                "exclude_current": self.exclude_current, "text": self.text, "repeated": self.repeated,
                "sequences": {name: found["sequences"] for name, found in self.found.items()}}
         out["patterns"] = {name: self.ranked(name) for name in self.found}
@@ -46,5 +46,5 @@ class HeadsDetected:
         for name in self.found:
             base = self.baselines(name)
             for rank, row in enumerate(self.ranked(name), 1):
-                yield {"pattern": name, "rank": rank, **row, "even": base["even"], "random": base["random"], "error": self.error,
+                yield {"pattern": name, "rank": rank, **row, "even": base["even"], "random": base["random"], "measure": self.error,
                        "sequences": self.found[name]["sequences"]}

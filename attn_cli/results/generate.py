@@ -23,7 +23,7 @@ def step_dict(step, prompt_tokens: list[str], new_tokens: list[str]) -> dict:
         return {"position": position, "token": every[position] if position < len(every) else "", "generated": position >= len(prompt_tokens),
                 "weight": weight(w)}
 
-    return {"step": step.index, "id": step.id, "token": step.token, "piece": step.piece, "special": step.special,
+    return {"step": step.index, "id": step.id, "token": step.token, "piece": step.piece, "text": step.text, "special": step.special,
             "probability": weight(step.probability), "logit": float(significant(step.logit, NUMBER_DIGITS)),
             "top": [{"id": i, "token": t, "probability": weight(p)} for i, t, p in step.top],
             "sources": [source(p, w) for p, w in step.sources]}
@@ -31,10 +31,10 @@ def step_dict(step, prompt_tokens: list[str], new_tokens: list[str]) -> dict:
 
 class GenerateResult(Record):
     __slots__ = ("model", "prompt_text", "prompt_ids", "prompt_tokens", "prompt_special", "steps", "stop", "text", "head", "sampling",
-                 "cache_bytes")
+                 "cache_bytes", "texts")
 
     def __init__(self, model: dict, prompt_text: str, prompt_ids: list, prompt_tokens: list, prompt_special: list, steps: list, stop: str,
-                 text: str, head, sampling: dict, cache_bytes: int):
+                 text: str, head, sampling: dict, cache_bytes: int, texts: list | None = None):
         self.model = model
         self.prompt_text = prompt_text  # the text the model read (after the chat template, with --chat)
         self.prompt_ids, self.prompt_tokens, self.prompt_special = prompt_ids, prompt_tokens, prompt_special
@@ -44,6 +44,7 @@ class GenerateResult(Record):
         self.head = head  # (layer, head) naming the sources, or None: every head pooled
         self.sampling = sampling  # temperature, top_k, top_p, seed
         self.cache_bytes = cache_bytes  # the KV cache's size at the end
+        self.texts = texts  # every position's share of the decoded text, prompt then new tokens, in context (for the page; None: not made)
 
     @property
     def new_tokens(self) -> list[str]:

@@ -213,28 +213,54 @@ class InspectResult(Record):
 
     def rows(self):
         """Tidy rows, one per (layer, head, query, key): indices, tokens, the score Q.K, the scaled
-        score (Q.K itself with --no-scale), both empty where the mask hides the key (or where they were
-        not kept: a checkpoint's without --stage), and the weight."""
+        score (Q.K itself with --no-scale), both empty where the mask hides the key, and the weight.
+        A checkpoint's scores are columns only where the pass kept them (score_columns)."""
         import numpy as np
 
         n = len(self.tokens)
         queries, keys = np.divmod(np.arange(n * n), n)
+        with_score, with_scaled = self.score_columns()
+
+        def cells(matrix, hidden):  # [n, n] -> rounded lists, None where hidden (a checkpoint's -inf too)
+            matrix = np.where(np.isfinite(matrix), matrix, 0.0) if hidden is None else np.where(hidden | ~np.isfinite(matrix), 0.0, matrix)
+            return with_nulls(significant(matrix, NUMBER_DIGITS), hidden)
+
         for head in self.heads:
             layer, name = (0, head.name) if head.layer is None else (head.layer, head.index)
             hidden = None if head.allowed is None else ~head.allowed
-            if head.masked is not None:
-                scores = with_nulls(significant(np.where(hidden, 0.0, head.scores) if hidden is not None else head.scores, NUMBER_DIGITS), hidden)
-                scaled = with_nulls(significant(np.where(hidden, 0.0, head.masked) if hidden is not None else head.masked, NUMBER_DIGITS), hidden)
+            scores = cells(head.scores, hidden) if with_score else None
+            scaled = cells(head.masked, hidden) if with_scaled else None
             weights = significant(head.weights, WEIGHT_DIGITS).ravel().tolist()
             sunk = None if head.sink is None else significant(head.sink_weights, WEIGHT_DIGITS).tolist()
             norms = None if head.value_norms is None else significant(head.value_norms, NUMBER_DIGITS).ravel().tolist()
             for c, (i, j) in enumerate(zip(queries.tolist(), keys.tolist())):
-                yield {"layer": layer, "head": name, "query": i, "key": j, "query_token": self.tokens[i], "key_token": self.tokens[j],
-                       "score": None if head.masked is None else scores[i][j], "scaled": None if head.masked is None else scaled[i][j],
-                       "weight": weights[c], **({} if norms is None else {"value_norm": None if hidden is not None and hidden[i, j] else norms[c]})}
+                row = {"layer": layer, "head": name, "query": i, "key": j, "query_token": self.tokens[i], "key_token": self.tokens[j]}
+                if with_score:
+                    row["score"] = scores[i][j]
+                if with_scaled:
+                    row["scaled"] = scaled[i][j]
+                row["weight"] = weights[c]
+                if norms is not None:
+                    row["value_norm"] = None if hidden is not None and hidden[i, j] else norms[c]
+                yield row
                 if sunk is not None and j == n - 1:  # the sink after each query's keys: no token, no Q.K, its score as compared
-                    yield {"layer": layer, "head": name, "query": i, "key": None, "query_token": self.tokens[i], "key_token": SINK_TOKEN,
-                           "score": None, "scaled": rounded_score(head.sink), "weight": sunk[i], **({} if norms is None else {"value_norm": 0.0})}
+                    row = {"layer": layer, "head": name, "query": i, "key": None, "query_token": self.tokens[i], "key_token": SINK_TOKEN}
+                    if with_score:
+                        row["score"] = None
+                    if with_scaled:
+                        row["scaled"] = rounded_score(head.sink)
+                    row["weight"] = sunk[i]
+                    if norms is not None:
+                        row["value_norm"] = 0.0
+                    yield row
+
+    def score_columns(self) -> tuple[bool, bool]:
+        """Whether the rows carry `score` (Q.K) and `scaled`: always for the lesson's heads; for a checkpoint's,
+        only what its pass kept (--stage scores: both; --stage masked: scaled; otherwise neither)."""
+        if not self.heads or self.heads[0].layer is None:
+            return True, True
+        return (self.stage == "scores" and all(h.scores is not None for h in self.heads),
+                self.stage in ("scores", "masked") and all(h.masked is not None for h in self.heads))
 
     def to_dict(self, stream: bool = False) -> dict:
         """The JSON document, each section the result holds. With `stream`, each head's [n, n] matrices are

@@ -22,8 +22,10 @@ class ModelOverview:
     In a terminal a thumbnail has one cell per token while the sentence fits, two queries per
     character (upper and lower half blocks); longer sentences are pooled over token blocks, and the
     caption says so. In an export each query is a line of coloured cells, no half blocks: a
-    glyph never quite fills its line, and would leave seams. `square` (a figure of the model view
-    alone) gives each token two characters, so that a cell is as tall as it is wide.
+    glyph never quite fills its line, and would leave seams; and each token two characters, so that
+    a cell is as tall as it is wide (a line is twice as tall as a character is wide: one character a
+    token would stretch every thumbnail to twice its height). `square` (a figure of the model view
+    alone) does the same, at the figure's own width.
     """
 
     SQUARE_MAX = 48  # a figure pools longer sentences to this many tokens a side
@@ -38,10 +40,11 @@ class ModelOverview:
             w = np.where(result.allowed if result.layer_allowed is None else result.layer_allowed[:, None], w, np.nan)
         self.weights = w
 
-    def size(self, max_width: int) -> tuple[int, int]:  # -> (thumbnail side, heads per row)
+    def size(self, max_width: int, square: bool | None = None) -> tuple[int, int]:  # -> (thumbnail side, heads per row)
         n_layers, n_heads, g = self.weights.shape[:3]
-        label, cell = 4, 2 if self.square else 1
-        side = min(g, self.SQUARE_MAX if self.square else g, max(2, ((max_width - label) // n_heads - 1) // cell))
+        square = self.square if square is None else square
+        label, cell = 4, 2 if square else 1
+        side = min(g, self.SQUARE_MAX if square else g, max(2, ((max_width - label) // n_heads - 1) // cell))
         per_row = max(1, min(n_heads, (max_width - label) // (side * cell + 1)))
         return side, per_row
 
@@ -65,12 +68,13 @@ class ModelOverview:
         from rich.segment import Segment
         from rich.style import Style
 
-        side, per_row = self.size(options.max_width)
+        system = colour_system(console)
+        square = self.square or (console.record and system is not None)  # an export's cells: two characters, square
+        side, per_row = self.size(options.max_width, square)
         pooled = self.pooled(side)
         s = pooled.shape[-1]
-        system = colour_system(console)
         halves = system is not None and not console.record  # two queries a character: only in a terminal
-        step, cell = (2 if halves else 1), (2 if self.square else 1)
+        step, cell = (2 if halves else 1), (2 if square else 1)
         n_layers, n_heads = pooled.shape[:2]
         dim = Style(dim=True)
         for start in range(0, n_heads, per_row):
@@ -96,6 +100,10 @@ class ModelOverview:
                                 yield Segment("▀", Style(color=weight_colour(top, system), bgcolor=None if bottom is None else weight_colour(bottom, system)))
                         yield Segment(" ")
                     yield Segment.line()
+        g = self.weights.shape[-1]
+        if console.record and s < g:  # an export's squares: what they hold, when fewer than the tokens
+            yield Segment(f"each square pools the {g} tokens into {s} × {s} blocks (--export-view overview draws more)", dim)
+            yield Segment.line()
 
 
 def overview(result: "InspectResult", options) -> list:

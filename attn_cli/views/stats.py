@@ -19,18 +19,21 @@ def fmt(x) -> str:
     return "–" if x is None else f"{x:.3f}"
 
 
-def figures_table(result, names: tuple, key: str, title: str) -> list:
+def figures_table(result, names: tuple, key: str, title: str, top: int | None = None) -> list:
+    """One table of `names` per head (the first `top` of them, in the result's order), even attention's row below."""
     table = Table(box=box.SIMPLE, title=title, title_justify="left")
     table.add_column("head")
     for name in names:
-        table.add_column(name, justify="right")
-    for row in result.per_head[:MAX_ROWS]:
+        column = key.format(name)
+        table.add_column(name + (" ↓" if column == result.sorted_by else ""), justify="right")
+    shown = min(MAX_ROWS, len(result.per_head) if top is None else top)
+    for row in result.per_head[:shown]:
         table.add_row(f"{row['layer']}.{row['head']}", *(fmt(row[key.format(name)]) for name in names))
     table.add_section()
     table.add_row(Text("even (baseline)", style="dim"), *(fmt(result.even[key.format(name)]) for name in names))
     parts = [table]
-    if len(result.per_head) > MAX_ROWS:
-        parts.append(more_rows(MAX_ROWS, len(result.per_head), "heads"))
+    if len(result.per_head) > shown:
+        parts.append(more_rows(shown, len(result.per_head), "heads"))
     return parts
 
 
@@ -42,7 +45,7 @@ def heading(result) -> Text:
     return text
 
 
-def head_stats(result, grid: str | None = None) -> list:
+def head_stats(result, grid: str | None = None, top: int | None = None) -> list:
     parts: list = [heading(result)]
     if grid is not None:
         from attn_cli.views.heatmap import Heatmap
@@ -54,8 +57,10 @@ def head_stats(result, grid: str | None = None) -> list:
                   Heatmap(result.grid(grid), [f"L{l}" for l in range(result.layers)], [f"h{h}" for h in range(result.heads)], kind=kind,
                           corner="layer↓ head→")]
         return parts
-    parts += figures_table(result, SHARES, "{}", "where each head's weight goes (means over every query)")
+    order = "" if result.sorted_by is None else f"; heads by {result.sorted_by}, largest first"
+    parts += figures_table(result, SHARES, "{}", f"where each head's weight goes (means over every query){order}", top)
     counts = ", ".join(f"{name} {result.detect_sentences.get(name, 0):,}" for name in DETECTED)
-    parts += figures_table(result, DETECTED, "detect_{}", f"head detector scores ({result.error}), mean over the sentences with the pattern")
+    parts += figures_table(result, DETECTED, "detect_{}", f"head detector scores ({result.error}), mean over the sentences with the pattern{order}",
+                           top)
     parts.append(Text(f"sentences with each pattern: {counts}. " + "; ".join(f"{k}: {v}" for k, v in ABOUT.items()), style="dim"))
     return parts
