@@ -78,12 +78,20 @@ def human_bytes(n: int) -> str:
 
 
 def key_label(key: str) -> str:
-    """A key as listed among others: punctuation quoted, so that "," reads as a key, not a separator; an invisible
-    character (a no-break space) as its escape, written before the table is laid out so that its columns line up."""
+    """A token (or a key) as every view shows it, from its label (models/pieces.py: a word without its leading space,
+    "␣" for a space): a token without a letter or digit in quotes, so that "," reads as a token, not a separator; an
+    invisible character (a no-break space) as its escape, written before a table is laid out so that its columns line
+    up. The one rule of predict's, explain's, patch's, inspect's and tokens' token lists."""
     from attn_cli.io.files import printable
 
     shown = printable(key)
-    return shown if any(c.isalnum() for c in key) else f"“{shown}”"
+    word = key
+    for name in WHITESPACE_NAMES:  # "\\n" (a newline's label) is no word
+        word = word.replace(name, "")
+    return shown if any(c.isalnum() for c in word) else f"“{shown}”"
+
+
+WHITESPACE_NAMES = ("\\n", "\\t", "\\r")  # how models/pieces.py names a newline, a tab and a carriage return
 
 
 class Footnote:
@@ -141,7 +149,7 @@ def token_line(tokens: list[str], mark: int | None = None, special: list[bool] |
         if k and i > shown[k - 1] + 1:
             text.append(f"… {i - shown[k - 1] - 1:,} more … ", style="yellow")
         text.append(f"{i}:", style="dim")
-        text.append(tokens[i] + " ", style="bold cyan" if i == mark else "magenta" if special and special[i] else "")
+        text.append(key_label(tokens[i]) + " ", style="bold cyan" if i == mark else "magenta" if special and special[i] else "")
     if len(shown) < n:
         text.append(f"({n:,} tokens)", style="dim")
     return text
