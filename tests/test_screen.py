@@ -210,9 +210,15 @@ def explain_whole(model, width: int):
     assert any(l.startswith("each part's share goes through the final norm") for l in lines)
 
 
+def ablated_note_whole(model, width: int):
+    lines = at(width, "predict", CAPITALS[0], "--model", model, "--ablate", "0.0", "--top", "3")
+    assert "own: the model's own probability of that token, with every head on" in lines  # at the terminal's width, not the table's
+
+
 @pytest.mark.parametrize("width", [80, 120])
 def test_a_tiny_models_lens_focus_patch_and_explain_at(width):
     lens_on_one_line_a_layer(LLAMA, width, 2)
+    ablated_note_whole(LLAMA, width)
     focus_on_one_line_a_layer(LLAMA, width, 2)
     patch_header_whole(LLAMA, width, "the forest, the trees and the river", "the forest, the the and the river", "--target", "id:5", "--versus", "id:6")
     explain_whole(LLAMA, width)
@@ -221,7 +227,8 @@ def test_a_tiny_models_lens_focus_patch_and_explain_at(width):
 @pytest.mark.slow
 @pytest.mark.parametrize("width", [80, 120])
 def test_smollm2s_lens_focus_patch_and_explain_at(width):
-    rows = lens_on_one_line_a_layer(checkpoints.smollm2_gguf(), width, 30)
+    lens_on_one_line_a_layer(checkpoints.smollm2_gguf(), width, 30)
+    ablated_note_whole(checkpoints.smollm2_gguf(), width)
     focus_on_one_line_a_layer(checkpoints.smollm2_gguf(), width, 30)
     patch_header_whole(checkpoints.smollm2_gguf(), width, *CAPITALS, "--target", " Rome", "--versus", " Madrid")
     explain_whole(checkpoints.smollm2_gguf(), width)
