@@ -114,7 +114,8 @@ class Heatmap:
         widest = max(self.cell_width, min(cells(self.col_labels), LABEL_WIDTH)) + 1
         narrowest = max(self.cell_width, min(cells(self.col_labels), MIN_LABEL))  # + 1 space, - 1 excluded by range
         if self.numbers:  # columns with numbers of their own: every label whole, else the numbers
-            widest = max(self.cell_width, cells(self.col_labels)) + 1
+            if cells(self.col_labels) > LABEL_WIDTH:
+                return None
             narrowest = widest - 1
         for width in range(widest, narrowest, -1):
             if self.label_width + 1 + width * len(self.col_labels) <= max_width:
