@@ -19,6 +19,11 @@ class DataError(AttnError):
     exit_code = 1
 
 
+class Notice(UserWarning):
+    """Not an error but something the reader should hear about (--focus naming a word of several tokens): warned by the
+    library, said by the CLI in one line on stderr."""
+
+
 def is_panic(e: BaseException) -> bool:
     """A Rust panic inside a compiled extension (tokenizers, safetensors): pyo3's PanicException, which
     derives from BaseException, so `except Exception` lets it through."""

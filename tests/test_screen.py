@@ -48,7 +48,9 @@ def test_the_focus_table_asked_for_ends_the_screen_below_the_model_view():
     assert len(titles) == 3 and titles == sorted(titles) and out[titles[2]].startswith("how 'harbor'")  # in this order
     last = [l for l in out if THUMBNAIL.match(l)][-1]
     assert out.index(last) < titles[1]  # no thumbnail after the tables
-    assert screen("\n".join(out))[-1].rstrip() == "nearest by cosine to the input embeddings of the whole vocabulary"
+    shown = screen("\n".join(out))
+    caption = shown.index("nearest by cosine to the input embeddings of the whole vocabulary")
+    assert shown[caption + 1].startswith("odd tokens in the middle layers") and shown[-1].endswith("all the same")  # its notes end it
 
 
 def test_a_checkpoints_views_are_the_model_view_then_the_tables_then_what_was_asked_for():
@@ -142,3 +144,99 @@ def test_side_by_side_never_pools_a_grid_to_fit_more_heads_a_row(monkeypatch):
     lines = out.getvalue().split("\n")
     assert max(l.count("9 word9") for l in lines) == 2  # two heads a row, each grid whole: four would pool 26 tokens into blocks
     assert not any("block" in l for l in lines) and sum(l.count("↑ head") for l in lines) == 4
+
+
+# At 80 and 120 columns: notes wrap at the terminal's width (never a word alone on a line), a lens or --focus row is
+# one line (a token never cut from its number), and no header is cut.
+CAPITALS = ("The capital of France is Paris, and the capital of Italy is", "The capital of France is Paris, and the capital of Spain is")
+LLAMA = checkpoints.FIXTURES / "tiny-llama"
+
+
+def at(width: int, *args: str) -> list[str]:
+    env = os.environ | {"COLUMNS": str(width), "LINES": "200", "NO_COLOR": "1", "TERM": "dumb"}
+    env.pop("ATTN_VECTORS", None)
+    done = subprocess.run([sys.executable, "-m", "attn_cli", *map(str, args)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = [l.rstrip() for l in done.stdout.split("\n")]
+    assert all(len(l) <= width for l in lines)
+    assert not [l for l in lines if len(l.split()) == 1 and not l.lstrip().startswith("─")], "a word alone on a line"
+    return lines
+
+
+def table(lines: list[str], title: str) -> tuple[list[str], list[str]]:
+    """The header lines and the row lines of the table under the line that starts with `title`."""
+    start = next(i for i, l in enumerate(lines) if l.startswith(title))
+    rule = next(i for i in range(start, len(lines)) if lines[i].strip() and set(lines[i].strip()) == {"─"})
+    end = next(i for i in range(rule + 1, len(lines)) if not lines[i].strip())
+    return [l for l in lines[start + 1 : rule] if l.strip()], lines[rule + 1 : end]
+
+
+def one_line_a_layer(rows: list[str], layers: int):
+    assert [r.split()[0] for r in rows] == ["E", *map(str, range(layers))]  # each row starts with its layer: none spills over
+
+
+def lens_on_one_line_a_layer(model, width: int, layers: int):
+    lines = at(width, "predict", CAPITALS[0], "--model", model, "--lens")
+    header, rows = table(lines, "logit lens")
+    assert header == [header[0]] and "…" not in header[0] and header[0].split()[:3] == ["layer", "top", "tokens"]
+    one_line_a_layer(rows, layers)
+    for row in rows:  # "TestSuite 0.45, rmsg 0.16, …": each token with its probability, the ones left out as "…"
+        items = re.split(r"\s{3,}", row.strip())[1].split(", ")
+        assert all(re.fullmatch(r".+ \d\.\d\d", item) for item in items[:-1] if item != "…") and items[0] != "…"
+        assert items[-1] == "…" or re.fullmatch(r".+ \d\.\d\d", items[-1]), row
+    assert any(l.startswith("odd tokens in the middle layers") for l in lines)
+    return rows
+
+
+def focus_on_one_line_a_layer(model, width: int, layers: int, text="The old harbor town woke slowly", word="harbor"):
+    lines = at(width, "inspect", text, "--model", model, "--focus", word, "--neighbors", "3")
+    header, rows = table(lines, "how ")
+    assert header == [header[0]] and "…" not in header[0] and header[0].split()[-1] == "nearest"
+    one_line_a_layer(rows, layers)
+    assert any(l.startswith("odd tokens in the middle layers") for l in lines)
+
+
+def patch_header_whole(model, width: int, clean: str, corrupt: str, *metric: str):
+    lines = at(width, "patch", clean, corrupt, "--model", model, *metric)
+    header = next(l for l in lines if l.startswith("layer↓ pos→"))  # one line, the corner whole
+    positions = header.split()[2:]
+    assert positions == list(map(str, range(len(positions))))  # each column its position, none cut, none staggered
+    assert next(l for l in lines if l.startswith("layer↓ head→"))
+
+
+def explain_whole(model, width: int):
+    lines = at(width, "explain", CAPITALS[0], "--model", model)
+    assert next(l for l in lines if l.startswith("layer↓ head→")).split()[-1] == "MLP"
+    assert any(l.startswith("each part's share goes through the final norm") for l in lines)
+
+
+def ablated_note_whole(model, width: int):
+    lines = at(width, "predict", CAPITALS[0], "--model", model, "--ablate", "0.0", "--top", "3")
+    assert "own: the model's own probability of that token, with every head on" in lines  # at the terminal's width, not the table's
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_tiny_models_lens_focus_patch_and_explain_at(width):
+    lens_on_one_line_a_layer(LLAMA, width, 2)
+    ablated_note_whole(LLAMA, width)
+    focus_on_one_line_a_layer(LLAMA, width, 2)
+    patch_header_whole(LLAMA, width, "the forest, the trees and the river", "the forest, the the and the river", "--target", "id:5", "--versus", "id:6")
+    explain_whole(LLAMA, width)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [80, 120])
+def test_smollm2s_lens_focus_patch_and_explain_at(width):
+    lens_on_one_line_a_layer(checkpoints.smollm2_gguf(), width, 30)
+    ablated_note_whole(checkpoints.smollm2_gguf(), width)
+    focus_on_one_line_a_layer(checkpoints.smollm2_gguf(), width, 30)
+    patch_header_whole(checkpoints.smollm2_gguf(), width, *CAPITALS, "--target", " Rome", "--versus", " Madrid")
+    explain_whole(checkpoints.smollm2_gguf(), width)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [80, 120])
+def test_gemmas_lens_keeps_each_word_with_its_number_on_one_line_at(width):
+    rows = lens_on_one_line_a_layer(checkpoints.gemma3_gguf(), width, 18)
+    if width == 120:
+        assert all(r.count(", ") == 2 and "…" not in r for r in rows)  # room for all three tokens of every layer

@@ -84,8 +84,8 @@ def test_the_table_the_csv_and_stdin(run):
     assert table.exit_code == 0
     lines = table.stdout.splitlines()
     assert lines[0] == "mistral-spm · mistral · 6 tokens"
-    assert [line.split() for line in lines[4:10]] == [["0", "1", "<s>", "<s>", "special"], ["1", "2338", "▁", "␣"], ["2", "432", "hi", "hi"],
-                                                     ["3", "2338", "▁", "␣"], ["4", "3", "[INST]", "[INST]", "special"], ["5", "2", "</s>", "</s>", "special"]]
+    assert [line.split() for line in lines[4:10]] == [["0", "1", "<s>", "<s>", "special"], ["1", "2338", "▁", "“␣”"], ["2", "432", "hi", "hi"],
+                                                     ["3", "2338", "▁", "“␣”"], ["4", "3", "[INST]", "[INST]", "special"], ["5", "2", "</s>", "</s>", "special"]]
     csv = run("tokens", "hi", "--model", SPM["llama2-spm.F16.gguf"], "--csv")
     assert csv.stdout.splitlines()[0] == "index,id,piece,text,special,start,end"
     assert csv.stdout.splitlines()[1] == "0,1,<s>,<s>,true,,"

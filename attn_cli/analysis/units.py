@@ -90,10 +90,37 @@ def find_focus(labels: list[str], pieces: list[str], focus: str, fold) -> int:
             for j, name in enumerate(names):
                 if wanted and fold(name) == wanted:
                     return j
-        raise InputError(f"--focus {focus!r} is not one of the tokens: {' '.join(labels)}") from None
+        run = word_run([fold(name) for name in pieces], wanted) or word_run([fold(name) for name in labels], wanted)
+        if run is not None:
+            import warnings
+
+            from attn_cli.errors import Notice
+
+            first, last = run
+            warnings.warn(Notice(f"--focus {focus!r} is {last - first + 1} tokens ({' '.join(labels[first:last + 1])}): taking its last, "
+                f"{labels[last]!r} (#{last})"), stacklevel=2)
+            return last
+        raise InputError(f"--focus {focus!r} is not one of the tokens: {' '.join(labels)} "
+                         f"(or give a token's index, 0 to {n - 1})") from None
     if not -n <= i < n:
         raise InputError(f"--focus {i} is out of range: the sentence has {n} tokens (0 to {n - 1})")
     return i % n
+
+
+def word_run(folded: list[str], wanted: str) -> tuple[int, int] | None:
+    """The first run of two or more consecutive tokens whose folded texts make `wanted` ("ver" "d" "ant" for
+    "verdant"): (first, last), or None."""
+    if not wanted:
+        return None
+    for first in range(len(folded)):
+        text = ""
+        for last in range(first, len(folded)):
+            text += folded[last]
+            if not wanted.startswith(text) or not folded[last]:
+                break
+            if text == wanted and last > first:
+                return first, last
+    return None
 
 
 def find_unit(labels: list[str], word: str, near: int | None = None) -> int | None:

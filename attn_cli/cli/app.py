@@ -22,6 +22,15 @@ def say(message: str) -> None:
     sys.stderr.write(f"attn: {printable(message)}\n")
 
 
+def notices(warnings) -> None:
+    """Inside warnings.catch_warnings(): each attn_cli.errors.Notice said in one line, every time it is warned."""
+    from attn_cli.errors import Notice
+
+    shown = warnings.showwarning
+    warnings.simplefilter("always", Notice)
+    warnings.showwarning = lambda message, category, *rest: say(str(message)) if issubclass(category, Notice) else shown(message, category, *rest)
+
+
 def usage_error(e: UsageError) -> None:
     """Click's usage error in the house style: the usage line, then one `attn: ...` line."""
     if e.ctx is not None:
@@ -133,6 +142,7 @@ class AttnGroup(typer.core.TyperGroup):
         try:
             with warnings.catch_warnings():  # NumPy's floating-point warnings: attn checks what it computes and says so in one line
                 warnings.filterwarnings("ignore", r".*(overflow|invalid value|divide by zero|underflow) encountered", RuntimeWarning)
+                notices(warnings)
                 return super().invoke(ctx)
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise

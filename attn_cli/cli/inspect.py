@@ -81,7 +81,7 @@ def inspect(
     weigh: Annotated[Weigh, typer.Option("--weigh", help="Show the weights, or norm: ||alpha_ij f(x_j)||, each weight times the length of what the key writes through W_V and W_O (Kobayashi et al. 2020; also in JSON: value_norms).")] = Weigh.weight,
     rollout: Annotated[bool, typer.Option("--rollout", help="With --model: also the attention rollout through the layers (heads averaged, 0.5 A + 0.5 I, multiplied up), as a heatmap and in JSON.")] = False,
     rollout_layers: Annotated[str | None, typer.Option("--rollout-layers", metavar="A:B", help="With --model: the rollout through layers A to B only (0-based, both included; A: runs to the last, :B from the first). Implies --rollout.", show_default=False)] = None,
-    focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="A token (its first occurrence) or a 0-based index (-1 = last): show that query's softmax distribution.", show_default=False)] = None,
+    focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="A token (its first occurrence; a word of several tokens: its last) or a 0-based index (-1 = last): show that query's softmax distribution.", show_default=False)] = None,
     neighbors: Annotated[
         int | None,
         typer.Option("--neighbors", metavar="K", min=0, max=MAX_NEIGHBORS, help="Nearest keys to E and E' (0 to skip the search over every key), in the shift table and in JSON (neighbors). Default: 3 in JSON; the view shows them when asked.", show_default=False),

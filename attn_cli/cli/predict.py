@@ -24,7 +24,7 @@ def predict(
     temperature: Annotated[float, typer.Option("--temperature", "-t", help="Divide the logits by T before softmax: low T sharper, high T flatter; T = 0 is the argmax.")] = 1.0,
     chat: Annotated[bool, typer.Option("--chat", help="Wrap the text in the model's own chat template as a user's message first.")] = False,
     lens: Annotated[bool, typer.Option("--lens", help="Also read every layer's residual through the output head (the logit lens): what it would predict there.")] = False,
-    focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="Predict from this token instead (default: the last one, or the [MASK]).", show_default=False)] = None,
+    focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="Predict from this token instead (a word of several tokens: its last; default: the last one, or the [MASK]).", show_default=False)] = None,
     token: Annotated[list[str] | None, typer.Option("--token", metavar="TEXT|ID", help="Also the probability, logit and rank of this token, however far down (a text that is one token, a leading space included: \" Paris\"; or id:N, its id). Repeat for several.", show_default=False)] = None,
     max_memory: Annotated[str | None, typer.Option("--max-memory", metavar="SIZE", help="The memory the run may take (4G, 512M); default: most of what is available. A run that needs more is refused before it starts.", show_default=False)] = None,
     ablate: AblateOpt = None,

@@ -78,12 +78,20 @@ def human_bytes(n: int) -> str:
 
 
 def key_label(key: str) -> str:
-    """A key as listed among others: punctuation quoted, so that "," reads as a key, not a separator; an invisible
-    character (a no-break space) as its escape, written before the table is laid out so that its columns line up."""
+    """A token (or a key) as every view shows it, from its label (models/pieces.py: a word without its leading space,
+    "␣" for a space): a token without a letter or digit in quotes, so that "," reads as a token, not a separator; an
+    invisible character (a no-break space) as its escape, written before a table is laid out so that its columns line
+    up. The one rule of predict's, explain's, patch's, inspect's and tokens' token lists."""
     from attn_cli.io.files import printable
 
     shown = printable(key)
-    return shown if any(c.isalnum() for c in key) else f"“{shown}”"
+    word = key
+    for name in WHITESPACE_NAMES:  # "\\n" (a newline's label) is no word
+        word = word.replace(name, "")
+    return shown if any(c.isalnum() for c in word) else f"“{shown}”"
+
+
+WHITESPACE_NAMES = ("\\n", "\\t", "\\r")  # how models/pieces.py names a newline, a tab and a carriage return
 
 
 class Footnote:
@@ -112,15 +120,75 @@ class Footnote:
     def __rich_console__(self, console, options):
         from rich.cells import cell_len
 
-        line = ""
+        lines, line = [], []
         for unit in self.units():
-            if line and cell_len(line) + 1 + cell_len(unit) > options.max_width:
-                yield Text(line, style=self.style)
-                line = unit
+            if line and cell_len(" ".join(line)) + 1 + cell_len(unit) > options.max_width:
+                lines.append(line)
+                line = [unit]
             else:
-                line = f"{line} {unit}" if line else unit
+                line.append(unit)
         if line:
-            yield Text(line, style=self.style)
+            lines.append(line)
+        if len(lines) > 1 and len(lines[-1]) == 1 and len(lines[-2]) > 2:  # the last word not alone: the one before it comes down
+            lines[-1].insert(0, lines[-2].pop())
+        for line in lines:
+            yield Text(" ".join(line), style=self.style)
+
+
+class Unwidowed:
+    """A Text wrapped at the console's width, its last word never alone on a line: the lines made a little narrower
+    instead, where that needs no more of them."""
+
+    def __init__(self, text: Text):
+        self.text = text
+
+    def __rich_measure__(self, console, options):
+        from rich.measure import Measurement
+
+        return Measurement.get(console, options, self.text)
+
+    def __rich_console__(self, console, options):
+        width = options.max_width
+        lines = self.text.wrap(console, width)
+        if len(lines) > 1 and len(lines[-1].plain.split()) == 1:
+            for narrower in range(width - 1, width // 2, -1):
+                tried = self.text.wrap(console, narrower)
+                if len(tried) > len(lines):
+                    break
+                if len(tried[-1].plain.split()) > 1:
+                    lines = tried
+                    break
+        yield lines
+
+
+class OneLine:
+    """A list as a table cell, its items ("Rome 0.77", "Florence 0.07") joined by ", " on one line: in a cell too
+    narrow for all of them, those that fit and "…" (--json has every one). An item is never cut from its number, nor
+    wrapped onto a second line."""
+
+    def __init__(self, items: list[str], style: str = ""):
+        self.items, self.style = list(items), style
+        self.plain = ", ".join(self.items)  # what a table listed row by row (views/fit.py) shows
+
+    def shown(self, width: int) -> str:
+        from rich.cells import cell_len
+
+        for k in range(len(self.items), 0, -1):
+            text = ", ".join(self.items[:k]) + (", …" if k < len(self.items) else "")
+            if cell_len(text) <= width:
+                return text
+        return self.items[0] if self.items else ""
+
+    def __rich_measure__(self, console, options):
+        from rich.cells import cell_len
+        from rich.measure import Measurement
+
+        full = cell_len(self.plain)
+        least = cell_len(self.items[0] + (", …" if len(self.items) > 1 else "")) if self.items else 0
+        return Measurement(min(least, full), full)
+
+    def __rich_console__(self, console, options):
+        yield Text(self.shown(options.max_width), style=self.style, no_wrap=True, overflow="ellipsis")
 
 
 def quoted(token: str) -> str:
@@ -141,7 +209,7 @@ def token_line(tokens: list[str], mark: int | None = None, special: list[bool] |
         if k and i > shown[k - 1] + 1:
             text.append(f"… {i - shown[k - 1] - 1:,} more … ", style="yellow")
         text.append(f"{i}:", style="dim")
-        text.append(tokens[i] + " ", style="bold cyan" if i == mark else "magenta" if special and special[i] else "")
+        text.append(key_label(tokens[i]) + " ", style="bold cyan" if i == mark else "magenta" if special and special[i] else "")
     if len(shown) < n:
         text.append(f"({n:,} tokens)", style="dim")
     return text

@@ -65,9 +65,9 @@ def model_heading(result: "results.InspectResult") -> list:
     m = result.model
     parts = [Text(f"{m['name']} · {m['type']} · {m['layers']} layers × {m['heads']} heads · d_model {m['d_model']} · d_k {m['d_k']} · "
                   + ("causal mask" if result.mask == "causal" else "no mask"), style="bold")]
-    from attn_cli.views.base import token_line
+    from attn_cli.views.base import Unwidowed, token_line
 
-    parts.append(token_line(result.tokens, special=result.special))
+    parts.append(Unwidowed(token_line(result.tokens, special=result.special)))
     notes = []
     if result.words:
         notes.append("word pieces merged into words (--words): a word's row is the mean over its pieces, its column the sum")
@@ -89,7 +89,9 @@ LEAD = ("Attention: each token's row in the heatmaps below weighs the tokens it 
 def lesson_heading(result: "results.InspectResult", options) -> list:
     """The lesson's heads: what the screen is about, the tokens, what E is."""
     parts: list = [Text(LEAD, style="bold")] if options.lead else []
-    parts.append(token_list(result))
+    from attn_cli.views.base import Unwidowed
+
+    parts.append(Unwidowed(token_list(result)))
     if result.unknown:
         parts.append(Text(f"without a vector: {', '.join(dict.fromkeys(result.unknown))}", style="yellow"))
     position = "word vector + sinusoidal position" if result.position else "word vector only (--no-position)"

@@ -4,7 +4,7 @@ import numpy as np
 from rich import box
 from rich.text import Text
 
-from attn_cli.views.base import FitTable, key_label
+from attn_cli.views.base import FitTable, Unwidowed, key_label
 from attn_cli.views.heatmap import Heatmap
 
 
@@ -42,7 +42,7 @@ def explain_view(result) -> list:
         parts.append(Text(f"{result.ablation.mode}-ablated: head{'s' if len(result.ablation.heads) > 1 else ''} "
                           f"{', '.join(result.ablation.names)} ({'zeros' if result.ablation.mode == 'zero' else 'its mean over the positions'} "
                           "in place of its output); the split below is of the run that follows", style="bold magenta"))
-    return parts + [title, heatmap, table, check, note]
+    return [Unwidowed(p) if isinstance(p, Text) else p for p in parts + [title, heatmap, table, check, note]]  # no word alone on a line
 
 
 def what_is_split(result) -> str:

@@ -75,7 +75,9 @@ def figure(result, options, name: str, sentence: str, console) -> tuple[list, in
         view = named(name)
         missing = [need for need in view.needs if getattr(result, need) is None]
         parts = [] if missing else [p for p in view.parts(result, options) if type(p).__name__ != "Rule"]
-        width = max((console.measure(p).maximum for p in parts if not isinstance(p, Text)), default=0)
+        from attn_cli.views.base import Footnote, Unwidowed
+
+        width = max((console.measure(p).maximum for p in parts if not isinstance(p, (Text, Footnote, Unwidowed))), default=0)  # notes wrap
     if not parts:
         from attn_cli.errors import InputError
 

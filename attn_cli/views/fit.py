@@ -55,7 +55,7 @@ def row_lists(table, kinds: list[str]):
     """A table too wide for the console, a row at a time: its labels on a line, then each number under its
     header, one a line (bars left out: the numbers say it all)."""
     def plain(cell) -> str:
-        return cell.plain if isinstance(cell, Text) else str(cell) if isinstance(cell, str) else ""
+        return cell if isinstance(cell, str) else getattr(cell, "plain", "")  # a Text, a OneLine (views/base.py); a bar none
 
     if table.title:
         yield Text(plain(table.title), style="bold")

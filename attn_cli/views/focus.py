@@ -5,7 +5,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attn_cli import results
-from attn_cli.views.base import Bar, FitTable, quoted
+from attn_cli.views.base import Bar, FitTable, key_label, quoted
 
 def focus_table(head: results.HeadView, tokens: list[str], i: int, scale: bool = True) -> Table:
     """Query i's row: the scaled scores and the softmax distribution they become."""
@@ -17,10 +17,10 @@ def focus_table(head: results.HeadView, tokens: list[str], i: int, scale: bool =
     table.add_column("softmax", kind="bar")
     for j, token in enumerate(tokens):
         if head.allowed is not None and not head.allowed[i, j]:
-            table.add_row(Text(f"{j}:{token}", style="dim"), Text("−∞ masked", style="dim"), Text("0", style="dim"), "")
+            table.add_row(Text(f"{j}:{key_label(token)}", style="dim"), Text("−∞ masked", style="dim"), Text("0", style="dim"), "")
             continue
         w = float(head.weights[i, j])
-        table.add_row(f"{j}:{token}", f"{head.masked[i, j]:.3f}", f"{w:.3f}", Bar(w))
+        table.add_row(f"{j}:{key_label(token)}", f"{head.masked[i, j]:.3f}", f"{w:.3f}", Bar(w))
     if head.sink is not None:
         w = float(head.sink_weights[i])
         table.add_row(f"{results.SINK_TOKEN} nothing", f"{head.sink:.3f}", f"{w:.3f}", Bar(w))

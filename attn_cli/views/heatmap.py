@@ -85,7 +85,7 @@ class Heatmap:
     """
 
     def __init__(self, matrix, row_labels: list[str], col_labels: list[str], *, kind: str = "weights", corner: str = "query ↓ key →",
-                 legend: bool = True, columns: str | None = None):
+                 legend: bool = True, columns: str | None = None, numbers: list[str] | None = None):
         import numpy as np
 
         self.matrix = np.asarray(matrix, dtype=np.float64)  # [rows, cols], NaN = masked
@@ -95,6 +95,7 @@ class Heatmap:
         self.corner = corner
         self.show_legend = legend
         self.columns = columns  # what numbered columns are, when too narrow for their labels (default: the rows' tokens)
+        self.numbers = numbers  # what numbered columns are headed with (default: a column's index where its row is the same token)
         finite = self.matrix[np.isfinite(self.matrix)]
         self.span = float(np.max(np.abs(finite))) if finite.size else 1.0  # diverging scale's end
         self.cells = [[self.cell_text(x) for x in row] for row in self.matrix.tolist()]
@@ -112,6 +113,10 @@ class Heatmap:
         """The widest labelled column (up to LABEL_WIDTH + 1) that fits, or None when even the narrowest does not."""
         widest = max(self.cell_width, min(cells(self.col_labels), LABEL_WIDTH)) + 1
         narrowest = max(self.cell_width, min(cells(self.col_labels), MIN_LABEL))  # + 1 space, - 1 excluded by range
+        if self.numbers:  # columns with numbers of their own: every label whole, else the numbers
+            if cells(self.col_labels) > LABEL_WIDTH:
+                return None
+            narrowest = widest - 1
         for width in range(widest, narrowest, -1):
             if self.label_width + 1 + width * len(self.col_labels) <= max_width:
                 return width
@@ -128,6 +133,8 @@ class Heatmap:
         for column, digits in tries:
             room = max_width - 1 - column * len(self.col_labels)
             if room >= min(natural, index + 1 + MIN_ROW_WORD):
+                if self.numbers:  # rows that are not the columns' tokens (layers): room for the corner, where there is some
+                    natural = max(natural, cells([self.corner]))
                 return Layout(column, digits, True, min(natural, room))
         return None
 
@@ -205,7 +212,8 @@ class Heatmap:
         text = layout.column - 1
         if not layout.numbered:
             return ["".join(abbreviate(label, text, "right") + " " for label in self.col_labels)]
-        heads = [str(j) if j < len(self.row_labels) and self.row_labels[j] == label else label for j, label in enumerate(self.col_labels)]
+        heads = self.numbers or [str(j) if j < len(self.row_labels) and self.row_labels[j] == label else label
+                                 for j, label in enumerate(self.col_labels)]
         lines = 1 if cells(heads) <= text else 2
         rows = [[" "] * (layout.column * len(heads) + 1) for _ in range(lines)]
         for j, head in enumerate(heads):
@@ -247,8 +255,13 @@ class Heatmap:
             yield Text(note, style="dim")
 
     def short_corner(self) -> str:
-        """"query ↓ key →" as "q ↓ k →"."""
-        return " ".join(word[0] if word.isalpha() else word for word in self.corner.split())
+        """"query ↓ key →" as "q ↓ k →", "layer↓ pos→" as "l↓ p→"."""
+        def short(word: str) -> str:
+            if word.isalpha():
+                return word[0]
+            return word[0] + word[-1] if word[:-1].isalpha() and word[-1] in "↓→" else word
+
+        return " ".join(short(word) for word in self.corner.split())
 
     def compact(self, max_width: int, system: str | None):
         """One character cell per entry, token indices as the column axis; rows labelled "index token" where

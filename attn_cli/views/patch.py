@@ -3,7 +3,7 @@
 import numpy as np
 from rich.text import Text
 
-from attn_cli.views.base import key_label
+from attn_cli.views.base import Unwidowed, key_label
 from attn_cli.views.heatmap import Heatmap
 
 
@@ -23,15 +23,16 @@ def patch_view(result) -> list:
     metric = Text(f"metric: the logit difference {t!r} − {v!r} at {key_label(result.clean_tokens[result.position])!r} "
                   f"(#{result.position}): {result.clean_logit_diff:.3f} clean, {result.corrupt_logit_diff:.3f} corrupt", style="bold")
     if result.clean_logit_diff == result.corrupt_logit_diff:
-        return [heading, tokens, corrupt, metric, Text("the two texts give the same difference: nothing to patch back", style="bold red")]
+        return unwidowed([heading, tokens, corrupt, metric, Text("the two texts give the same difference: nothing to patch back", style="bold red")])
     labels = [f"{p}:{key_label(tok)}" for p, tok in enumerate(result.clean_tokens)]
     resid = Heatmap(result.normalised(result.resid_pre), [str(l) for l in range(len(result.resid_pre))], labels, kind="scores",
-                    corner="layer↓ pos→", legend=False, columns="columns: positions, numbered as in the clean line above")
+                    corner="layer↓ pos→", legend=False, columns="columns: positions, numbered as in the clean line above",
+                    numbers=[str(p) for p in range(len(labels))])
     heads = Heatmap(result.normalised(result.heads), [str(l) for l in range(len(result.heads))], [str(h) for h in range(result.heads.shape[1])],
                     kind="scores", corner="layer↓ head→")
     best_resid = np.unravel_index(np.nanargmax(result.normalised(result.resid_pre)), result.resid_pre.shape)
     best_head = np.unravel_index(np.nanargmax(result.normalised(result.heads)), result.heads.shape)
-    return [
+    return unwidowed([
         heading, tokens, corrupt, metric,
         Text("(a) the stream entering layer l at position p put back from the clean run; 1 = the clean difference, 0 = the corrupt", style="bold"),
         resid,
@@ -40,4 +41,9 @@ def patch_view(result) -> list:
         Text(f"largest: the stream at {labels[best_resid[1]]} entering layer {best_resid[0]} "
              f"({result.normalised(result.resid_pre)[best_resid]:.2f}); head {best_head[0]}.{best_head[1]} "
              f"({result.normalised(result.heads)[best_head]:.2f}). Raw differences in --json", style="dim"),
-    ]
+    ])
+
+
+def unwidowed(parts: list) -> list:
+    """Notes and token lists wrapped with no word alone on a line."""
+    return [Unwidowed(p) if isinstance(p, Text) else p for p in parts]

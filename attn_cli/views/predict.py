@@ -4,7 +4,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from attn_cli.views.base import Bar, FitTable, key_label, quoted, token_line
+from attn_cli.views.base import Bar, FitTable, Footnote, OneLine, Unwidowed, key_label, quoted, token_line
 from attn_cli.views.softmax import fmt_probability
 
 
@@ -25,23 +25,31 @@ def predict_view(result) -> list:
         for rank, p in enumerate(result.predictions, 1):
             table.add_row(str(rank), key_label(p.token), f"{p.logit:.2f}", fmt_probability(p.probability), Bar(p.probability))
     shown = sum(p.probability for p in result.predictions)
-    parts = [heading, tokens, table, Text(f"the {len(result.predictions)} shown hold {shown:.1%} of the probability", style="dim")]
+    parts = [heading, tokens, table]
+    if result.ablation:
+        parts.append(Footnote("own: the model's own probability of that token, with every head on"))
+    parts.append(Text(f"the {len(result.predictions)} shown hold {shown:.1%} of the probability", style="dim"))
     if result.asked:
         parts.append(asked_table(result))
     if result.lens is not None:
-        parts.append(lens_table(result))
-    return parts
+        winner = result.predictions[0].token
+        parts += [lens_table(result), Footnote(f"p, rank: of the model's final prediction {quoted(winner)}, had it stopped at that layer"),
+                  Footnote(LENS_NOTE)]
+    return [Unwidowed(p) if isinstance(p, Text) else p for p in parts]  # notes and token lists: no word alone on a line
+
+
+LENS_NOTE = ("odd tokens in the middle layers (bytes, markup, other scripts) are expected there: those layers' streams are "
+             "not yet in the output embedding's basis, and the lens reads them through the final norm and W_U all the same")
 
 
 def lens_table(result) -> Table:
     """Each layer's residual at the position through the model's output head."""
-    winner = result.predictions[0].token
     table = FitTable(box=box.SIMPLE, title=f"logit lens: each layer's residual at #{result.position} through the output head",
-                  title_justify="left", caption=f"p, rank: of the model's final prediction {quoted(winner)}, had it stopped at that layer")
+                     title_justify="left")
     for name, justify in (("layer", "right"), ("top tokens", "left"), ("p", "right"), ("rank", "right"), ("", "left")):
         table.add_column(name, justify=justify)
     for row in result.lens:
-        top = ", ".join(f"{key_label(p.token)} {p.probability:.2f}" for p in row["top"])
+        top = OneLine([f"{key_label(p.token)} {p.probability:.2f}" for p in row["top"]])  # one line a layer, a token never cut from its p
         layer = "E" if row["layer"] == 0 else str(row["layer"] - 1)
         table.add_row(layer, top, fmt_probability(row["final_probability"]), f"{row['final_rank']:,}", Bar(row["final_probability"], 16))
     return table
@@ -65,7 +73,7 @@ def ablated_table(result, title: str):
     what = "zeros" if result.ablation.mode == "zero" else "its mean over the positions"
     heads = ", ".join(result.ablation.names)
     table = FitTable(box=box.SIMPLE, title=f"{title}, with head{'s' if len(result.ablation.heads) > 1 else ''} {heads} ablated ({what})",
-                     title_justify="left", caption_justify="left", caption="own: the model's own probability of that token, with every head on")
+                     title_justify="left")
     for name, justify in (("", "right"), ("token", "left"), ("ablated", "right"), ("own", "right"), ("change", "right"), ("", "left")):
         table.add_column(name, justify=justify)
     for rank, p in enumerate(result.predictions, 1):

@@ -3,7 +3,7 @@
 from rich import box
 from rich.table import Table
 
-from attn_cli.views.base import FitTable, Footnote, key_label, quoted
+from attn_cli.views.base import FitTable, Footnote, OneLine, key_label, quoted
 
 def layer_table(result: "InspectResult") -> Table:
     table = FitTable(box=box.SIMPLE, title="the residual stream, layer by layer (mean over tokens)", title_justify="left")
@@ -21,16 +21,19 @@ def residual_table(result: "InspectResult") -> Table:
     table = FitTable(box=box.SIMPLE, title=f"how {quoted(result.tokens[result.focus])} (piece #{i}) moves through the layers: E′ = E + ΔE, layer by layer",
                   title_justify="left")
     neighbors = any(row.nearest for row in result.residual)
-    for name in ("layer", "‖x‖", "‖Δ attention‖", "‖Δ MLP‖", "cos prev", "cos E") + (("nearest vocabulary tokens",) if neighbors else ()):
+    for name in ("layer", "‖x‖", "‖Δ attention‖", "‖Δ MLP‖", "cos prev", "cos E") + (("nearest",) if neighbors else ()):
         table.add_column(name, justify="left" if name.startswith("nearest") else "right")
     for row in result.residual:
         opt = lambda x, f: "" if x is None else format(x, f)  # noqa: E731
         cells = ["E" if row.layer == 0 else str(row.layer - 1), f"{row.norm:.2f}", opt(row.attn_update, ".2f"),
                  opt(row.mlp_update, ".2f"), opt(row.cosine_previous, ".3f"), f"{row.cosine_input:.3f}"]
-        table.add_row(*cells, *([", ".join(key_label(t) for t in row.nearest)] if neighbors else []))
-    if neighbors:
-        table.caption, table.caption_justify = "nearest by cosine to the input embeddings of the whole vocabulary", "left"
+        table.add_row(*cells, *([OneLine([key_label(t) for t in row.nearest])] if neighbors else []))  # one line a layer
     return table
+
+
+NEIGHBORS_NOTE = ("odd tokens in the middle layers (bytes, markup, other scripts) are expected there: those layers' streams "
+                  "are no longer in the input embeddings' basis, nor yet in the output's, and are compared with the input "
+                  "embeddings all the same")
 
 
 def layers(result: "InspectResult", options) -> list:
@@ -40,4 +43,7 @@ def layers(result: "InspectResult", options) -> list:
 
 
 def path(result: "InspectResult", options) -> list:
-    return [residual_table(result)]
+    table = residual_table(result)
+    if not any(row.nearest for row in result.residual):
+        return [table]
+    return [table, Footnote("nearest by cosine to the input embeddings of the whole vocabulary"), Footnote(NEIGHBORS_NOTE)]
