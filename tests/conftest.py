@@ -47,6 +47,30 @@ def misaligned(a: np.ndarray, offset: int) -> np.ndarray:
     return moved
 
 
+# What the user's shell may export that changes how attn (Rich) draws: colours, width, the terminal's kind. The
+# suite runs without them, whatever the shell says (.ci/run's last pass exports them to check); a test that means
+# one sets it itself (run(..., env={"NO_COLOR": "1"}), or os.environ | {...} for a subprocess).
+TERMINAL_VARIABLES = ("NO_COLOR", "FORCE_COLOR", "TERM", "COLORTERM", "COLUMNS", "LINES", "JUPYTER_COLUMNS", "JUPYTER_LINES",
+                      "TTY_COMPATIBLE", "TTY_INTERACTIVE", "PY_COLORS", "CLICOLOR_FORCE")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_terminal_variables():
+    """The terminal variables out of os.environ for the whole run: CliRunner's invocations, and the subprocesses
+    the tests start with os.environ as their base, see none (session-wide, so session fixtures see none either)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in TERMINAL_VARIABLES:
+            patch.delenv(name, raising=False)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def no_terminal_variables_set_by_another_test(monkeypatch):
+    """Each test starts without them too, should an earlier one have set one in os.environ and left it."""
+    for name in TERMINAL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def misaligned_weights():
     """Under ATTN_TEST_MISALIGN, every tensor a model reads (and every layer it holds) lies at another alignment than

@@ -12,8 +12,8 @@ runner = CliRunner()
 LESSON = "A fluffy blue creature roamed the verdant forest."
 
 
-def inspect(*args, columns: int = 80):
-    return runner.invoke(app, ["inspect", LESSON, "--neighbors", "0", *map(str, args)], env={"COLUMNS": str(columns)})
+def inspect(*args, columns: int = 80, env: dict | None = None):
+    return runner.invoke(app, ["inspect", LESSON, "--neighbors", "0", *map(str, args)], env={"COLUMNS": str(columns), **(env or {})})
 
 
 def test_the_svg_needs_no_network(tmp_path):
@@ -129,6 +129,18 @@ def test_colors_256_and_16_draw_with_those_palettes_only(tmp_path, colors, palet
     assert inspect("--head", "adjective", "--svg", path, "--colors", colors).exit_code == 0
     shown = {tuple(int(f[i:i + 2], 16) for i in (1, 3, 5)) for f in fills(path.read_text())}
     assert shown and shown <= palette and len(shown) >= 4
+
+
+@pytest.mark.parametrize("colors", ["truecolor", "256", "16"])
+def test_colors_typed_on_the_command_line_beat_no_color(tmp_path, colors):
+    """no-color.org: an option on the command line overrides NO_COLOR; without one, NO_COLOR leaves the picture grey."""
+    typed, left, plain = tmp_path / "typed.svg", tmp_path / "left.svg", tmp_path / "plain.svg"
+    assert inspect("--head", "adjective", "--svg", typed, "--colors", colors, env={"NO_COLOR": "1"}).exit_code == 0
+    assert inspect("--head", "adjective", "--svg", left, env={"NO_COLOR": "1"}).exit_code == 0
+    assert inspect("--head", "adjective", "--svg", plain, env={"NO_COLOR": None}).exit_code == 0
+    assert len(fills(typed.read_text())) >= 4 and not fills(left.read_text())
+    if colors == "truecolor":
+        assert fills(typed.read_text()) == fills(plain.read_text())
 
 
 def test_export_view_heatmap_is_a_landscape_figure_of_the_heatmaps_alone(tmp_path):

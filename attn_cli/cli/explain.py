@@ -16,7 +16,7 @@ from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ablate_wi
 ))
 def explain(
     text: Annotated[str, typer.Argument(metavar="TEXT", help="The text whose next token is explained; - reads one per line from stdin.", show_default=False)],
-    model: Annotated[str, typer.Option("--model", metavar="PATH|NAME", help="A decoder: a Hugging Face folder, a .gguf file, ollama:NAME[:TAG], or a name in the local Hugging Face cache (never downloaded).", show_default=False)],
+    model: Annotated[str, typer.Option("--model", metavar="PATH|NAME", help="A decoder: a Hugging Face folder, a .gguf file, ollama:NAME[:TAG], a name in the local Hugging Face cache, or an installed Python package that ships a .gguf file (never downloaded).", show_default=False)],
     target: Annotated[str | None, typer.Option("--target", metavar="TOKEN", help="The token whose logit is split: a text that is one token, its leading space included (' Mary'), or id:N. Default: the top prediction.", show_default=False)] = None,
     versus: Annotated[str | None, typer.Option("--versus", metavar="TOKEN", help="Split the logit difference target − this token instead (one token, or id:N).", show_default=False)] = None,
     focus: Annotated[str | None, typer.Option("--focus", metavar="WORD|INDEX", help="Explain the prediction after this token instead of the last one (a word of several tokens: its last).", show_default=False)] = None,

@@ -19,7 +19,7 @@ from attn_cli.errors import InputError
 ))
 def generate(
     text: Annotated[str, typer.Argument(metavar="TEXT", help="The prompt to continue; - reads it from stdin (all of it, one prompt).", show_default=False)],
-    model: Annotated[str, typer.Option("--model", metavar="PATH|NAME", help="A decoder: a Hugging Face folder, a .gguf file, ollama:NAME[:TAG], or a name in the local Hugging Face cache (never downloaded).", show_default=False)],
+    model: Annotated[str, typer.Option("--model", metavar="PATH|NAME", help="A decoder: a Hugging Face folder, a .gguf file, ollama:NAME[:TAG], a name in the local Hugging Face cache, or an installed Python package that ships a .gguf file (never downloaded).", show_default=False)],
     steps: Annotated[int, typer.Option("--steps", "-n", metavar="N", min=1, max=100_000, help="New tokens at most; it stops sooner at the model's end of turn.")] = 32,
     temperature: Annotated[float, typer.Option("--temperature", "-t", help="0: greedy (the most probable token each step); else sample from softmax(logits / T).")] = 0.0,
     top_k: Annotated[int | None, typer.Option("--top-k", metavar="K", min=1, help="Sample among the K most probable tokens only.", show_default=False)] = None,

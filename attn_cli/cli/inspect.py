@@ -226,7 +226,16 @@ def check_exports(svg, html, width, output, force, *, colors: str, view: str | N
     check_export(svg, "svg", force)  # before any work, so nothing is computed in vain
     check_export(html, "html", force)
     check_export(page, "page", force)
-    return Exports(svg, html, width, colors, view, page, sentence=text, force=force)
+    return Exports(svg, html, width, colors, view, page, sentence=text, force=force, colors_typed=typed("colors"))
+
+
+def typed(parameter: str) -> bool:
+    """The option was given on the command line (not left to its default)."""
+    from typer._click.core import ParameterSource
+    from typer._click.globals import get_current_context
+
+    ctx = get_current_context(silent=True)
+    return ctx is not None and ctx.get_parameter_source(parameter) == ParameterSource.COMMANDLINE
 
 
 def open_glove(run, head, seed, vectors_path, limit, trust_pickle, sense, sense_set, *, focus, neighbors, output, stream: bool, page: bool = False):

@@ -83,7 +83,7 @@ HeadsOpt = Annotated[
 ]
 ModelOpt = Annotated[
     str | None,
-    typer.Option("--model", metavar="PATH|NAME", help="A real checkpoint (BERT, GPT-2, Llama, Mistral, Qwen, Phi-3, Gemma): a Hugging Face folder, a .gguf file, ollama:NAME[:TAG], or a name in the local Hugging Face cache (never downloaded).", show_default=False),
+    typer.Option("--model", metavar="PATH|NAME", help="A real checkpoint (BERT, GPT-2, Llama, Mistral, Qwen, Phi-3, Gemma): a Hugging Face folder, a .gguf file, ollama:NAME[:TAG], a name in the local Hugging Face cache, or an installed Python package that ships a .gguf file (never downloaded).", show_default=False),
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", metavar="N", min=0, help="Seed of the random head's weights.")]
 

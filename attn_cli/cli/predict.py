@@ -19,7 +19,7 @@ MAX_TOP = 100
 ))
 def predict(
     text: Annotated[str, typer.Argument(metavar="TEXT", help="The text to continue (a decoder), or with [MASK] where a masked LM should fill in; - reads one per line from stdin.", show_default=False)],
-    model: Annotated[str, typer.Option("--model", metavar="PATH|NAME", help="A checkpoint: a Hugging Face folder, a .gguf file, ollama:NAME[:TAG], or a name in the local Hugging Face cache (never downloaded).", show_default=False)],
+    model: Annotated[str, typer.Option("--model", metavar="PATH|NAME", help="A checkpoint: a Hugging Face folder, a .gguf file, ollama:NAME[:TAG], a name in the local Hugging Face cache, or an installed Python package that ships a .gguf file (never downloaded).", show_default=False)],
     top: Annotated[int, typer.Option("--top", metavar="K", min=1, max=MAX_TOP, help="Tokens to list.")] = 10,
     temperature: Annotated[float, typer.Option("--temperature", "-t", help="Divide the logits by T before softmax: low T sharper, high T flatter; T = 0 is the argmax.")] = 1.0,
     chat: Annotated[bool, typer.Option("--chat", help="Wrap the text in the model's own chat template as a user's message first.")] = False,

@@ -17,9 +17,11 @@ def view_width() -> int | None:
     return min(max(int(columns), MIN_WIDTH), MAX_WIDTH) if columns.isdigit() else None
 
 
-def view_console(*, record: bool = False, file=None, width: int | None = None, color_system: str | None = "auto"):
+def view_console(*, record: bool = False, file=None, width: int | None = None, color_system: str | None = "auto",
+                 no_color: bool | None = None):
     """A Rich console for a person that prints user text literally: no markup ("[red]" stays as
-    typed), no emoji codes, and control characters in words, keys or file names escaped."""
+    typed), no emoji codes, and control characters in words, keys or file names escaped. `no_color`
+    None: NO_COLOR decides; False: colours whatever NO_COLOR says (an option typed on the command line)."""
     from rich.console import Console, Group, RenderHook
     from rich.segment import Segment, Segments
 
@@ -30,7 +32,7 @@ def view_console(*, record: bool = False, file=None, width: int | None = None, c
                              for s in segments)]
 
     out = Console(record=record, highlight=False, markup=False, emoji=False, width=width or view_width(), file=file,
-                  color_system=color_system, force_terminal=True if file is not None and color_system else None)
+                  color_system=color_system, force_terminal=True if file is not None and color_system else None, no_color=no_color)
     out.push_render_hook(Literal())
     out.on_broken_pipe = lambda: closed_pipe(out)
     return out

@@ -5,7 +5,8 @@ and the text falls back to the system's monospace fonts, so the file is whole of
 white page; here it gets a <title> and the SVG's dark theme, and its coloured cells fill their
 whole line (inline blocks one line tall), so that cells of neighbouring lines meet without a seam.
 Colours are the same whatever the terminal: truecolor, unless --colors asks for 256 or 16, drawn as
-xterm shows them.
+xterm shows them. NO_COLOR leaves an export without colours, unless --colors is typed: an option on
+the command line overrides the variable (no-color.org).
 """
 
 import html
@@ -90,14 +91,16 @@ def check_export(path: Path | None, kind: str, force: bool) -> Path | None:
 COLOR_SYSTEMS = {"truecolor": "truecolor", "256": "256", "16": "standard"}  # --colors -> Rich's colour system
 
 
-def export_console(width: int | None, colors: str = "truecolor"):
+def export_console(width: int | None, colors: str = "truecolor", typed: bool = False):
     """A console that records what is shown, for the exports only: its own width, and truecolor (or the
-    256 or 16 colours --colors names), whatever the terminal it runs in."""
+    256 or 16 colours --colors names), whatever the terminal it runs in; under NO_COLOR none, unless
+    --colors was `typed`."""
     import io
 
     from attn_cli.io.console import view_console
 
-    return view_console(record=True, file=io.StringIO(), width=width or EXPORT_WIDTH, color_system=COLOR_SYSTEMS[colors])
+    return view_console(record=True, file=io.StringIO(), width=width or EXPORT_WIDTH, color_system=COLOR_SYSTEMS[colors],
+                        no_color=False if typed else None)
 
 
 def theme(console):
@@ -154,9 +157,10 @@ class Exports:
     """What inspect saves besides stdout: the view as SVG/HTML (whole, or one view alone as a figure) and the page."""
 
     def __init__(self, svg: Path | None = None, html: Path | None = None, width: int | None = None, colors: str = "truecolor",
-                 view: str | None = None, page: Path | None = None, sentence: str = "", force: bool = False):
+                 view: str | None = None, page: Path | None = None, sentence: str = "", force: bool = False, colors_typed: bool = False):
         self.svg, self.html, self.width, self.colors, self.view = svg, html, width, colors, view
         self.page, self.sentence, self.force = page, sentence, force
+        self.colors_typed = colors_typed  # --colors on the command line: it beats NO_COLOR
 
     @property
     def pictures(self) -> bool:
@@ -164,7 +168,7 @@ class Exports:
 
     def recorder(self):
         """The console that records the whole view for --svg/--html (None: no picture, or one view alone)."""
-        return export_console(self.width, self.colors) if self.pictures and self.view is None else None
+        return export_console(self.width, self.colors, self.colors_typed) if self.pictures and self.view is None else None
 
     def save(self, recorded, result, options: dict, *, single: bool = True) -> list[str]:
         """Write what was asked: the recorded view or the figure of one view (`options`: the views.inspect.ViewOptions
@@ -176,9 +180,9 @@ class Exports:
                 from attn_cli.views.figure import figure
                 from attn_cli.views.inspect import ViewOptions
 
-                measure = export_console(4096, self.colors)
+                measure = export_console(4096, self.colors, self.colors_typed)
                 parts, width = figure(result, ViewOptions(**options), self.view, self.sentence, measure)
-                recorded = export_console(self.width or width, self.colors)
+                recorded = export_console(self.width or width, self.colors, self.colors_typed)
                 for part in parts:
                     recorded.print(part)
             notes += save(recorded, self.svg, self.html, title=title, force=self.force)

@@ -1,13 +1,13 @@
 """`--model PATH|NAME`: find the checkpoint, read it with its family's table, and return a Transformer ready to run.
 
 Sources (attn_cli.models.sources): a Hugging Face folder (config.json, safetensors, tokenizer
-files), a name in the local Hugging Face cache, a .gguf file, or `ollama:NAME[:TAG]` in Ollama's
-store. Nothing is ever downloaded.
+files), a name in the local Hugging Face cache, a .gguf file, `ollama:NAME[:TAG]` in Ollama's
+store, or the name of an installed Python package that ships a .gguf file. Nothing is ever downloaded.
 """
 
 from pathlib import Path
 
-from attn_cli.errors import DataError
+from attn_cli.errors import DataError, InputError
 from attn_cli.models import families
 from attn_cli.models.transformer import Transformer
 from attn_cli.models.weights import Weights
@@ -24,10 +24,22 @@ def open_source(spec: str):
     from attn_cli.io.files import user_path
 
     path = user_path(spec, "--model")
-    if path.suffix.lower() == ".gguf" and path.is_file():
+    if path.suffix.lower() == ".gguf" and not path.is_dir():
         from attn_cli.models.sources import gguf
 
+        if not path.exists():
+            from attn_cli.io.files import shown_path
+
+            raise InputError(f"{shown_path(spec)}: no such file")
         return gguf.load(path)
+    from attn_cli.models.sources import package
+
+    if not path.exists() and package.is_package_name(spec) and folder.cached_snapshot(spec) is None:  # the cache's name first
+        shipped = package.resolve(spec)
+        if shipped is not None:
+            from attn_cli.models.sources import gguf
+
+            return gguf.load(shipped)
     return folder.load(folder.resolve(spec))
 
 

@@ -10,8 +10,9 @@ until asked for:
 - ``.array()``: the whole tensor as float32 NumPy, equal to the Hugging Face weight;
 - ``.rows(ids)``: some rows of a matrix as float32 (a sentence's embeddings), reading only those.
 
-Readers: `gguf` (a .gguf file, as llama.cpp writes it) and `ollama` (a model in Ollama's store,
-which is a GGUF blob). Nothing here touches the network.
+Readers: `gguf` (a .gguf file, as llama.cpp writes it), `ollama` (a model in Ollama's store,
+which is a GGUF blob) and `package` (the .gguf file an installed Python package ships, found by the
+package's name without importing it). Nothing here touches the network.
 """
 
 from pathlib import Path

@@ -65,7 +65,7 @@ def resolve(spec: str) -> Path:
         raise InputError(f"--model {spec}: expected a model folder (config.json, model.safetensors, tokenizer files), got a file")
     snapshot = cached_snapshot(spec) if spec.count("/") <= 1 and not spec.startswith((".", "/", "~")) else None
     if snapshot is None:
-        raise InputError(f"--model {spec}: no such folder, and no model of that name in the Hugging Face cache at {hub_cache()} (attn never downloads)")
+        raise InputError(f"--model {spec}: no such folder or file, no model of that name in the Hugging Face cache at {hub_cache()}, and no installed package of that name (attn never downloads)")
     return snapshot
 
 
