@@ -7,8 +7,8 @@ The parts, in bytes (n tokens, d = d_model, ff the MLP's width, X = (h + 2 h_kv)
     output      the output projection as float32: whole when it is read ahead (weights.PREFETCH_VOCABULARY), else one block
     pass        one layer's arrays at once: STREAMS [n, d] streams, QKV_COPIES [n, X] and FF_COPIES [n, ff] arrays, the
                 attention's scratch (core.blocked.BLOCK_BYTES) and its values [H, n, d_head]
-    kept        the patterns kept (4 bytes per cell of each kept [H', m, t]), and the streams kept ([L + 1, n, d] when a
-                view keeps every layer's stream)
+    kept        the patterns kept (4 bytes per cell of each kept [H', m, t]; a view of every head, its page, its picture:
+                EVERY_HEAD_PLANES such cells), and the streams kept ([L + 1, n, d] when a view keeps every layer's stream)
     shown       what the views make of the cells they show: SHOWN_CELL bytes per cell in a terminal or JSON
     mapped      the file's pages read through its memory map (counted by the kernel as resident, not private): every
                 tensor's, less the vocabulary's when no logits are made
@@ -25,6 +25,8 @@ STREAMS = 4
 QKV_COPIES = 2
 FF_COPIES = 2
 SHOWN_CELL = 4
+EVERY_HEAD_PLANES = 4  # float32 planes of [L, H, n, n] a view of every head holds: the trace's masked scores and weights, the result's
+# stack of the weights, and what the allocator keeps of the layers' [H, n, n] arrays once freed (inspect --page, measured: 16 bytes a cell)
 MEMORY_SHARE = 0.8  # of the memory available, what one run may take when no --max-memory is given
 
 
