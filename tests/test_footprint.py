@@ -18,7 +18,7 @@ from tests.long_text import DOCUMENT, long_text
 RATIO = 1.5
 LENGTHS = (256, 640, 1280)
 PAGE_LENGTHS = (128, 256, 384)  # inspect --page keeps every head's weights: n^2 x 270 cells
-STEPS = (100, 200, 400)  # generate --page: 400 steps pass the page's bound (analysis.generate.PAGE_CELLS)
+STEPS = (50, 150, 300)  # generate --page: 150 and 300 steps pass the page's bound (analysis.generate.PAGE_CELLS)
 PROMPT = 64
 
 
@@ -172,3 +172,17 @@ def test_a_generation_page_past_its_bound_keeps_the_last_steps_and_says_what_it_
     assert sum(cells * (prompt + k) for k in range(left, 30)) <= 2_000 + cells * (prompt + 29)
     said = f"the attention of the first {left:,} steps left out to keep the page small: it keeps the last {30 - left:,} steps'"
     assert said in done.stderr and said in html and data["left_note"].startswith(said)
+
+
+def test_a_page_past_the_limit_is_refused_before_the_pass_naming_the_text_that_fits(run, tmp_path):
+    """A page shows every head: what would fit is a shorter text (not --head, which a page does not read)."""
+    m = smollm2()
+    text = long_text(m, 487)
+    n = len(m.tokenize(text).ids)
+    done = run("inspect", text, "--model", checkpoints.smollm2_gguf(), "--page", tmp_path / "p.html", "--max-memory", "1G")
+    assert done.exit_code == 2 and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"attn: inspect of 270 heads over {n:,} tokens needs about") and "--head" not in done.stderr
+    fits = int(done.stderr.split("a text of at most ")[1].split(" tokens")[0].replace(",", ""))
+    every = m.n_layers * m.n_heads
+    need = lambda k: footprint.estimate(m, k, cells=footprint.EVERY_HEAD_PLANES * every * k * k, streams=True, logits_rows=0).private  # noqa: E731
+    assert need(fits) <= 1 << 30 < need(fits + 1) and not (tmp_path / "p.html").exists()

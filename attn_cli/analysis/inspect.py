@@ -112,7 +112,7 @@ def check_footprint(model: Model, settings: InspectSettings, n: int) -> None:
             return footprint.estimate(model, n, cells=n * n + model.n_layers * n * model.d_model, shown=n * n, logits_rows=0)
         return footprint.estimate(model, n, cells=planes * heads * n * n, shown=heads * n * n, logits_rows=0)
 
-    options = "--head L.H or --layer L" if not heads or heads > 1 else ""
+    options = "--head L.H or --layer L" if (not heads or heads > 1) and not settings.exports else ""  # a page, a picture: every head
     footprint.check(model, n, need, f"inspect of {heads or every} head{'s' if (heads or every) != 1 else ''}", settings.max_memory, options)
 
 
