@@ -73,11 +73,13 @@ def runs(kind: str, size: int, tmp_path) -> tuple[list[str], object]:
             "inspect --page": (["inspect", text, "--model", path, "--page", str(tmp_path / "p.html")],
                                lambda out: footprint.estimate(m, n, cells=footprint.EVERY_HEAD_PLANES * every * n * n, streams=True,
                                                               logits_rows=0)),
+            "explain --page": (["explain", text, "--model", path, "--json", "--page", str(tmp_path / "e.html")],
+                               lambda out: footprint.estimate(m, n, logits_rows=0)),  # the page's map: 300 cells, within the margin
             }[kind]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind, size", [(k, n) for k in ("predict", "inspect --head") for n in LENGTHS]
+@pytest.mark.parametrize("kind, size", [(k, n) for k in ("predict", "inspect --head", "explain --page") for n in LENGTHS]
                          + [("inspect --page", n) for n in PAGE_LENGTHS] + [("generate --page", n) for n in STEPS])
 def test_the_estimate_is_within_half_again_of_the_measured_peak(kind, size, tmp_path):
     args, estimate = runs(kind, size, tmp_path)
@@ -186,3 +188,13 @@ def test_a_page_past_the_limit_is_refused_before_the_pass_naming_the_text_that_f
     every = m.n_layers * m.n_heads
     need = lambda k: footprint.estimate(m, k, cells=footprint.EVERY_HEAD_PLANES * every * k * k, streams=True, logits_rows=0).private  # noqa: E731
     assert need(fits) <= 1 << 30 < need(fits + 1) and not (tmp_path / "p.html").exists()
+
+
+def test_an_explanation_past_the_limit_is_refused_before_the_pass(run, tmp_path):
+    m = smollm2()
+    text = long_text(m, 487)
+    n = len(m.tokenize(text).ids)
+    done = run("explain", text, "--model", checkpoints.smollm2_gguf(), "--page", tmp_path / "e.html", "--max-memory", "130M")
+    assert done.exit_code == 2 and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"attn: explain over {n:,} tokens needs about") and "a text of at most" in done.stderr
+    assert not (tmp_path / "e.html").exists()

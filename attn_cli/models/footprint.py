@@ -26,6 +26,7 @@ QKV_COPIES = 2
 FF_COPIES = 2
 SHOWN_CELL = 4
 STEP_BYTES = 2_000  # a generated token's record: its token, top alternatives, sources (Python objects, measured)
+PAGE_MAP_CELL = 400  # bytes a cell of explain's or patch's page takes as it is made: its value, its description, their JSON and HTML
 PAGE_WRITE = 11  # bytes a kept attention cell takes while generate's page is made: 16-bit, base64, the JSON, the page, UTF-8
 EVERY_HEAD_PLANES = 4  # float32 planes of [L, H, n, n] a view of every head holds: the trace's masked scores and weights, the result's
 # stack of the weights, and what the allocator keeps of the layers' [H, n, n] arrays once freed (inspect --page, measured: 16 bytes a cell)
