@@ -198,3 +198,16 @@ def test_an_explanation_past_the_limit_is_refused_before_the_pass(run, tmp_path)
     assert done.exit_code == 2 and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith(f"attn: explain over {n:,} tokens needs about") and "a text of at most" in done.stderr
     assert not (tmp_path / "e.html").exists()
+
+
+def test_a_patching_run_past_the_limit_is_refused_before_the_first_pass(run, tmp_path):
+    from attn_cli.analysis.patch import BATCH_BUDGET, HOLD_BYTES
+
+    m = smollm2()
+    clean, corrupt = "When Mary and John went to the store, John gave a drink to", "When Mary and John went to the store, Mary gave a drink to"
+    done = run("patch", clean, corrupt, "--model", checkpoints.smollm2_gguf(), "--target", " Mary", "--versus", " John",
+               "--page", tmp_path / "p.html", "--max-memory", "400M")
+    n = len(m.tokenize(clean).ids)
+    assert done.exit_code == 2 and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"attn: patch over {n:,} tokens needs about") and "more than the 400.0 MB --max-memory allows" in done.stderr
+    assert footprint.patching(m, n, HOLD_BYTES, BATCH_BUDGET, True).private > 400 << 20 and not (tmp_path / "p.html").exists()

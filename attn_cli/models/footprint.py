@@ -12,8 +12,11 @@ The parts, in bytes (n tokens, d = d_model, ff the MLP's width, X = (h + 2 h_kv)
     shown       what the views make of the cells they show: SHOWN_CELL bytes per cell in a terminal or JSON
     mapped      the file's pages read through its memory map (counted by the kernel as resident, not private): every
                 tensor's, less the vocabulary's when no logits are made
-Measured on SmolLM2-135M (Q4_1 GGUF) with `predict` and `inspect --head L.H --json` at 512 to 4,096 tokens
-(tests/test_footprint.py compares the estimate with the peak of a subprocess at three lengths).
+Measured on SmolLM2-135M (Q4_1 GGUF) with `predict` and `inspect --head L.H --json` at 512 to 4,096 tokens, `inspect
+--page` at 128 to 384, `explain --page` at 256 to 1,280 and `generate --page` at 50 to 400 steps (tests/test_footprint.py
+compares the estimate with the peak of a subprocess at three sizes of each; tests/benchmarks/bench_footprint.py prints them).
+`generation` and `patching` add what those commands keep besides: every layer held, the KV cache, each step's record,
+a generation page's rows, the runs' streams, a batch of reruns.
 """
 
 from attn_cli.errors import InputError
@@ -103,6 +106,24 @@ def generation(model, prompt: int, steps: int, hold_bytes: int, page_cells: int 
         every = row * (made * prompt + made * (made + 1) // 2)  # step k's row reads prompt + k + 1 keys at most
         kept = min(every, page_cells + row * n)  # the newest steps' rows: at most page_cells, and the newest's over it
         parts["kept"] = (2 + PAGE_WRITE) * kept
+    return Footprint(parts)
+
+
+def patching(model, n: int, hold_bytes: int, batch_bytes: int, page: bool = False) -> Footprint:
+    """The peak of `patch` over two texts of n tokens: every layer held as float32 when they fit in `hold_bytes`, each
+    run's streams, heads' outputs and KV cache kept, the largest batch of reruns (its attention at most `batch_bytes`),
+    and the page's two maps (L x n and L x H cells, PAGE_MAP_CELL each)."""
+    spec = model.spec
+    per_item = 4 * spec.n_heads * n * n  # a rerun's attention weights
+    batch = min(max(spec.n_layers, spec.n_heads, 0 if model.causal else n), max(1, batch_bytes // max(per_item, 1)))
+    parts = dict(estimate(model, batch * n, logits_rows=1).parts)  # the output projection is held with the layers (Weights.hold)
+    parts["pass"] += batch * per_item
+    if layer_bytes(model) * spec.n_layers <= hold_bytes:
+        parts["weights"] = layer_bytes(model) * spec.n_layers
+    width = spec.n_heads * spec.d_head
+    parts["kept"] = 2 * 4 * spec.n_layers * n * (2 * spec.d_model + width)  # resid_pre, resid_post and attn.z of both runs
+    parts["cache"] = 2 * 4 * spec.n_layers * spec.n_kv_heads * spec.d_head * max(n, 16)
+    parts["page"] = PAGE_MAP_CELL * spec.n_layers * (n + spec.n_heads) if page else 0
     return Footprint(parts)
 
 
