@@ -211,3 +211,23 @@ def test_a_patching_run_past_the_limit_is_refused_before_the_first_pass(run, tmp
     assert done.exit_code == 2 and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith(f"attn: patch over {n:,} tokens needs about") and "more than the 400.0 MB --max-memory allows" in done.stderr
     assert footprint.patching(m, n, HOLD_BYTES, BATCH_BUDGET, True).private > 400 << 20 and not (tmp_path / "p.html").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(__import__("tests.browser", fromlist=["Browser"]).Browser.find() is None, reason="no Chromium installed")
+def test_a_step_the_generation_page_left_out_says_so_in_the_browser(run, tmp_path, monkeypatch):
+    from attn_cli.analysis import generate
+    from tests.browser import Browser
+
+    monkeypatch.setattr(generate, "PAGE_CELLS", 2_000)
+    page = tmp_path / "g.html"
+    assert run("generate", "The cat sat on the", "--model", checkpoints.tiny_llama_folder(), "--steps", "30", "--page", page).exit_code == 0
+    with Browser() as browser:
+        browser.open(page)
+        info = {}
+        for k in (0, 29):
+            browser.evaluate(f"document.getElementById('step').value = {k}; document.getElementById('step').dispatchEvent(new Event('input'))")
+            info[k] = browser.evaluate("document.getElementById('info').textContent")
+        errors = [c for c in browser.console if "error" in str(c).lower()]
+    assert "the attention of the first" in info[0] and "left out to keep the page small" in info[0]
+    assert "weights of the token it was read from, over positions 0 to" in info[29] and errors == []
