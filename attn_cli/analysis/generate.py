@@ -23,6 +23,7 @@ from attn_cli.records import Record
 TOP_ALTERNATIVES = 5  # the most probable tokens kept per step (the runner-up is the second)
 TOP_SOURCES = 3  # the positions a new token attended to most, per step
 HOLD_BYTES = 3 << 30  # the float32 layers kept for the whole run when they fit in this (SmolLM2: 0.5 GB); else read a layer a step
+PAGE_CELLS = 8_000_000  # attention cells (float16) the steps hold for a page at most: the newest steps' rows; older ones are let go
 
 
 class Sampling(Record):
@@ -209,6 +210,8 @@ class Generation:
         self.tokens = next(self._steps)  # the prompt, tokenized (errors in it are raised here, before any output)
         self.steps: list[Step] = []
         self.stop = "interrupted"  # until the loop says otherwise
+        self.kept_cells = 0  # attention cells the steps still hold (for the page)
+        self.first_kept = 0  # the steps before this one have let go of their rows: a page keeps the newest PAGE_CELLS cells
 
     def __iter__(self) -> Iterator[Step]:
         while True:
@@ -218,7 +221,20 @@ class Generation:
                 self.stop = done.value
                 return
             self.steps.append(step)
+            self.keep_within(step)
             yield step
+
+    def keep_within(self, step: Step) -> None:
+        """Let go of the oldest steps' attention rows once the steps hold more than PAGE_CELLS cells (the newest step's are
+        always kept): memory and the page stay bounded however many steps are made, and the page says which it left out."""
+        if step.attention is None:
+            return
+        self.kept_cells += step.attention.size
+        while self.kept_cells > PAGE_CELLS and self.first_kept < len(self.steps) - 1:
+            old = self.steps[self.first_kept]
+            self.kept_cells -= 0 if old.attention is None else old.attention.size
+            old.attention = None
+            self.first_kept += 1
 
     def text(self) -> str:
         return self.model.tokenizer.decode([s.id for s in self.steps], skip_special_tokens=False)

@@ -106,13 +106,13 @@ def check_footprint(model: Model, settings: InspectSettings, n: int) -> None:
     def need(n: int):
         if keeps_everything(settings, n):  # every head's scores and weights, every layer's streams; JSON shows every head
             shown = (heads or every) if settings.json or settings.heads else 0
-            return footprint.estimate(model, n, cells=(2 + (settings.stage == "scores")) * every * n * n, shown=shown * n * n, streams=True,
-                                      logits_rows=0)
+            return footprint.estimate(model, n, cells=(footprint.EVERY_HEAD_PLANES + (settings.stage == "scores")) * every * n * n,
+                                      shown=shown * n * n, streams=True, logits_rows=0)
         if not heads:  # JSON of every head, one at a time, remade from every layer's kept input
             return footprint.estimate(model, n, cells=n * n + model.n_layers * n * model.d_model, shown=n * n, logits_rows=0)
         return footprint.estimate(model, n, cells=planes * heads * n * n, shown=heads * n * n, logits_rows=0)
 
-    options = "--head L.H or --layer L" if not heads or heads > 1 else ""
+    options = "--head L.H or --layer L" if (not heads or heads > 1) and not settings.exports else ""  # a page, a picture: every head
     footprint.check(model, n, need, f"inspect of {heads or every} head{'s' if (heads or every) != 1 else ''}", settings.max_memory, options)
 
 
@@ -207,8 +207,9 @@ def layered(model: Model, trace: Trace, settings: InspectSettings) -> InspectRes
                       masked=trace.get("attn.scores", l)[h] if staged else None,
                       special_weight=None if special_weight is None else special_weight[l, h],
                       value_norms=flows["value_norms"][l, h] if "value_norms" in flows else None) for l, h in selected]
-    raw = trace.stacked("attn.pattern")  # [L, H, n, n]
-    first = raw[:, :, 1:, 0].mean(axis=-1) if raw.shape[-1] > 1 else None  # [L, H]: weight on the first token, over the later queries
+    first = np.stack([trace.get("attn.pattern", l)[:, 1:, 0].mean(axis=-1) for l in range(model.n_layers)]) \
+        if trace.get("attn.pattern", 0).shape[-1] > 1 else None  # [L, H]: weight on the first token, over the later queries
+    # (read layer by layer: no second copy of every head's weights)
     return InspectResult(
         [labels[s] for s in shown], "causal" if model.causal else "none", heads, settings.stage,
         model=model.summary(), caption=model.spec.update_caption, first_token=first, pieces=list(trace.tokens.pieces), special=[special[s] for s in shown], words=settings.words,

@@ -25,6 +25,7 @@ def explain(
     ablate_with: AblateWithOpt = AblateWith.zero,
     page: Annotated[Path | None, typer.Option("--page", metavar="FILE", parser=page_file, help="Also write an offline page: the text read, the largest parts, and the map of every head and MLP (hover a cell to see what it is).", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace FILE of --page if it exists (a regular file only).")] = False,
+    max_memory: Annotated[str | None, typer.Option("--max-memory", metavar="SIZE", help="The memory the run may take (4G, 512M); default: most of what is available. A text that needs more is refused before its pass.", show_default=False)] = None,
     output: FormatOpt = Format.table,
 ) -> None:
     """Direct logit attribution: the target's logit split exactly into the embeddings, every head, every MLP and the biases.
@@ -47,6 +48,9 @@ def explain(
             raise InputError("--page shows one text; give it as TEXT, not -")
         check_writable(page, force)
     ablate_with = ablate_with_value(ablate, ablate_with)  # a str from here
+    from attn_cli.models.footprint import parse_size
+
+    limit = None if max_memory is None else parse_size(max_memory)
     lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
     chosen = load(model)
     settings = ExplainSettings(target=target, versus=versus, focus=focus, chat=chat, ablate=ablate, ablate_with=ablate_with)
@@ -59,6 +63,7 @@ def explain(
     results = []
 
     def compute(line):
+        check_footprint(chosen, line_text(line), chat, limit, page is not None)
         results.append(run(chosen, line_text(line), settings))
         return results[-1]
 
@@ -69,3 +74,18 @@ def explain(
         from attn_cli.cli.app import say
 
         say(write_page(page, explain_page(results[0]), force=force))
+
+
+def check_footprint(model, text: str, chat: bool, max_memory: int | None, page: bool) -> None:
+    """Refuse, before the pass, a text whose explanation would not fit (models.footprint): one pass keeping one position,
+    one row of logits read block by block, and the page's map (a cell a head and an MLP of each layer)."""
+    from attn_cli.models import footprint
+
+    cells = model.n_layers * (model.n_heads + 1) if page else 0
+
+    def need(n: int):
+        estimate = footprint.estimate(model, n, logits_rows=0)
+        estimate.parts["page"] = footprint.PAGE_MAP_CELL * cells
+        return estimate
+
+    footprint.check(model, len(model.tokenize(text, chat=chat).ids), need, "explain", max_memory)

@@ -29,6 +29,7 @@ def generate(
     head: Annotated[str | None, typer.Option("--head", metavar="L.H", help="Name each step's sources by this head's attention (default: every head, the mean).", show_default=False)] = None,
     page: Annotated[Path | None, typer.Option("--page", metavar="FILE", parser=page_file, help="Also write an offline page of the generation: step through the new tokens, see each one's attention, pick a layer and a head.", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace FILE of --page if it exists (a regular file only).")] = False,
+    max_memory: Annotated[str | None, typer.Option("--max-memory", metavar="SIZE", help="The memory the run may take (4G, 512M); default: most of what is available. A run that needs more is refused before it starts, naming the --steps that would fit.", show_default=False)] = None,
     output: FormatOpt = Format.table,
 ) -> None:
     """Generate: predict the next token, append it, repeat, with the attention of every new token.
@@ -48,6 +49,9 @@ def generate(
     if temperature == 0 and (top_k is not None or top_p is not None or seed is not None):
         raise InputError("--top-k, --top-p and --seed shape sampling: give --temperature T > 0 with them (T = 0 is greedy)")
     layer_head = parse_head(head) if head is not None else None
+    from attn_cli.models.footprint import parse_size
+
+    limit = None if max_memory is None else parse_size(max_memory)
     if page is not None:
         from attn_cli.io.atomic import check_writable
 
@@ -57,6 +61,7 @@ def generate(
     settings = GenerateSettings(steps=steps, sampling=Sampling(temperature, top_k, top_p, seed), chat=chat, head=layer_head,
                                 attention=page is not None)  # only the page draws every step's rows
     run = Generation(chosen, prompt, settings)
+    check_footprint(run, steps, limit, page is not None)
     stopped = None
     streamed = output is Format.table and sys.stdout.isatty()  # into a pipe or a file, the text comes whole, wrapped, at the end
     try:
@@ -75,6 +80,18 @@ def generate(
     finish(result, output, page, force, streamed=streamed)
     if stopped is not None:
         raise stopped
+
+
+def check_footprint(run, steps: int, max_memory: int | None, page: bool) -> None:
+    """Refuse, before the first pass, a generation whose estimate (models.footprint.generation) passes the limit, naming the
+    --steps that would fit."""
+    from attn_cli.analysis.generate import HOLD_BYTES, PAGE_CELLS
+    from attn_cli.models import footprint
+
+    prompt = len(run.tokens.ids)
+    need = lambda s: footprint.generation(run.model, prompt, s, HOLD_BYTES, PAGE_CELLS if page else None)  # noqa: E731
+    footprint.check(run.model, steps, need, "generate", max_memory, over=f"of {steps:,} steps after {prompt:,} token{'s' if prompt != 1 else ''}",
+                    fits=lambda k: f"--steps {k:,}" if k else "a shorter prompt")
 
 
 def parse_head(text: str) -> tuple[int, int]:

@@ -22,6 +22,7 @@ def patch(
     chat: Annotated[bool, typer.Option("--chat", help="Wrap both texts in the model's own chat template first.")] = False,
     page: Annotated[Path | None, typer.Option("--page", metavar="FILE", parser=page_file, help="Also write an offline page: the two texts and the maps (hover a cell to see what it is).", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace FILE of --page if it exists (a regular file only).")] = False,
+    max_memory: Annotated[str | None, typer.Option("--max-memory", metavar="SIZE", help="The memory the run may take (4G, 512M); default: most of what is available. A run that needs more is refused before it starts.", show_default=False)] = None,
     output: FormatOpt = Format.table,
 ) -> None:
     """Activation patching: run CORRUPT with one activation put back from CLEAN, for every layer and position and every head.
@@ -40,7 +41,11 @@ def patch(
         from attn_cli.io.atomic import check_writable
 
         check_writable(page, force)
+    from attn_cli.models.footprint import parse_size
+
+    limit = None if max_memory is None else parse_size(max_memory)
     chosen = load(model)
+    check_footprint(chosen, len(chosen.tokenize(clean, chat=chat).ids), limit, page is not None)
     result = run(chosen, clean, corrupt, PatchSettings(target, versus, chat))
     writers.write(result, output, "patch_view")
     if page is not None:
@@ -49,3 +54,12 @@ def patch(
         from attn_cli.cli.app import say
 
         say(write_page(page, patch_page(result), force=force))
+
+
+def check_footprint(model, n: int, max_memory: int | None, page: bool) -> None:
+    """Refuse, before the first pass, a patching run that would not fit (models.footprint.patching)."""
+    from attn_cli.analysis.patch import BATCH_BUDGET, HOLD_BYTES
+    from attn_cli.models import footprint
+
+    need = lambda k: footprint.patching(model, k, HOLD_BYTES, BATCH_BUDGET, page)  # noqa: E731
+    footprint.check(model, n, need, "patch", max_memory)

@@ -46,16 +46,17 @@ texts.forEach((t, i) => {
 });
 function row(k) {  // the weights step k's query gave every earlier position, at the chosen layer and head (or their mean)
   const t = P + k, out = new Float64Array(t), base = data.offsets[k];
+  if (base === null) return null;  // a step whose row the page left out (data.left)
   const ls = +layer.value < 0 ? [...Array(L).keys()] : [+layer.value], hs = +head.value < 0 ? [...Array(H).keys()] : [+head.value];
   for (const l of ls) for (const h of hs) { const at = base + (l * H + h) * t; for (let j = 0; j < t; j++) out[j] += weights[at + j] / 65535; }
   const count = ls.length * hs.length; for (let j = 0; j < t; j++) out[j] /= count;
   return out;
 }
 function show(k) {
-  const w = row(k), top = Math.max(...w);
+  const w = row(k) || new Float64Array(0), top = Math.max(...w);
   spans.forEach((s, j) => { s.style.background = j < w.length ? `rgba(255,170,60,${(w[j] / top).toFixed(3)})` : ''; s.classList.toggle('current', j === P + k); s.title = j < w.length ? w[j].toFixed(2) : ''; });
   const s = data.steps[k];
-  info.textContent = `step ${k}: ${JSON.stringify(s.token)}, p = ${s.probability.toFixed(2)}; weights of the token it was read from, over positions 0 to ${w.length - 1}`;
+  info.textContent = `step ${k}: ${JSON.stringify(s.token)}, p = ${s.probability.toFixed(2)}; ` + (w.length ? `weights of the token it was read from, over positions 0 to ${w.length - 1}` : data.left_note);
   alts.innerHTML = '';
   s.top.forEach(a => { const tr = document.createElement('tr'); if (a.token === s.token) tr.className = 'on'; [a.token, a.probability.toFixed(3)].forEach((x, i) => { const td = document.createElement('td'); td.textContent = x; if (i) td.className = 'num'; tr.appendChild(td); }); alts.appendChild(tr); });
   step.value = k;
@@ -93,28 +94,43 @@ def page_html(result) -> str:
     from attn_cli.results.generate import STOPS
 
     m = result.model
-    flat = [np.rint(np.clip(s.attention.astype(np.float64), 0, 1) * SCALE).astype("<u2").ravel() for s in result.steps]
-    offsets = np.cumsum([0] + [a.size for a in flat])[:-1].tolist()
+    flat = [np.rint(np.clip(s.attention.astype(np.float64), 0, 1) * SCALE).astype("<u2").ravel() for s in result.steps if s.attention is not None]
+    starts = iter(np.cumsum([0] + [a.size for a in flat])[:-1].tolist())
+    offsets = [None if s.attention is None else next(starts) for s in result.steps]  # None: a step whose row was left out
+    note = left_note(result)
     data = {
         "layers": m["layers"], "heads": m["heads"], "prompt": result.prompt_tokens, "prompt_special": result.prompt_special,
         "steps": [{"token": s.token, "probability": s.probability, "special": s.special,
                    "top": [{"token": t, "probability": p} for _, t, p in s.top]} for s in result.steps],
-        "offsets": offsets, **({} if result.texts is None else {"texts": result.texts}),
+        "offsets": offsets, **({} if result.texts is None else {"texts": result.texts}), "left": len(result.steps) - len(flat), "left_note": note,
         "attention": base64.b64encode(np.concatenate(flat).tobytes() if flat else b"").decode(),
     }
     text = json_for_html(data)
     heading = printable(f"{m['name']}: {len(result.steps)} new tokens; stopped: {STOPS[result.stop]}")
     caption = ("Each new token was read from the token before it: the shading is that query's attention over every earlier "
-               "position, at the layer and head chosen. Weights kept to 3 significant digits (float16).")
+               "position, at the layer and head chosen. Weights kept to 3 significant digits (float16)." + (f" {note}." if note else ""))
     style = theme(STYLE)
     return TEMPLATE.format(script_hash=digest(SCRIPT), style_hash=digest(style), title=html.escape(heading), style=style,
                            heading=html.escape(heading), caption=html.escape(caption), data=text, script=SCRIPT)
 
 
+def left_note(result) -> str:
+    """What the page left out of the steps' attention, in words ("" when it kept every step's)."""
+    from attn_cli.analysis.generate import PAGE_CELLS
+
+    left = sum(s.attention is None for s in result.steps)
+    if not left:
+        return ""
+    kept = len(result.steps) - left
+    return (f"the attention of the first {left:,} steps left out to keep the page small: it keeps the last {kept:,} steps' "
+            f"(at most {PAGE_CELLS:,} weights)")
+
+
 def write_page(path, result, *, force: bool) -> str:
-    """The page, written whole under a temporary name and renamed (an interruption leaves no half page): where it went
-    and its size, for the command to say."""
-    return write_html(path, page_html(result), force=force)
+    """The page, written whole under a temporary name and renamed (an interruption leaves no half page): where it went,
+    its size and what it left out, for the command to say."""
+    note = left_note(result)
+    return write_html(path, page_html(result), force=force) + (f"; {note}" if note else "")
 
 
 def write_html(path, text: str, *, force: bool) -> str:

@@ -59,7 +59,7 @@ def overview_figure(result, options) -> tuple[list, int]:
     picture = ModelOverview(result, square=True, matrices=by_head_largest(result.value_norms) if options.weigh == "norm" else None)
     caption = overview(result, options)[1]
     scale = Heatmap([[0.0, 1.0]], ["a"], ["a", "b"])
-    return [caption, picture, Legend(scale), Text("queries ↓ keys →, one square per token" if picture.weights.shape[-1] <= picture.SQUARE_MAX
+    return [caption, picture, Legend(scale), Text("queries ↓ keys →, one square per token" if picture.shape[-1] <= picture.SQUARE_MAX
                                                    else f"pooled to {picture.SQUARE_MAX} blocks of tokens a side", style="dim")], picture.natural_width()
 
 

@@ -35,13 +35,17 @@ class ModelOverview:
 
         self.result = result
         self.square = square
-        w = np.array(result.weights if matrices is None else matrices, dtype=np.float64)  # [L, H, g, g]
-        if result.allowed is not None:  # each layer's visible keys: a local layer's window hides more than the mask
-            w = np.where(result.allowed if result.layer_allowed is None else result.layer_allowed[:, None], w, np.nan)
-        self.weights = w
+        self.matrices = result.weights if matrices is None else matrices  # [L, H, g, g]: pooled a layer at a time, never copied whole
+        self.shape = np.shape(self.matrices)
+
+    def visible(self, l: int):  # -> [g, g] bool or None: layer l's visible keys (a local layer's window hides more than the mask)
+        r = self.result
+        if r.allowed is None:
+            return None
+        return r.allowed if r.layer_allowed is None else r.layer_allowed[l]
 
     def size(self, max_width: int, square: bool | None = None) -> tuple[int, int]:  # -> (thumbnail side, heads per row)
-        n_layers, n_heads, g = self.weights.shape[:3]
+        n_layers, n_heads, g = self.shape[:3]
         square = self.square if square is None else square
         label, cell = 4, 2 if square else 1
         side = min(g, self.SQUARE_MAX if square else g, max(2, ((max_width - label) // n_heads - 1) // cell))
@@ -49,7 +53,7 @@ class ModelOverview:
         return side, per_row
 
     def natural_width(self) -> int:
-        n_heads, g = self.weights.shape[1], self.weights.shape[-1]
+        n_heads, g = self.shape[1], self.shape[-1]
         cell = 2 if self.square else 1
         return 4 + n_heads * (min(g, self.SQUARE_MAX if self.square else g) * cell + 1)
 
@@ -58,11 +62,17 @@ class ModelOverview:
 
         from attn_cli.analysis.units import pool
 
-        pooled = pool(self.weights, side)
-        if self.weights.shape[-1] > side and self.result.allowed is not None:  # a block is masked when all of it is
-            masked = pool(np.where(np.isnan(self.weights[:, :1]), 0.0, 1.0), side) == 0  # [L, 1, s, s]
-            pooled = np.where(masked, np.nan, pooled)
-        return pooled
+        layers = []
+        for l in range(self.shape[0]):  # a layer at a time: float64 copies of one layer's heads, not of every layer's
+            w = np.array(self.matrices[l], dtype=np.float64)  # [H, g, g]
+            seen = self.visible(l)
+            if seen is not None:
+                w = np.where(seen, w, np.nan)
+            pooled = pool(w, side)
+            if self.shape[-1] > side and seen is not None:  # a block is masked when all of it is
+                pooled = np.where(pool(np.where(seen, 1.0, 0.0)[None], side) == 0, np.nan, pooled)
+            layers.append(pooled)
+        return np.stack(layers)
 
     def __rich_console__(self, console, options):
         from rich.segment import Segment
@@ -100,7 +110,7 @@ class ModelOverview:
                                 yield Segment("▀", Style(color=weight_colour(top, system), bgcolor=None if bottom is None else weight_colour(bottom, system)))
                         yield Segment(" ")
                     yield Segment.line()
-        g = self.weights.shape[-1]
+        g = self.shape[-1]
         if console.record and s < g:  # an export's squares: what they hold, when fewer than the tokens
             yield Segment(f"each square pools the {g} tokens into {s} × {s} blocks (--export-view overview draws more)", dim)
             yield Segment.line()
