@@ -35,10 +35,11 @@ class Sampling(Record):
 
 
 class GenerateSettings(Record):
-    __slots__ = ("steps", "sampling", "chat", "head", "attention")
+    __slots__ = ("steps", "sampling", "chat", "head", "attention", "steer")
 
     def __init__(self, steps: int = 32, sampling: Sampling | None = None, chat: bool = False, head: tuple[int, int] | None = None,
-                 attention: bool = True):
+                 attention: bool = True, steer: list | None = None):
+        self.steer = steer or []  # edits every step's pass makes (--steer: Add("resid_post", l, scale * v), at the step's new positions)
         self.attention = attention  # keep each step's [L, H, t] rows (the page draws them); else only its sources, so memory
         #                             grows with the KV cache alone
         self.steps = steps  # new tokens at most
@@ -119,7 +120,7 @@ def generate(model, text: str, settings: GenerateSettings, cache=None) -> Iterat
     for index in range(settings.steps):
         if length >= model.spec.max_positions:
             return "context"
-        trace = model.forward(new, keep=keep, cache=cache)
+        trace = model.forward(new, keep=keep, cache=cache, edits=settings.steer)
         attention = np.stack([trace.get("attn.pattern", l)[:, -1] for l in range(model.n_layers)])  # [L, H, t]
         logits = model.readout(trace.get("resid_post", model.n_layers - 1)[-1:])[0].astype(np.float64)  # [V], final norm included
         chosen = choose(logits, settings.sampling, rng)

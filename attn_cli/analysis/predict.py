@@ -21,10 +21,12 @@ LENS_ROWS = 4  # layers read through the output head at a time
 
 
 class PredictSettings(Record):
-    __slots__ = ("top", "temperature", "chat", "lens", "focus", "asked", "max_memory", "ablate", "ablate_with")
+    __slots__ = ("top", "temperature", "chat", "lens", "focus", "asked", "max_memory", "ablate", "ablate_with", "steer")
 
     def __init__(self, top: int = 10, temperature: float = 1.0, chat: bool = False, lens: bool = False, focus: str | None = None,
-                 asked: list[str] | None = None, max_memory: int | None = None, ablate: list[str] | None = None, ablate_with: str = "zero"):
+                 asked: list[str] | None = None, max_memory: int | None = None, ablate: list[str] | None = None, ablate_with: str = "zero",
+                 steer: list | None = None):
+        self.steer = steer or []  # edits every pass makes: Add("resid_post", l, scale * v) of --steer (io/control_vector.py)
         self.max_memory = max_memory  # bytes the run may take (None: most of what is available)
         self.ablate = ablate  # heads turned off ("3.1"): the prediction that follows, beside the model's own (analysis/ablate.py)
         self.ablate_with = ablate_with
@@ -123,9 +125,9 @@ def predict(model, text: str, settings: PredictSettings) -> PredictResult:
     keep = predict_keep(model, i, settings.lens)
     own = None
     if ablation:  # the model's own prediction first, to show the ablated one beside it
-        mine = model.forward(tokens, keep=keep).get("resid_post", model.n_layers - 1)  # [1, d]
+        mine = model.forward(tokens, keep=keep, edits=settings.steer).get("resid_post", model.n_layers - 1)  # [1, d]
         own = read_out(model, mine, settings.temperature)[1][0]  # [V]
-    trace = model.forward(tokens, keep=keep, edits=ablation_edits(model, tokens.ids, ablation))
+    trace = model.forward(tokens, keep=keep, edits=ablation_edits(model, tokens.ids, ablation) + list(settings.steer))
     rows = np.concatenate([trace.get("resid_pre", 0)] + [trace.get("resid_post", l) for l in range(model.n_layers)]) if settings.lens \
         else trace.get("resid_post", model.n_layers - 1)  # [L + 1, d] or [1, d]: position i only
     last = (len(rows) - 1) // LENS_ROWS * LENS_ROWS  # the block of rows the output is read in (the lens's last block)

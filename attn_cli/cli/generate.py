@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples, interruption
-from attn_cli.cli.options import page_file
+from attn_cli.cli.options import SteerOpt, page_file
 from attn_cli.errors import InputError
 
 
@@ -29,6 +29,7 @@ def generate(
     head: Annotated[str | None, typer.Option("--head", metavar="L.H", help="Name each step's sources by this head's attention (default: every head, the mean).", show_default=False)] = None,
     page: Annotated[Path | None, typer.Option("--page", metavar="FILE", parser=page_file, help="Also write an offline page of the generation: step through the new tokens, see each one's attention, pick a layer and a head.", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace FILE of --page if it exists (a regular file only).")] = False,
+    steer: SteerOpt = None,
     output: FormatOpt = Format.table,
 ) -> None:
     """Generate: predict the next token, append it, repeat, with the attention of every new token.
@@ -53,9 +54,13 @@ def generate(
 
         check_writable(page, force)
     prompt = check_text(stdin_text("TEXT") if text == "-" else text, "TEXT")
+    from attn_cli.io.control_vector import parse_steer, steer_edits
+
+    for text in steer or []:
+        parse_steer(text)  # a bad scale is refused before the model is read
     chosen = load(model)
     settings = GenerateSettings(steps=steps, sampling=Sampling(temperature, top_k, top_p, seed), chat=chat, head=layer_head,
-                                attention=page is not None)  # only the page draws every step's rows
+                                attention=page is not None, steer=steer_edits(chosen, steer or []))  # only the page draws every step's rows
     run = Generation(chosen, prompt, settings)
     stopped = None
     streamed = output is Format.table and sys.stdout.isatty()  # into a pipe or a file, the text comes whole, wrapped, at the end

@@ -1,0 +1,49 @@
+"""The view of `attn direction`: per layer, the direction's norm, the pairs it orders right beside a random direction, the probe."""
+
+from rich import box
+from rich.text import Text
+
+from attn_cli.views.base import FitTable, key_label
+
+
+def direction_view(result) -> list:
+    m = result.model
+    heading = Text(f"{m['name']} · {m['type']} · {m['layers']} layers × {m['heads']} heads", style="bold")
+    n, k = len(result.pairs), result.holdout
+    how = "the mean difference" if result.method == "mean" else "the first principal component (unit norm)"
+    built = Text(f"{how} of resid_post at the last token, from {n - k} pair{'s' * (n - k != 1)}"
+                 + (f"; {k} held out" if k else "; none held out (--holdout K measures separation on unseen pairs)"))
+    parts = [heading, built, layer_table(result)]
+    if result.probe is not None:
+        parts.append(probe_text(result))
+    return parts
+
+
+def layer_table(result):
+    held = result.separation is not None
+    table = FitTable(box=box.SIMPLE, title="per layer: pairs ordered right (positive . v > negative . v)", title_justify="left",
+                     caption=f"random: a Gaussian direction of the same norm (seed {result.seed}); 50% is chance" if held else None)
+    columns = ["layer", "norm", "train"] + (["held out", "random"] if held else [])
+    columns += [key_label(w) for w in result.probe_words] if result.probe is not None else []
+    for name in columns:
+        table.add_column(name, justify="right")
+    norms = result.norms()
+    for l in range(len(result.directions)):
+        row = [str(l), f"{norms[l]:.3g}", f"{result.train_separation[l]:.0%}"]
+        if held:
+            row += [f"{result.separation[l]:.0%}", f"{result.baseline[l]:.0%}"]
+        if result.probe is not None:
+            row += [f"{x:.3g}" for x in result.probe[:, l]]
+        table.add_row(*row, style="bold" if result.rises is not None and result.rises[l] else None)
+    return table
+
+
+def probe_text(result) -> Text:
+    words = " < ".join(key_label(w) for w in result.probe_words)
+    layers = result.rising_layers()
+    total = len(result.directions)
+    if not layers:
+        return Text(f"no rise: at no layer do the projections increase along {words} "
+                    f"(a random order rises with probability {result.chance:.3g})", style="bold")
+    return Text(f"a rise ({words}) at {len(layers)} of {total} layers: {', '.join(map(str, layers))} "
+                f"(bold above; a random order rises with probability {result.chance:.3g} per layer)", style="bold")
