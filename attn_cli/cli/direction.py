@@ -22,7 +22,7 @@ def direction(
     method: Annotated[str, typer.Option("--method", metavar="mean|pca", help="mean: the mean difference of the pairs' streams; pca: their first principal component (as repeng does), unit norm.")] = "mean",
     holdout: Annotated[int, typer.Option("--holdout", metavar="K", min=0, help="Keep the last K pairs out of the direction and report how many of them it orders right, beside a random direction.")] = 0,
     seed: Annotated[int, typer.Option("--seed", metavar="S", min=0, help="The random baseline direction's seed.")] = 0,
-    probe: Annotated[str | None, typer.Option("--probe", metavar="WORDS", help="Words (space-separated) projected on the direction, layer by layer; says where the projections rise along them.", show_default=False)] = None,
+    probe: Annotated[str | None, typer.Option("--probe", metavar="WORDS", help="Texts projected on the direction, layer by layer, split at spaces (\"one two three\") or at commas when there is one (\"I saw one, I saw two\"); says where the projections rise along them.", show_default=False)] = None,
     out: Annotated[Path | None, typer.Option("-o", "--out", metavar="FILE", help="Write the direction as llama.cpp's control vector (direction.1 .. direction.{L-1}, F32).", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace FILE.gguf of -o if it exists (a regular file only).")] = False,
     output: FormatOpt = Format.table,
@@ -39,7 +39,7 @@ def direction(
     from attn_cli.models.loading import load
 
     texts = read_pairs(positive, negative, pairs)
-    words = check_text(probe, "--probe").split() if probe is not None else []
+    words = probe_texts(check_text(probe, "--probe")) if probe is not None else []
     if probe is not None and not words:
         raise InputError("--probe: give words separated by spaces, such as \"one two three four\"")
     if out is not None:
@@ -55,6 +55,12 @@ def direction(
 
         written = write_control_vector(out, result.directions, result.architecture, force=force)
         say(f"wrote {written}: direction.1 to direction.{len(result.directions) - 1} ({result.directions.shape[1]} floats each)")
+
+
+def probe_texts(probe: str) -> list[str]:
+    """--probe's texts: split at commas when it has any ("I saw one, I saw two"), else at spaces ("one two three")."""
+    parts = probe.split(",") if "," in probe else probe.split()
+    return [p.strip() for p in parts if p.strip()]
 
 
 def read_pairs(positive: str | None, negative: str | None, pairs: Path | None) -> list[tuple[str, str]]:

@@ -15,7 +15,7 @@ def direction_view(result) -> list:
                  + (f"; {k} held out" if k else "; none held out (--holdout K measures separation on unseen pairs)"))
     parts = [heading, built, layer_table(result)]
     if result.probe is not None:
-        parts.append(probe_text(result))
+        parts += [probe_table(result), probe_text(result)]
     return parts
 
 
@@ -24,7 +24,6 @@ def layer_table(result):
     table = FitTable(box=box.SIMPLE, title="per layer: pairs ordered right (positive . v > negative . v)", title_justify="left",
                      caption=f"random: a Gaussian direction of the same norm (seed {result.seed}); 50% is chance" if held else None)
     columns = ["layer", "norm", "train"] + (["held out", "random"] if held else [])
-    columns += [key_label(w) for w in result.probe_words] if result.probe is not None else []
     for name in columns:
         table.add_column(name, justify="right")
     norms = result.norms()
@@ -32,9 +31,17 @@ def layer_table(result):
         row = [str(l), f"{norms[l]:.3g}", f"{result.train_separation[l]:.0%}"]
         if held:
             row += [f"{result.separation[l]:.0%}", f"{result.baseline[l]:.0%}"]
-        if result.probe is not None:
-            row += [f"{x:.3g}" for x in result.probe[:, l]]
-        table.add_row(*row, style="bold" if result.rises is not None and result.rises[l] else None)
+        table.add_row(*row)
+    return table
+
+
+def probe_table(result):
+    table = FitTable(box=box.SIMPLE, title="the probe: each text's last-token stream . v", title_justify="left")
+    for name in ["layer"] + [key_label(w) for w in result.probe_words] + ["rises"]:
+        table.add_column(name, justify="right")
+    for l in range(len(result.directions)):
+        rising = bool(result.rises[l])
+        table.add_row(str(l), *[f"{x:.4g}" for x in result.probe[:, l]], "yes" if rising else "", style="bold" if rising else None)
     return table
 
 
@@ -46,4 +53,4 @@ def probe_text(result) -> Text:
         return Text(f"no rise: at no layer do the projections increase along {words} "
                     f"(a random order rises with probability {result.chance:.3g})", style="bold")
     return Text(f"a rise ({words}) at {len(layers)} of {total} layers: {', '.join(map(str, layers))} "
-                f"(bold above; a random order rises with probability {result.chance:.3g} per layer)", style="bold")
+                f"(a random order rises with probability {result.chance:.3g} per layer)", style="bold")
