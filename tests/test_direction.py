@@ -65,7 +65,7 @@ def test_pca_is_the_first_singular_vector_of_the_centred_differences_signed_to_o
 
 
 def test_held_out_pairs_are_the_last_k_and_the_random_baseline_has_the_directions_norm():
-    from attn_cli.analysis.direction import random_like, separation
+    from attn_cli.analysis.direction import RANDOM, random_like, separation
 
     pairs = [("the cats", "the cat"), ("two dogs", "a dog"), ("houses", "my house"), ("birds", "one bird")]
     result = run_direction(pairs, holdout=2, seed=7)
@@ -73,9 +73,19 @@ def test_held_out_pairs_are_the_last_k_and_the_random_baseline_has_the_direction
     held = np.stack([stream(p) - stream(n) for p, n in pairs[2:]])
     np.testing.assert_allclose(result.directions, train.mean(axis=0), rtol=TOL, atol=TOL)
     np.testing.assert_allclose(result.separation, separation(held, result.directions))
-    baseline = random_like(result.directions, 7)
-    np.testing.assert_allclose(np.linalg.norm(baseline, axis=1), result.norms(), rtol=1e-9)
-    np.testing.assert_allclose(result.baseline, separation(held, baseline))
+    baseline = random_like(result.directions, 7)  # [R, L, d]
+    assert baseline.shape == (RANDOM, *result.directions.shape)
+    for r in baseline:
+        np.testing.assert_allclose(np.linalg.norm(r, axis=1), result.norms(), rtol=1e-9)
+    fractions = np.stack([separation(held, r) for r in baseline])
+    np.testing.assert_allclose(result.baseline, fractions.mean(axis=0))
+    np.testing.assert_allclose(result.baseline_high, np.quantile(fractions, 0.95, axis=0))
+    mean = held.mean(axis=0)
+    for l in range(len(mean)):
+        v = result.directions[l]
+        assert result.cosine[l] == pytest.approx(mean[l] @ v / np.linalg.norm(mean[l]) / np.linalg.norm(v), rel=1e-6)
+        random_cos = [abs(mean[l] @ r[l]) / np.linalg.norm(mean[l]) / np.linalg.norm(r[l]) for r in baseline]
+        assert result.random_cosine[l] == pytest.approx(np.quantile(random_cos, 0.95), rel=1e-6)
     assert [p["held_out"] for p in result.to_dict()["pairs"]] == [False, False, True, True]
 
 

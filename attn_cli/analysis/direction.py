@@ -9,8 +9,11 @@ Each text runs once, keeping only every layer's stream at its last token (resid_
           positive above negative (repeng's convention; a tie keeps the sign of the mean difference).
 
 Separation: the K held-out pairs (the last K, never used to build v) are ordered right at layer l when
-D_i[l] . v[l] > 0; the fraction of them, beside the same fraction for a random Gaussian direction of the same norm
-(numpy's default_rng(seed), one per layer): the baseline a direction must beat.
+D_i[l] . v[l] > 0; the fraction of them, beside the same fraction for RANDOM Gaussian directions of the same norm
+(numpy's default_rng(seed)): their mean (50% but for ties) and their 95th percentile, the bar a direction must clear. One
+random direction alone is a poor bar: pairs that share a direction are ordered all right or all wrong by it, so its
+fraction lands near 0% or 100% by luck. A sharper figure beside it: the cosine of v[l] with the held-out pairs' mean
+difference, against the 95th percentile of |cosine| of the random directions (about 2 / sqrt(d) in d dimensions).
 """
 
 import math
@@ -21,6 +24,8 @@ from attn_cli.errors import InputError
 from attn_cli.records import Record
 
 METHODS = ("mean", "pca")
+RANDOM = 100  # random directions of the baseline
+HELD_OUT = ("separation", "baseline", "baseline_high", "cosine", "random_cosine")
 
 
 class DirectionSettings(Record):
@@ -88,10 +93,25 @@ def separation(diffs: np.ndarray, directions: np.ndarray) -> np.ndarray:  # [K, 
     return np.mean(np.einsum("kld,ld->kl", diffs, directions) > 0, axis=0)
 
 
-def random_like(directions: np.ndarray, seed: int) -> np.ndarray:  # [L, d] -> [L, d]
-    """A Gaussian direction per layer, scaled to that layer's norm."""
-    g = np.random.default_rng(seed).standard_normal(directions.shape)
-    return g / np.linalg.norm(g, axis=1, keepdims=True) * np.linalg.norm(directions, axis=1, keepdims=True)
+def random_like(directions: np.ndarray, seed: int, count: int = RANDOM) -> np.ndarray:  # [L, d] -> [R, L, d]
+    """`count` Gaussian directions per layer, each scaled to that layer's norm."""
+    g = np.random.default_rng(seed).standard_normal((count, *directions.shape))
+    return g / np.linalg.norm(g, axis=2, keepdims=True) * np.linalg.norm(directions, axis=1, keepdims=True)
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:  # [L, d], [L, d] -> [L] (0 where either is 0)
+    norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
+    return np.divide(np.einsum("ld,ld->l", a, b), norms, out=np.zeros(len(a)), where=norms > 0)
+
+
+def held_out_figures(held: np.ndarray, directions: np.ndarray, seed: int) -> dict:
+    """Separation of the held-out pairs and cosine with their mean difference, for v and for random directions of its norm."""
+    randoms = random_like(directions, seed)  # [R, L, d]
+    fractions = np.stack([separation(held, r) for r in randoms])  # [R, L]
+    mean = held.mean(axis=0)  # [L, d]
+    random_cos = np.stack([np.abs(cosines(mean, r)) for r in randoms])  # [R, L]
+    return {"separation": separation(held, directions), "baseline": fractions.mean(axis=0), "baseline_high": np.quantile(fractions, 0.95, axis=0),
+            "cosine": cosines(mean, directions), "random_cosine": np.quantile(random_cos, 0.95, axis=0)}
 
 
 def rises(values: np.ndarray) -> np.ndarray:  # [W, L] -> [L] bool
@@ -129,10 +149,8 @@ def direction(model, pairs: list[tuple[str, str]], settings: DirectionSettings):
     if not np.any(train):
         raise InputError("each positive text gives the same stream as its negative at every layer: no direction to find (zero norm)")
     directions = mean_direction(train) if settings.method == "mean" else pca_direction(train)
-    baseline = random_like(directions, settings.seed)
-    held_out = (separation(held, directions), separation(held, baseline)) if len(held) else (None, None)
+    held_out = held_out_figures(held, directions, settings.seed) if len(held) else dict.fromkeys(HELD_OUT)
     probe = np.stack([np.einsum("ld,ld->l", streams[w], directions) for w in settings.probe]) if settings.probe else None  # [W, L]
     return DirectionResult(model=model.summary(), architecture=model.spec.family, pairs=pairs, method=settings.method, holdout=settings.holdout,
-                           seed=settings.seed, directions=directions, train_separation=separation(train, directions),
-                           separation=held_out[0], baseline=held_out[1], probe_words=list(settings.probe), probe=probe,
+                           seed=settings.seed, directions=directions, train_separation=separation(train, directions), **held_out, probe_words=list(settings.probe), probe=probe,
                            rises=None if probe is None else rises(probe), chance=None if probe is None else 1 / math.factorial(len(settings.probe)))

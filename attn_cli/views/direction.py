@@ -22,15 +22,18 @@ def direction_view(result) -> list:
 def layer_table(result):
     held = result.separation is not None
     table = FitTable(box=box.SIMPLE, title="per layer: pairs ordered right (positive . v > negative . v)", title_justify="left",
-                     caption=f"random: a Gaussian direction of the same norm (seed {result.seed}); 50% is chance" if held else None)
-    columns = ["layer", "norm", "train"] + (["held out", "random"] if held else [])
+                     caption=f"random: 100 Gaussian directions of the same norm (seed {result.seed}), their mean and 95th percentile; "
+                             "cos: v's cosine with the held-out pairs' mean difference, beside the random ones' 95th percentile of |cos|"
+                     if held else None)
+    columns = ["layer", "norm", "train"] + (["held out", "random", "p95", "cos", "random p95"] if held else [])
     for name in columns:
         table.add_column(name, justify="right")
     norms = result.norms()
     for l in range(len(result.directions)):
         row = [str(l), f"{norms[l]:.3g}", f"{result.train_separation[l]:.0%}"]
         if held:
-            row += [f"{result.separation[l]:.0%}", f"{result.baseline[l]:.0%}"]
+            row += [f"{result.separation[l]:.0%}", f"{result.baseline[l]:.0%}", f"{result.baseline_high[l]:.0%}", f"{result.cosine[l]:.2f}",
+                    f"{result.random_cosine[l]:.2f}"]
         table.add_row(*row)
     return table
 
