@@ -179,7 +179,9 @@ def test_every_cached_step_of_a_steered_generation_is_the_full_pass_with_the_sam
     from attn_cli.io.control_vector import steer_edits
 
     m = tiny()
-    edits = steer_edits(m, [control_vector(tmp_path, scale=3.0) + ":0.5"])
+    edits, steered = steer_edits(m, [control_vector(tmp_path, scale=3.0) + ":0.5"])
+    assert_copied([s["scale"] for s in steered], [0.5])  # parsed from the text
+    assert steered[0]["layers"] == list(range(1, m.n_layers))
     assert [e.layer for e in edits] == list(range(1, m.n_layers))  # direction.l at resid_post[l]; none at layer 0
     run = Generation(m, "The cat sat on the", GenerateSettings(steps=4, steer=edits))
     list(run)

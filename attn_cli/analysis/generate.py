@@ -35,10 +35,11 @@ class Sampling(Record):
 
 
 class GenerateSettings(Record):
-    __slots__ = ("steps", "sampling", "chat", "head", "attention", "steer")
+    __slots__ = ("steps", "sampling", "chat", "head", "attention", "steer", "steered")
 
     def __init__(self, steps: int = 32, sampling: Sampling | None = None, chat: bool = False, head: tuple[int, int] | None = None,
-                 attention: bool = True, steer: list | None = None):
+                 attention: bool = True, steer: list | None = None, steered: list | None = None):
+        self.steered = steered or []  # what the steer edits came from, as the result shows it: [{"file", "scale", "layers"}]
         self.steer = steer or []  # edits every step's pass makes (--steer: Add("resid_post", l, scale * v), at the step's new positions)
         self.attention = attention  # keep each step's [L, H, t] rows (the page draws them); else only its sources, so memory
         #                             grows with the KV cache alone
@@ -194,4 +195,4 @@ class Generation:
         return GenerateResult(model=m.summary(), prompt_text=prompt, prompt_ids=list(t.ids), prompt_tokens=list(t.labels),
                               prompt_special=list(t.special), steps=list(self.steps), stop=self.stop, text=self.text(), head=self.settings.head,
                               sampling={"temperature": s.temperature, "top_k": s.top_k, "top_p": s.top_p, "seed": s.seed},
-                              cache_bytes=self.cache.nbytes())
+                              cache_bytes=self.cache.nbytes(), steered=self.settings.steered)

@@ -21,11 +21,12 @@ LENS_ROWS = 4  # layers read through the output head at a time
 
 
 class PredictSettings(Record):
-    __slots__ = ("top", "temperature", "chat", "lens", "focus", "asked", "max_memory", "ablate", "ablate_with", "steer")
+    __slots__ = ("top", "temperature", "chat", "lens", "focus", "asked", "max_memory", "ablate", "ablate_with", "steer", "steered")
 
     def __init__(self, top: int = 10, temperature: float = 1.0, chat: bool = False, lens: bool = False, focus: str | None = None,
                  asked: list[str] | None = None, max_memory: int | None = None, ablate: list[str] | None = None, ablate_with: str = "zero",
-                 steer: list | None = None):
+                 steer: list | None = None, steered: list | None = None):
+        self.steered = steered or []  # what the steer edits came from, as the result shows it: [{"file", "scale", "layers"}]
         self.steer = steer or []  # edits every pass makes: Add("resid_post", l, scale * v) of --steer (io/control_vector.py)
         self.max_memory = max_memory  # bytes the run may take (None: most of what is available)
         self.ablate = ablate  # heads turned off ("3.1"): the prediction that follows, beside the model's own (analysis/ablate.py)
@@ -156,7 +157,7 @@ def predict(model, text: str, settings: PredictSettings) -> PredictResult:
                   "top": [prediction(j, own, np.full_like(own, np.nan)) for j in top_k(own, settings.top)]}
     return PredictResult(model=model.summary(), tokens=list(tokens.labels), position=i, predicts=model.predicts,
                          temperature=settings.temperature, chat=settings.chat, predictions=predictions, lens=lens, asked=asked,
-                         ablation=ablation, before=before)
+                         ablation=ablation, before=before, steered=settings.steered)
 
 
 def rank(logits: np.ndarray, j: int) -> int:  # [V], a token -> 1 for the top token

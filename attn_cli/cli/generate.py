@@ -59,8 +59,9 @@ def generate(
     for text in steer or []:
         parse_steer(text)  # a bad scale is refused before the model is read
     chosen = load(model)
+    edits, steered = steer_edits(chosen, steer or [])
     settings = GenerateSettings(steps=steps, sampling=Sampling(temperature, top_k, top_p, seed), chat=chat, head=layer_head,
-                                attention=page is not None, steer=steer_edits(chosen, steer or []))  # only the page draws every step's rows
+                                attention=page is not None, steer=edits, steered=steered)  # only the page draws every step's rows
     run = Generation(chosen, prompt, settings)
     stopped = None
     streamed = output is Format.table and sys.stdout.isatty()  # into a pipe or a file, the text comes whole, wrapped, at the end

@@ -56,9 +56,9 @@ def predict(
     from attn_cli.models.footprint import parse_size
 
     asked = [check_text(t, "--token") for t in token or []]
-    edits = steer_edits(chosen, steer or [])
+    edits, steered = steer_edits(chosen, steer or [])
     settings = PredictSettings(top=top, temperature=temperature, chat=chat, lens=lens, focus=focus, asked=asked,
-                               max_memory=None if max_memory is None else parse_size(max_memory), ablate=ablate, ablate_with=ablate_with, steer=edits)
+                               max_memory=None if max_memory is None else parse_size(max_memory), ablate=ablate, ablate_with=ablate_with, steer=edits, steered=steered)
 
     def view(result, line: int) -> list:
         from attn_cli.views.predict import predict_view

@@ -89,11 +89,12 @@ def check_fits(model, path, hint: str | None, vectors: dict) -> None:
                          f"to direction.{model.n_layers - 1})")
 
 
-def steer_edits(model, steers: list[str]) -> list:
-    """The edits of --steer FILE[:SCALE] (repeatable): Add("resid_post", l, scale * direction.l), one per layer and file."""
+def steer_edits(model, steers: list[str]) -> tuple[list, list[dict]]:
+    """The edits of --steer FILE[:SCALE] (repeatable): Add("resid_post", l, scale * direction.l), one per layer and file; and
+    what they came from, as a result shows it: [{"file", "scale", "layers"}]."""
     from attn_cli.models.points import Add
 
-    edits = []
+    edits, steered = [], []
     for text in steers:
         path, scale = parse_steer(text)
         if not Path(path).is_file():
@@ -101,4 +102,5 @@ def steer_edits(model, steers: list[str]) -> list:
         hint, vectors = read_control_vector(path)
         check_fits(model, path, hint, vectors)
         edits += [Add("resid_post", l, np.float32(scale) * v) for l, v in sorted(vectors.items())]
-    return edits
+        steered.append({"file": str(path), "scale": scale, "layers": sorted(vectors)})
+    return edits, steered
