@@ -246,3 +246,19 @@ def test_the_api_gives_the_direction_and_steers_run_with_edits():
     moved, _ = api.run_with_edits(m, "The cat sat", [api.Add("resid_post", 0, 10 * result.directions[0])])
     assert np.abs(moved - plain).max() > 0
     assert json.dumps(result.to_dict())
+
+
+def test_a_direction_0_is_refused_as_not_llama_cpps(run, tmp_path):
+    import gguf
+
+    path = tmp_path / "zero.gguf"
+    writer = gguf.GGUFWriter(str(path), "controlvector")
+    writer.add_string("controlvector.model_hint", "llama")
+    for l in (0, 1):
+        writer.add_tensor(f"direction.{l}", np.ones(tiny().d_model, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    done = run("predict", "The cat", "--model", checkpoints.tiny_llama_folder(), "--steer", path)
+    assert done.exit_code == 2 and len(done.stderr.splitlines()) == 1 and "direction.0" in done.stderr, done.stderr

@@ -83,6 +83,8 @@ def check_fits(model, path, hint: str | None, vectors: dict) -> None:
     widths = {len(v) for v in vectors.values()}
     if widths != {model.d_model}:
         raise InputError(f"--steer {path}: vectors of width {', '.join(map(str, sorted(widths)))}; {model.name}'s stream is {model.d_model} wide")
+    if 0 in vectors:
+        raise InputError(f"--steer {path}: direction.0 is not llama.cpp's: its control vectors start at direction.1 (after layer 1)")
     beyond = [l for l in vectors if not 1 <= l < model.n_layers]
     if beyond:
         raise InputError(f"--steer {path}: direction.{beyond[0]} is beyond {model.name}'s layers (llama.cpp reads direction.1 "
