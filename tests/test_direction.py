@@ -262,3 +262,18 @@ def test_a_direction_0_is_refused_as_not_llama_cpps(run, tmp_path):
     writer.close()
     done = run("predict", "The cat", "--model", checkpoints.tiny_llama_folder(), "--steer", path)
     assert done.exit_code == 2 and len(done.stderr.splitlines()) == 1 and "direction.0" in done.stderr, done.stderr
+
+
+def test_inspect_steers_the_run_it_shows_and_says_so(run, tmp_path):
+    cv = control_vector(tmp_path, scale=5.0)
+    model = checkpoints.tiny_llama_folder()
+    plain = parse_json(run("inspect", "The cat sat", "--model", model, "--json"))
+    zero = parse_json(run("inspect", "The cat sat", "--model", model, "--json", "--steer", f"{cv}:0"))
+    steered = parse_json(run("inspect", "The cat sat", "--model", model, "--json", "--steer", cv))
+    assert "steered" not in plain and zero["steered"][0]["layers"] == [1]
+    norms = lambda d: [layer["norms"] for layer in d["layers"]]  # noqa: E731 (the stream leaving each layer, per token)
+    np.testing.assert_allclose(norms(zero), norms(plain), rtol=1e-6)
+    np.testing.assert_allclose(norms(steered)[0], norms(plain)[0], rtol=1e-6)  # layer 0 is never steered (llama.cpp's numbering)
+    assert not np.allclose(norms(steered)[1], norms(plain)[1], rtol=1e-3)  # the stream leaving layer 1 moved
+    table = run("inspect", "The cat sat", "--model", model, "--steer", cv)
+    assert table.exit_code == 0 and table.stdout.startswith("steered: ")
