@@ -277,3 +277,11 @@ def test_inspect_steers_the_run_it_shows_and_says_so(run, tmp_path):
     assert not np.allclose(norms(steered)[1], norms(plain)[1], rtol=1e-3)  # the stream leaving layer 1 moved
     table = run("inspect", "The cat sat", "--model", model, "--steer", cv)
     assert table.exit_code == 0 and table.stdout.startswith("steered: ")
+
+
+@pytest.mark.parametrize("command", ["predict", "generate"])
+def test_a_scale_that_overflows_the_stream_names_steer_not_the_weights(run, tmp_path, command):
+    cv = control_vector(tmp_path)
+    done = run(command, "The cat", "--model", checkpoints.tiny_llama_folder(), "--steer", f"{cv}:1e30")
+    assert done.exit_code == 2 and done.stdout == "" and len(done.stderr.splitlines()) == 1
+    assert "--steer" in done.stderr and "smaller SCALE" in done.stderr and "weights" not in done.stderr, done.stderr

@@ -54,7 +54,7 @@ def generate(
 
         check_writable(page, force)
     prompt = check_text(stdin_text("TEXT") if text == "-" else text, "TEXT")
-    from attn_cli.io.control_vector import parse_steer, steer_edits
+    from attn_cli.io.control_vector import parse_steer, steer_edits, steering_blamed
 
     for text in steer or []:
         parse_steer(text)  # a bad scale is refused before the model is read
@@ -66,13 +66,14 @@ def generate(
     stopped = None
     streamed = output is Format.table and sys.stdout.isatty()  # into a pipe or a file, the text comes whole, wrapped, at the end
     try:
-        if streamed:
-            stream_to_terminal(run)
-        elif output is Format.jsonl:
-            stream_lines(run)
-        else:
-            for _ in run:
-                pass
+        with steering_blamed(steered):
+            if streamed:
+                stream_to_terminal(run)
+            elif output is Format.jsonl:
+                stream_lines(run)
+            else:
+                for _ in run:
+                    pass
     except BaseException as e:
         if interruption(e) is None:
             raise

@@ -65,4 +65,7 @@ def predict(
 
         return predict_view(result)
 
-    emit(lines, lambda line: run(chosen, line_text(line), settings), view, single=text != "-", output=output, exports=None, options=None)
+    from attn_cli.io.control_vector import steering_blamed
+
+    with steering_blamed(steered):
+        emit(lines, lambda line: run(chosen, line_text(line), settings), view, single=text != "-", output=output, exports=None, options=None)

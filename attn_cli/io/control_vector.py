@@ -106,3 +106,19 @@ def steer_edits(model, steers: list[str]) -> tuple[list, list[dict]]:
         edits += [Add("resid_post", l, np.float32(scale) * v) for l, v in sorted(vectors.items())]
         steered.append({"file": str(path), "scale": scale, "layers": sorted(vectors)})
     return edits, steered
+
+
+class steering_blamed:
+    """A pass that overflows float32 while steered says so in one line naming --steer, not the weights (which alone would not)."""
+
+    def __init__(self, steered: list[dict]):
+        self.steered = steered
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, e, tb):
+        if self.steered and isinstance(e, DataError) and "overflows float32" in str(e):
+            shown = ", ".join(f"{s['file']}:{s['scale']:g}" for s in self.steered)
+            raise InputError(f"--steer {shown}: the steered stream overflows float32; give a smaller SCALE") from None
+        return False
