@@ -285,3 +285,10 @@ def test_a_scale_that_overflows_the_stream_names_steer_not_the_weights(run, tmp_
     done = run(command, "The cat", "--model", checkpoints.tiny_llama_folder(), "--steer", f"{cv}:1e30")
     assert done.exit_code == 2 and done.stdout == "" and len(done.stderr.splitlines()) == 1
     assert "--steer" in done.stderr and "smaller SCALE" in done.stderr and "weights" not in done.stderr, done.stderr
+
+
+def test_steered_predict_still_reads_one_text_a_line_from_stdin(run, tmp_path):
+    cv = control_vector(tmp_path)
+    done = run("predict", "-", "--model", checkpoints.tiny_llama_folder(), "--steer", f"{cv}:0.5", "--json", input="The cat\nThe dog\n")
+    lines = parse_json(done)
+    assert [d["line"] for d in lines] == [1, 2] and all(d["steered"][0]["scale"] > 0 for d in lines)

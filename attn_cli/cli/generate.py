@@ -56,8 +56,8 @@ def generate(
     prompt = check_text(stdin_text("TEXT") if text == "-" else text, "TEXT")
     from attn_cli.io.control_vector import parse_steer, steer_edits, steering_blamed
 
-    for text in steer or []:
-        parse_steer(text)  # a bad scale is refused before the model is read
+    for spec in steer or []:
+        parse_steer(spec)  # a bad scale is refused before the model is read
     chosen = load(model)
     edits, steered = steer_edits(chosen, steer or [])
     settings = GenerateSettings(steps=steps, sampling=Sampling(temperature, top_k, top_p, seed), chat=chat, head=layer_head,

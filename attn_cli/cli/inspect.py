@@ -293,8 +293,8 @@ def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neig
     from attn_cli.io.control_vector import parse_steer, steer_edits
     from attn_cli.models.loading import load
 
-    for text in steer:
-        parse_steer(text)  # a bad scale is refused before the model is read
+    for given in steer:
+        parse_steer(given)  # a bad scale is refused before the model is read
     model = load(spec)
     rollout = layer_range(rollout, model.n_layers) if isinstance(rollout, str) else rollout  # --rollout-layers A:B: (A, B)
     chosen = list(heads or [])

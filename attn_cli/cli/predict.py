@@ -48,8 +48,8 @@ def predict(
     lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
     from attn_cli.io.control_vector import parse_steer, steer_edits
 
-    for text in steer or []:
-        parse_steer(text)  # a bad scale is refused before the model is read
+    for spec in steer or []:
+        parse_steer(spec)  # a bad scale is refused before the model is read
     chosen = load(model)
     if chosen.predicts is None:
         raise InputError(f"{chosen.name} has no output head to predict with: an encoder without a masked-LM head (attn inspect --model shows its layers)")
