@@ -27,7 +27,7 @@ class PredictSettings(Record):
                  asked: list[str] | None = None, max_memory: int | None = None, ablate: list[str] | None = None, ablate_with: str = "zero",
                  steer: list | None = None, steered: list | None = None):
         self.steered = steered or []  # what the steer edits came from, as the result shows it: [{"file", "scale", "layers"}]
-        self.steer = steer or []  # edits every pass makes: Add("resid_post", l, scale * v) of --steer (io/control_vector.py)
+        self.steer = steer or []  # edits every pass makes, the own run beside an --ablate one included: Add("resid_post", l, scale * v)
         self.max_memory = max_memory  # bytes the run may take (None: most of what is available)
         self.ablate = ablate  # heads turned off ("3.1"): the prediction that follows, beside the model's own (analysis/ablate.py)
         self.ablate_with = ablate_with

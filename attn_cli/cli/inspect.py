@@ -9,7 +9,7 @@ import typer
 
 from attn_cli.cli.app import HELP_PANELS, Format, FormatOpt, RowsCommand, app, examples, say
 from attn_cli.cli.emit import emit, line_text, stdin_lines
-from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ForceOpt, SteerOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, ablate_with_value, complete_sense_sets, load_vectors, page_file
+from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, SteerOpt, TrustOpt, VectorsOpt, ablate_with_value, complete_sense_sets, load_vectors, page_file
 from attn_cli.core.attention import Mask, Stage
 from attn_cli.errors import InputError
 from attn_cli.lesson.directions import MAX_NEIGHBORS
