@@ -13,7 +13,11 @@ def direction_view(result) -> list:
     how = "the mean difference" if result.method == "mean" else "the first principal component (unit norm)"
     built = Text(f"{how} of resid_post at the last token, from {n - k} pair{'s' * (n - k != 1)}"
                  + (f"; {k} held out" if k else "; none held out (--holdout K measures separation on unseen pairs)"))
-    parts = [heading, built, layer_table(result)]
+    parts = [heading, built, Text("per layer: the pairs ordered right (positive . v > negative . v)", style="bold"), layer_table(result)]
+    if result.separation is not None:
+        parts.append(Text(f"random: 100 Gaussian directions of the same norm (seed {result.seed}), their mean and 95th percentile; "
+                          "cos: v's cosine with the held-out pairs' mean difference, beside the random ones' 95th percentile of |cos|",
+                          style="dim"))
     if result.probe is not None:
         parts += [probe_table(result), probe_text(result)]
     return parts
@@ -21,10 +25,7 @@ def direction_view(result) -> list:
 
 def layer_table(result):
     held = result.separation is not None
-    table = FitTable(box=box.SIMPLE, title="per layer: pairs ordered right (positive . v > negative . v)", title_justify="left",
-                     caption=f"random: 100 Gaussian directions of the same norm (seed {result.seed}), their mean and 95th percentile; "
-                             "cos: v's cosine with the held-out pairs' mean difference, beside the random ones' 95th percentile of |cos|"
-                     if held else None)
+    table = FitTable(box=box.SIMPLE)
     columns = ["layer", "norm", "train"] + (["held out", "random", "p95", "cos", "random p95"] if held else [])
     for name in columns:
         table.add_column(name, justify="right")
