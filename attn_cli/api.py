@@ -15,6 +15,12 @@ Why a model predicts what it does, as TransformerLens asks it, without torch:
     parts = api.explain(model, text, target=" Mary", versus=" John")   # what `attn explain` prints
     maps = api.patch(model, clean, corrupt, target=" Mary", versus=" John")   # what `attn patch` prints
 
+A direction from contrast pairs, and steering with it where llama.cpp adds a control vector:
+
+    found = api.direction(model, "the cats", "the cat")    # what `attn direction` prints; found.directions [L, d]
+    steer = [api.Add("resid_post", l, 4 * found.directions[l]) for l in range(1, model.n_layers)]
+    logits, cache = api.run_with_edits(model, "I saw the", steer)
+
 `heads stats` is `figures(merge([head_stats(model, lines)]))`, so partials computed anywhere (Dask's
 map_partitions, Spark's mapPartitions, Ray Data's map_batches: docs/heads-stats.md) give the very
 figures the command prints. Errors are attn_cli.errors.InputError (bad input) and DataError (a
@@ -25,7 +31,7 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 from attn_cli.analysis.stats import Partial, figures, merge  # noqa: F401 (the API: merge, figures)
-from attn_cli.models.points import Keep, Mean, Patch, Start, Zero  # noqa: F401 (the API: what a pass keeps and changes)
+from attn_cli.models.points import Add, Keep, Mean, Patch, Start, Zero  # noqa: F401 (the API: what a pass keeps and changes)
 
 # TransformerLens's hook names -> attn's points (models/points.py): blocks.{l}.<name>, or the short names
 HOOK_NAMES = {
@@ -82,7 +88,7 @@ def run_with_cache(model, text: str, names=None, *, layers=None) -> ActivationCa
 
 
 def run_with_edits(model, text: str, edits, names=None, *, layers=None):
-    """One pass with edits (api.Zero, api.Mean, api.Patch; models/points.py), made where each point is computed:
+    """One pass with edits (api.Zero, api.Mean, api.Patch, api.Add; models/points.py), made where each point is computed:
     (logits [n, V] at every position, ActivationCache of what `names` asks)."""
     tokens = model.tokenize(text)
     keep = _keep(model, names, None if layers is None else set(layers) | {model.n_layers - 1})
@@ -104,6 +110,20 @@ def patch(model, clean: str, corrupt: str, *, target: str, versus: str):
     from attn_cli.analysis.patch import PatchSettings, patch as run
 
     return run(model, clean, corrupt, PatchSettings(target, versus))
+
+
+def direction(model, positive: str | None = None, negative: str | None = None, *, pairs=(), method: str = "mean", holdout: int = 0,
+              seed: int = 0, probe=()):
+    """`attn direction`'s result (results.direction.DirectionResult): the pairs' direction at every layer's resid_post
+    (.directions [L, d]), its separation of the last `holdout` pairs beside a random direction's, the probe's projections.
+    `pairs`: (positive, negative) tuples, after POSITIVE, NEGATIVE when both are given."""
+    from attn_cli.analysis.direction import DirectionSettings, direction as run
+    from attn_cli.errors import InputError
+
+    texts = ([(positive, negative)] if positive is not None and negative is not None else []) + [tuple(p) for p in pairs]
+    if not texts:
+        raise InputError("give POSITIVE and NEGATIVE, or pairs")
+    return run(model, texts, DirectionSettings(method=method, holdout=holdout, seed=seed, probe=list(probe)))
 
 
 @lru_cache(maxsize=4)

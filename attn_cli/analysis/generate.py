@@ -37,10 +37,12 @@ class Sampling(Record):
 
 
 class GenerateSettings(Record):
-    __slots__ = ("steps", "sampling", "chat", "head", "attention")
+    __slots__ = ("steps", "sampling", "chat", "head", "attention", "steer", "steered")
 
     def __init__(self, steps: int = 32, sampling: Sampling | None = None, chat: bool = False, head: tuple[int, int] | None = None,
-                 attention: bool = True):
+                 attention: bool = True, steer: list | None = None, steered: list | None = None):
+        self.steered = steered or []  # what the steer edits came from, as the result shows it: [{"file", "scale", "layers"}]
+        self.steer = steer or []  # edits every step's pass makes (--steer: Add("resid_post", l, scale * v), at the step's new positions)
         self.attention = attention  # keep each step's [L, H, t] rows (the page draws them); else only its sources, so memory
         #                             grows with the KV cache alone
         self.steps = steps  # new tokens at most
@@ -124,7 +126,7 @@ def generate(model, text: str, settings: GenerateSettings, cache=None) -> Iterat
     for index in range(settings.steps):
         if length >= model.spec.max_positions:
             return "context"
-        trace = model.forward(new, keep=keep, cache=cache)
+        trace = model.forward(new, keep=keep, cache=cache, edits=settings.steer)
         attention = np.stack([trace.get("attn.pattern", l)[:, -1] for l in range(model.n_layers)])  # [L, H, t]
         logits = model.readout(trace.get("resid_post", model.n_layers - 1)[-1:])[0].astype(np.float64)  # [V], final norm included
         chosen = choose(logits, settings.sampling, rng)
@@ -248,4 +250,4 @@ class Generation:
         return GenerateResult(model=m.summary(), prompt_text=prompt, prompt_ids=list(t.ids), prompt_tokens=list(t.labels),
                               prompt_special=list(t.special), steps=list(self.steps), stop=self.stop, text=self.text(), head=self.settings.head,
                               sampling={"temperature": s.temperature, "top_k": s.top_k, "top_p": s.top_p, "seed": s.seed},
-                              cache_bytes=self.cache.nbytes(), texts=texts)
+                              cache_bytes=self.cache.nbytes(), texts=texts, steered=self.settings.steered)

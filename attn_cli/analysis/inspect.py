@@ -20,7 +20,7 @@ class InspectSettings(Record):
     """What `inspect` reports for each sentence (how a model runs is the model's own settings). A plain class: see attention.Head."""
 
     __slots__ = ("heads", "words", "hide_special", "focus", "neighbors", "stage", "embeddings", "senses", "matrices", "weigh", "rollout",
-                 "max_memory", "json", "exports", "ablate", "ablate_with")
+                 "max_memory", "json", "exports", "ablate", "ablate_with", "steer", "steered")
 
     def __init__(self, heads: list[str] | None = None, words: bool = False, hide_special: bool = False, focus: str | None = None,
                  neighbors: int = 3, stage: str | None = None, embeddings: bool = False, senses=None, matrices: tuple | None = None,
@@ -31,6 +31,7 @@ class InspectSettings(Record):
         self.json = json  # the heads shown go out as JSON numbers (else a terminal view)
         self.ablate = ablate  # heads turned off ("3.1") before the run shown (analysis/ablate.py)
         self.ablate_with = ablate_with
+        self.steer, self.steered = [], []  # --steer's Add edits of resid_post, and what they came from (io/control_vector.py)
         self.heads = heads  # a checkpoint's "L.H" or "L" (every head of layer L); None: every head
         self.words = words  # merge word pieces into words
         self.hide_special = hide_special  # leave [CLS], [SEP], ... out of the view
@@ -81,16 +82,17 @@ def inspect(model: Model, text: str, settings: InspectSettings) -> InspectResult
             raise InputError("--ablate turns off a checkpoint's head (--model): the lesson's heads are chosen with --head instead")
         ablation = parse_ablation(settings.ablate, settings.ablate_with, model)
         edits = ablation_edits(model, tokens.ids, ablation)
+    edits = edits + list(settings.steer)
     if "layers" in model.capabilities:
         check_footprint(model, settings, len(tokens.ids))
         if not keeps_everything(settings, len(tokens.ids)):
             result = shown_only(model, tokens, settings, edits)
-            result.ablation = ablation
+            result.ablation, result.steered = ablation, settings.steered
             return result
     trace = model.forward(tokens, keep_scores=settings.stage in ("scores", "masked"), keep_values=settings.weigh == "norm", edits=edits)
     if "layers" in model.capabilities:
         result = layered(model, trace, settings)
-        result.ablation = ablation
+        result.ablation, result.steered = ablation, settings.steered
         return result
     return one_layer(model, trace, settings)
 

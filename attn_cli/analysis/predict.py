@@ -21,10 +21,13 @@ LENS_ROWS = 4  # layers read through the output head at a time
 
 
 class PredictSettings(Record):
-    __slots__ = ("top", "temperature", "chat", "lens", "focus", "asked", "max_memory", "ablate", "ablate_with")
+    __slots__ = ("top", "temperature", "chat", "lens", "focus", "asked", "max_memory", "ablate", "ablate_with", "steer", "steered")
 
     def __init__(self, top: int = 10, temperature: float = 1.0, chat: bool = False, lens: bool = False, focus: str | None = None,
-                 asked: list[str] | None = None, max_memory: int | None = None, ablate: list[str] | None = None, ablate_with: str = "zero"):
+                 asked: list[str] | None = None, max_memory: int | None = None, ablate: list[str] | None = None, ablate_with: str = "zero",
+                 steer: list | None = None, steered: list | None = None):
+        self.steered = steered or []  # what the steer edits came from, as the result shows it: [{"file", "scale", "layers"}]
+        self.steer = steer or []  # edits every pass makes, the own run beside an --ablate one included: Add("resid_post", l, scale * v)
         self.max_memory = max_memory  # bytes the run may take (None: most of what is available)
         self.ablate = ablate  # heads turned off ("3.1"): the prediction that follows, beside the model's own (analysis/ablate.py)
         self.ablate_with = ablate_with
@@ -123,9 +126,9 @@ def predict(model, text: str, settings: PredictSettings) -> PredictResult:
     keep = predict_keep(model, i, settings.lens)
     own = None
     if ablation:  # the model's own prediction first, to show the ablated one beside it
-        mine = model.forward(tokens, keep=keep).get("resid_post", model.n_layers - 1)  # [1, d]
+        mine = model.forward(tokens, keep=keep, edits=settings.steer).get("resid_post", model.n_layers - 1)  # [1, d]
         own = read_out(model, mine, settings.temperature)[1][0]  # [V]
-    trace = model.forward(tokens, keep=keep, edits=ablation_edits(model, tokens.ids, ablation))
+    trace = model.forward(tokens, keep=keep, edits=ablation_edits(model, tokens.ids, ablation) + list(settings.steer))
     rows = np.concatenate([trace.get("resid_pre", 0)] + [trace.get("resid_post", l) for l in range(model.n_layers)]) if settings.lens \
         else trace.get("resid_post", model.n_layers - 1)  # [L + 1, d] or [1, d]: position i only
     last = (len(rows) - 1) // LENS_ROWS * LENS_ROWS  # the block of rows the output is read in (the lens's last block)
@@ -154,7 +157,7 @@ def predict(model, text: str, settings: PredictSettings) -> PredictResult:
                   "top": [prediction(j, own, np.full_like(own, np.nan)) for j in top_k(own, settings.top)]}
     return PredictResult(model=model.summary(), tokens=list(tokens.labels), position=i, predicts=model.predicts,
                          temperature=settings.temperature, chat=settings.chat, predictions=predictions, lens=lens, asked=asked,
-                         ablation=ablation, before=before)
+                         ablation=ablation, before=before, steered=settings.steered)
 
 
 def rank(logits: np.ndarray, j: int) -> int:  # [V], a token -> 1 for the top token

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples, interruption
-from attn_cli.cli.options import page_file
+from attn_cli.cli.options import SteerOpt, page_file
 from attn_cli.errors import InputError
 
 
@@ -30,6 +30,7 @@ def generate(
     page: Annotated[Path | None, typer.Option("--page", metavar="FILE", parser=page_file, help="Also write an offline page of the generation: step through the new tokens, see each one's attention, pick a layer and a head.", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace FILE of --page if it exists (a regular file only).")] = False,
     max_memory: Annotated[str | None, typer.Option("--max-memory", metavar="SIZE", help="The memory the run may take (4G, 512M); default: most of what is available. A run that needs more is refused before it starts, naming the --steps that would fit.", show_default=False)] = None,
+    steer: SteerOpt = None,
     output: FormatOpt = Format.table,
 ) -> None:
     """Generate: predict the next token, append it, repeat, with the attention of every new token.
@@ -57,21 +58,27 @@ def generate(
 
         check_writable(page, force)
     prompt = check_text(stdin_text("TEXT") if text == "-" else text, "TEXT")
+    from attn_cli.io.control_vector import parse_steer, steer_edits, steering_blamed
+
+    for spec in steer or []:
+        parse_steer(spec)  # a bad scale is refused before the model is read
     chosen = load(model)
+    edits, steered = steer_edits(chosen, steer or [])
     settings = GenerateSettings(steps=steps, sampling=Sampling(temperature, top_k, top_p, seed), chat=chat, head=layer_head,
-                                attention=page is not None)  # only the page draws every step's rows
+                                attention=page is not None, steer=edits, steered=steered)  # only the page draws every step's rows
     run = Generation(chosen, prompt, settings)
     check_footprint(run, steps, limit, page is not None)
     stopped = None
     streamed = output is Format.table and sys.stdout.isatty()  # into a pipe or a file, the text comes whole, wrapped, at the end
     try:
-        if streamed:
-            stream_to_terminal(run)
-        elif output is Format.jsonl:
-            stream_lines(run)
-        else:
-            for _ in run:
-                pass
+        with steering_blamed(steered):
+            if streamed:
+                stream_to_terminal(run)
+            elif output is Format.jsonl:
+                stream_lines(run)
+            else:
+                for _ in run:
+                    pass
     except BaseException as e:
         if interruption(e) is None:
             raise

@@ -46,6 +46,11 @@ def ablate_with_value(ablate: list[str] | None, ablate_with: AblateWith) -> str:
     if not ablate and ctx is not None and ctx.get_parameter_source("ablate_with") == ParameterSource.COMMANDLINE:
         raise InputError(f"--ablate-with {ablate_with.value} says what replaces the heads --ablate turns off; give --ablate L.H too, or drop --ablate-with")
     return ablate_with.value
+SteerOpt = Annotated[
+    list[str] | None,
+    typer.Option("--steer", metavar="FILE:SCALE", help="FILE.gguf or FILE.gguf:SCALE: add SCALE (default 1) × a llama.cpp control vector's direction.l to the stream leaving layer l, "
+                 "at every position, where llama.cpp adds it (attn direction -o writes one). Repeat to add several.", show_default=False),
+]
 TrustOpt = Annotated[
     bool, typer.Option("--trust-pickle", help="Allow gensim's .kv/.model files, which are pickles: only for files you trust.")
 ]

@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
-from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ablate_with_value
+from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, SteerOpt, ablate_with_value
 from attn_cli.errors import InputError
 
 MAX_TOP = 100
@@ -29,6 +29,7 @@ def predict(
     max_memory: Annotated[str | None, typer.Option("--max-memory", metavar="SIZE", help="The memory the run may take (4G, 512M); default: most of what is available. A run that needs more is refused before it starts.", show_default=False)] = None,
     ablate: AblateOpt = None,
     ablate_with: AblateWithOpt = AblateWith.zero,
+    steer: SteerOpt = None,
     output: FormatOpt = Format.table,
 ) -> None:
     """The model's own prediction: its logits at the last position through softmax over the whole vocabulary, the top tokens.
@@ -45,18 +46,26 @@ def predict(
         raise InputError(f"--temperature must be a finite number >= 0, not {temperature:g}")
     ablate_with = ablate_with_value(ablate, ablate_with)  # a str from here
     lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
+    from attn_cli.io.control_vector import parse_steer, steer_edits
+
+    for spec in steer or []:
+        parse_steer(spec)  # a bad scale is refused before the model is read
     chosen = load(model)
     if chosen.predicts is None:
         raise InputError(f"{chosen.name} has no output head to predict with: an encoder without a masked-LM head (attn inspect --model shows its layers)")
     from attn_cli.models.footprint import parse_size
 
     asked = [check_text(t, "--token") for t in token or []]
+    edits, steered = steer_edits(chosen, steer or [])
     settings = PredictSettings(top=top, temperature=temperature, chat=chat, lens=lens, focus=focus, asked=asked,
-                               max_memory=None if max_memory is None else parse_size(max_memory), ablate=ablate, ablate_with=ablate_with)
+                               max_memory=None if max_memory is None else parse_size(max_memory), ablate=ablate, ablate_with=ablate_with, steer=edits, steered=steered)
 
     def view(result, line: int) -> list:
         from attn_cli.views.predict import predict_view
 
         return predict_view(result)
 
-    emit(lines, lambda line: run(chosen, line_text(line), settings), view, single=text != "-", output=output, exports=None, options=None)
+    from attn_cli.io.control_vector import steering_blamed
+
+    with steering_blamed(steered):
+        emit(lines, lambda line: run(chosen, line_text(line), settings), view, single=text != "-", output=output, exports=None, options=None)

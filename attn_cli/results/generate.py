@@ -31,10 +31,11 @@ def step_dict(step, prompt_tokens: list[str], new_tokens: list[str]) -> dict:
 
 class GenerateResult(Record):
     __slots__ = ("model", "prompt_text", "prompt_ids", "prompt_tokens", "prompt_special", "steps", "stop", "text", "head", "sampling",
-                 "cache_bytes", "texts")
+                 "cache_bytes", "texts", "steered")
 
     def __init__(self, model: dict, prompt_text: str, prompt_ids: list, prompt_tokens: list, prompt_special: list, steps: list, stop: str,
-                 text: str, head, sampling: dict, cache_bytes: int, texts: list | None = None):
+                 text: str, head, sampling: dict, cache_bytes: int, texts: list | None = None, steered: list | None = None):
+        self.steered = steered or []  # --steer: [{"file", "scale", "layers"}], the control vectors added at every step
         self.model = model
         self.prompt_text = prompt_text  # the text the model read (after the chat template, with --chat)
         self.prompt_ids, self.prompt_tokens, self.prompt_special = prompt_ids, prompt_tokens, prompt_special
@@ -55,7 +56,7 @@ class GenerateResult(Record):
         return {"model": self.model, "prompt_ids": self.prompt_ids, "prompt": self.prompt_tokens,
                 "tokens": [step_dict(s, self.prompt_tokens, new) for s in self.steps], "text": self.text, "stop": self.stop,
                 "sources_from": "every head, mean" if self.head is None else f"head {self.head[0]}.{self.head[1]}",
-                "sampling": self.sampling, "kv_cache_bytes": self.cache_bytes}
+                "sampling": self.sampling, "kv_cache_bytes": self.cache_bytes, **({"steered": self.steered} if self.steered else {})}
 
     def rows(self):
         new = self.new_tokens

@@ -73,6 +73,7 @@ SLOTS = (
     "sense_meter",  # every model's: one word read against its senses at each layer (E and E' for the lesson's heads), and alone
     "layer_allowed",  # [L, g, g] each layer's visible keys when some layer has a sliding window (else None: `allowed` for all)
     "ablation",  # --ablate: the heads turned off before the run shown (analysis.ablate.Ablation)
+    "steered",  # --steer: [{"file", "scale", "layers"}], the control vectors added to the run shown
 )
 
 
@@ -269,6 +270,8 @@ class InspectResult(Record):
         out = {} if self.model is None else {"model": self.model}
         if self.ablation:
             out.update(ablated=self.ablation.names, ablated_with=self.ablation.mode)
+        if self.steered:
+            out["steered"] = self.steered
         out["tokens"] = self.tokens
         if self.pieces is not None:
             out.update(pieces=self.pieces, special=self.special, words=self.words, hide_special=self.hide_special)

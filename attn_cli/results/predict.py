@@ -21,10 +21,11 @@ class Prediction(ValueRecord):
 
 
 class PredictResult(Record):
-    __slots__ = ("model", "tokens", "position", "predicts", "temperature", "chat", "predictions", "lens", "asked", "ablation", "before")
+    __slots__ = ("model", "tokens", "position", "predicts", "temperature", "chat", "predictions", "lens", "asked", "ablation", "before", "steered")
 
     def __init__(self, model: dict, tokens: list, position: int, predicts: str, temperature: float, chat: bool, predictions: list, lens: list | None,
-                 asked: list | None = None, ablation=None, before: dict | None = None):
+                 asked: list | None = None, ablation=None, before: dict | None = None, steered: list | None = None):
+        self.steered = steered or []  # --steer: [{"file", "scale", "layers"}], the control vectors added to every pass
         self.ablation = ablation  # analysis.ablate.Ablation: the heads turned off (empty: none); predictions are then the ablated run's
         self.before = before  # with an ablation, the model's own run: {"probabilities": {id: p} of the tokens shown, "top": [Prediction]}
         self.model = model  # name, type, layers, heads, d_model, d_k
@@ -44,6 +45,8 @@ class PredictResult(Record):
         if self.asked:
             out["asked"] = [{"id": p.id, "text": p.text, "piece": p.piece, "probability": float(significant(p.probability, WEIGHT_DIGITS)),
                              "logit": float(significant(p.logit, NUMBER_DIGITS)), "rank": rank} for p, rank in self.asked]
+        if self.steered:
+            out["steered"] = self.steered
         if self.ablation:
             out["ablated"], out["ablated_with"] = self.ablation.names, self.ablation.mode
             for d, p in zip(out["predictions"], self.predictions):

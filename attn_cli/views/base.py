@@ -254,3 +254,12 @@ class FitTable(Table):
         from attn_cli.views.fit import fitted  # read only for a console too narrow
 
         yield from fitted(self, console, options)
+
+
+def steered_line(steered: list) -> Text | None:
+    """What --steer added, in one line (None: nothing): each control vector's file and scale, and the layers it reached."""
+    if not steered:
+        return None
+    parts = [f"{s['file']} × {s['scale']:g} (resid_post {s['layers'][0]}..{s['layers'][-1]})" if s["layers"] else f"{s['file']} × {s['scale']:g}"
+             for s in steered]
+    return Text("steered: " + "; ".join(parts), style="bold magenta")

@@ -4,7 +4,7 @@ from rich import box
 from rich.text import Text
 
 from attn_cli.results.generate import STOPS
-from attn_cli.views.base import FitTable, key_label
+from attn_cli.views.base import FitTable, key_label, steered_line
 
 SHOWN_STEPS = 16  # steps listed in full when there are more: the first and last halves of this, and a count between
 PROMPT, GENERATED, SPECIAL = "", "cyan", "magenta"  # how a source token is told apart: the prompt's, a new one, a special one
@@ -66,6 +66,8 @@ def generate_view(result, streamed: bool = False) -> list:
         text = Text(result.prompt_text, style="dim")
         text.append(result.text, style=GENERATED)
         parts.append(text)
+    if (line := steered_line(result.steered)) is not None:
+        parts.append(line)
     parts.append(Text(f"{len(result.steps)} new tokens; stopped: {STOPS[result.stop]}", style="bold"))
     if result.steps:
         parts.append(steps_table(result))

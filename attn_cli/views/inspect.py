@@ -76,4 +76,8 @@ def inspect_view(result, options: ViewOptions) -> list:
         what = "zeros" if result.ablation.mode == "zero" else "its mean over the positions"
         parts.insert(0, Text(f"head{'s' if len(result.ablation.heads) > 1 else ''} {', '.join(result.ablation.names)} ablated ({what} in "
                              "place of its output): the attention below is the run that follows", style="bold magenta"))
+    if getattr(result, "steered", None):
+        from attn_cli.views.base import steered_line
+
+        parts.insert(0, steered_line(result.steered))
     return parts

@@ -4,7 +4,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from attn_cli.views.base import Bar, FitTable, Footnote, OneLine, Unwidowed, key_label, quoted, token_line
+from attn_cli.views.base import Bar, FitTable, Footnote, OneLine, Unwidowed, key_label, quoted, steered_line, token_line
 from attn_cli.views.softmax import fmt_probability
 
 
@@ -25,7 +25,7 @@ def predict_view(result) -> list:
         for rank, p in enumerate(result.predictions, 1):
             table.add_row(str(rank), key_label(p.token), f"{p.logit:.2f}", fmt_probability(p.probability), Bar(p.probability))
     shown = sum(p.probability for p in result.predictions)
-    parts = [heading, tokens, table]
+    parts = [heading, tokens, *filter(None, [steered_line(result.steered)]), table]
     if result.ablation:
         parts.append(Footnote("own: the model's own probability of that token, with every head on"))
     parts.append(Text(f"the {len(result.predictions)} shown hold {shown:.1%} of the probability", style="dim"))
