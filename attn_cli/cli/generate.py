@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples, interruption
-from attn_cli.cli.options import page_file
+from attn_cli.cli.options import ThreadsOpt, page_file
 from attn_cli.errors import InputError
 
 
@@ -29,6 +29,7 @@ def generate(
     head: Annotated[str | None, typer.Option("--head", metavar="L.H", help="Name each step's sources by this head's attention (default: every head, the mean).", show_default=False)] = None,
     page: Annotated[Path | None, typer.Option("--page", metavar="FILE", parser=page_file, help="Also write an offline page of the generation: step through the new tokens, see each one's attention, pick a layer and a head.", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace FILE of --page if it exists (a regular file only).")] = False,
+    threads: ThreadsOpt = None,
     output: FormatOpt = Format.table,
 ) -> None:
     """Generate: predict the next token, append it, repeat, with the attention of every new token.

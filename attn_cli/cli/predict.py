@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
-from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ablate_with_value
+from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ThreadsOpt, ablate_with_value
 from attn_cli.errors import InputError
 
 MAX_TOP = 100
@@ -29,6 +29,7 @@ def predict(
     max_memory: Annotated[str | None, typer.Option("--max-memory", metavar="SIZE", help="The memory the run may take (4G, 512M); default: most of what is available. A run that needs more is refused before it starts.", show_default=False)] = None,
     ablate: AblateOpt = None,
     ablate_with: AblateWithOpt = AblateWith.zero,
+    threads: ThreadsOpt = None,
     output: FormatOpt = Format.table,
 ) -> None:
     """The model's own prediction: its logits at the last position through softmax over the whole vocabulary, the top tokens.
