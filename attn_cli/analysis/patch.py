@@ -56,19 +56,23 @@ def patch_maps(model, clean_ids: list[int], corrupt_ids: list[int], metric, posi
     or a masked LM's [MASK])."""
     from attn_cli.models.cache import KVCache
     from attn_cli.models.points import Keep
+    from attn_cli.models.progress import steps
 
     model.weights.hold(HOLD_BYTES)  # some 2 L passes read the later layers again: dequantize them once
     keep = Keep(points=("resid_pre", "attn.z", "resid_post"), rows=None)
     past = KVCache(model)  # the corrupt run's keys and values: what positions before a patched one give later layers
-    clean, corrupt = model.forward(clean_ids, keep=keep), model.forward(corrupt_ids, keep=keep, cache=past)
     at, last = position % len(clean_ids), model.n_layers - 1
-    clean_diff, corrupt_diff = (float(metric(run.get("resid_post", last)[at : at + 1])[0]) for run in (clean, corrupt))
-    resid = (stream_map_causal(model, clean, corrupt, corrupt_ids, past, metric, at, corrupt_diff) if model.causal
-             else stream_map(model, clean, corrupt, corrupt_ids, metric, at))
-    return {"clean": clean_diff, "corrupt": corrupt_diff, "resid_pre": resid, "heads": head_map(model, clean, corrupt, corrupt_ids, metric, at)}
+    with steps("patches", 2 + (at + 1 if model.causal else model.n_layers) + model.n_layers) as advance:  # the runs, then (a) and (b)
+        clean, corrupt = model.forward(clean_ids, keep=keep), model.forward(corrupt_ids, keep=keep, cache=past)
+        advance(2)
+        clean_diff, corrupt_diff = (float(metric(run.get("resid_post", last)[at : at + 1])[0]) for run in (clean, corrupt))
+        resid = (stream_map_causal(model, clean, corrupt, corrupt_ids, past, metric, at, corrupt_diff, advance) if model.causal
+                 else stream_map(model, clean, corrupt, corrupt_ids, metric, at, advance))
+        heads = head_map(model, clean, corrupt, corrupt_ids, metric, at, advance)
+    return {"clean": clean_diff, "corrupt": corrupt_diff, "resid_pre": resid, "heads": heads}
 
 
-def stream_map_causal(model, clean, corrupt, ids: list[int], past, metric, at: int, corrupt_diff: float) -> np.ndarray:  # -> [L, n]
+def stream_map_causal(model, clean, corrupt, ids: list[int], past, metric, at: int, corrupt_diff: float, advance) -> np.ndarray:  # -> [L, n]
     """Map (a) of a causal model: patching position p changes no position before it, so one pass per p runs only
     positions p .. n - 1 after the corrupt run's keys and values, each layer's patched stream joining it at its layer."""
     from attn_cli.models.points import Keep, Start
@@ -85,10 +89,11 @@ def stream_map_causal(model, clean, corrupt, ids: list[int], past, metric, at: i
             trace = model.forward(ids[p:], keep=Keep(points=("resid_post",), layers=[last], rows=[at - p]),
                                   cache=past.prefix(p), start=Start(list(group), streams[list(group)]))
             resid[list(group), p] = metric(trace.get("resid_post", last)[:, 0])
+        advance(1)  # a position's patches done
     return resid
 
 
-def stream_map(model, clean, corrupt, ids: list[int], metric, at: int) -> np.ndarray:  # -> [L, n]
+def stream_map(model, clean, corrupt, ids: list[int], metric, at: int, advance) -> np.ndarray:  # -> [L, n]
     """Map (a) of any model: for each layer l, every position's patch as one batch of streams through layers l .. L - 1."""
     from attn_cli.models.points import Keep, Start
 
@@ -102,10 +107,11 @@ def stream_map(model, clean, corrupt, ids: list[int], metric, at: int) -> np.nda
             streams[np.arange(len(group)), list(group)] = good[list(group)]
             trace = model.forward(ids, keep=out_keep, start=Start(l, streams))
             resid[l, list(group)] = metric(trace.get("resid_post", last)[:, 0])
+        advance(1)  # a layer's patches done
     return resid
 
 
-def head_map(model, clean, corrupt, ids: list[int], metric, at: int) -> np.ndarray:  # -> [L, H]
+def head_map(model, clean, corrupt, ids: list[int], metric, at: int, advance) -> np.ndarray:  # -> [L, H]
     """Map (b): for each layer l, every head's z put back at every position, the heads of a layer as one batch."""
     from attn_cli.models.points import Keep, Patch, Start
 
@@ -121,6 +127,7 @@ def head_map(model, clean, corrupt, ids: list[int], metric, at: int) -> np.ndarr
             trace = model.forward(ids, keep=out_keep, start=Start(l, np.repeat(base[None], len(group), axis=0)),
                                   edits=[Patch("attn.z", l, value=value)])
             heads[l, list(group)] = metric(trace.get("resid_post", last)[:, 0])
+        advance(1)
     return heads
 
 

@@ -139,8 +139,10 @@ class AttnGroup(typer.core.TyperGroup):
     def invoke(self, ctx):
         import warnings
 
+        from attn_cli.io.console import reporting
+
         try:
-            with warnings.catch_warnings():  # NumPy's floating-point warnings: attn checks what it computes and says so in one line
+            with warnings.catch_warnings(), reporting():  # NumPy's floating-point warnings: attn checks what it computes and says so in one line
                 warnings.filterwarnings("ignore", r".*(overflow|invalid value|divide by zero|underflow) encountered", RuntimeWarning)
                 notices(warnings)
                 return super().invoke(ctx)

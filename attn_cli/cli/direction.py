@@ -6,6 +6,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
+from attn_cli.cli.options import ThreadsOpt
 from attn_cli.errors import InputError
 
 
@@ -25,6 +26,7 @@ def direction(
     probe: Annotated[str | None, typer.Option("--probe", metavar="WORDS", help="Texts projected on the direction, layer by layer, split at spaces (\"one two three\") or at commas when there is one (\"I saw one, I saw two\"); says where the projections rise along them.", show_default=False)] = None,
     out: Annotated[Path | None, typer.Option("-o", "--out", metavar="FILE", help="Write the direction as llama.cpp's control vector (direction.1 .. direction.{L-1}, F32).", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace FILE.gguf of -o if it exists (a regular file only).")] = False,
+    threads: ThreadsOpt = None,
     output: FormatOpt = Format.table,
 ) -> None:
     """A direction in the residual stream from contrast pairs: the lesson's E(cats) − E(cat), inside a real model.

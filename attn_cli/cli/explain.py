@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
-from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ablate_with_value, page_file
+from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ThreadsOpt, ablate_with_value, page_file
 
 
 @app.command("explain", cls=RowsCommand, epilog=examples(
@@ -26,6 +26,7 @@ def explain(
     page: Annotated[Path | None, typer.Option("--page", metavar="FILE", parser=page_file, help="Also write an offline page: the text read, the largest parts, and the map of every head and MLP (hover a cell to see what it is).", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace FILE of --page if it exists (a regular file only).")] = False,
     max_memory: Annotated[str | None, typer.Option("--max-memory", metavar="SIZE", help="The memory the run may take (4G, 512M); default: most of what is available. A text that needs more is refused before its pass.", show_default=False)] = None,
+    threads: ThreadsOpt = None,
     output: FormatOpt = Format.table,
 ) -> None:
     """Direct logit attribution: the target's logit split exactly into the embeddings, every head, every MLP and the biases.

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples, interruption
-from attn_cli.cli.options import SteerOpt, page_file
+from attn_cli.cli.options import SteerOpt, ThreadsOpt, page_file
 from attn_cli.errors import InputError
 
 
@@ -31,6 +31,7 @@ def generate(
     force: Annotated[bool, typer.Option("--force", help="Replace FILE of --page if it exists (a regular file only).")] = False,
     max_memory: Annotated[str | None, typer.Option("--max-memory", metavar="SIZE", help="The memory the run may take (4G, 512M); default: most of what is available. A run that needs more is refused before it starts, naming the --steps that would fit.", show_default=False)] = None,
     steer: SteerOpt = None,
+    threads: ThreadsOpt = None,
     output: FormatOpt = Format.table,
 ) -> None:
     """Generate: predict the next token, append it, repeat, with the attention of every new token.

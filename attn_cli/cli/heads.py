@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import AttnCommand, Format, FormatOpt, RowsCommand, app, examples, say
-from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, TrustOpt, VectorsOpt, check_new_file, complete_link_sets, complete_sense_sets, load_vectors
+from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, ThreadsOpt, TrustOpt, VectorsOpt, check_new_file, complete_link_sets, complete_sense_sets, load_vectors
 from attn_cli.core.attention import Mask
 from attn_cli.vectors.tokens import Oov
 from attn_cli.io.writers import check_format, write
@@ -163,6 +163,7 @@ def find(
     model: ModelOpt = None,
     top: Annotated[int, typer.Option("--top", metavar="N", min=1, help="Heads to list in the terminal (JSON has all).")] = 10,
     sort: Annotated[FindSort, typer.Option("--sort", help="Rank by top on key, exact top, key weight, or top on key beyond the previous word.")] = FindSort.top,
+    threads: ThreadsOpt = None,
     output: FormatOpt = Format.table,
 ) -> None:
     """Rank every (layer, head) of a real model by how often a query's largest non-self weight lands on its labelled key.
@@ -251,6 +252,7 @@ def detect(
     length: Annotated[int, typer.Option("--length", metavar="N", min=2, help="Tokens of the random sequence that duplicate and induction are scored on (it is given twice).")] = 50,
     seed: Annotated[int, typer.Option("--seed", metavar="N", min=0, help="Seed of the random sequence and of the random baseline.")] = 0,
     top: Annotated[int, typer.Option("--top", metavar="N", min=1, help="Heads listed per pattern in the terminal (JSON and CSV have all).")] = 5,
+    threads: ThreadsOpt = None,
     output: FormatOpt = Format.table,
 ) -> None:
     """Score every (layer, head) of a real model for the kinds of head TransformerLens's head detector finds, and more.
@@ -322,6 +324,7 @@ def stats(
     top: Annotated[int | None, typer.Option("--top", metavar="N", min=1, help="Heads listed in the terminal's tables, the first N (with --sort: the N largest); JSON and CSV have all.", show_default=False)] = None,
     parquet: Annotated[Path | None, typer.Option("--parquet", metavar="FILE", help="Also write the rows (as --csv has them, unrounded) to FILE as Parquet (needs pyarrow: the fast extra).", show_default=False)] = None,
     force: ForceOpt = False,
+    threads: ThreadsOpt = None,
     output: FormatOpt = Format.table,
 ) -> None:
     """Per head, figures over a corpus: entropy, distance, where the weight goes, and the head detector's scores.

@@ -9,7 +9,7 @@ import typer
 
 from attn_cli.cli.app import HELP_PANELS, Format, FormatOpt, RowsCommand, app, examples, say
 from attn_cli.cli.emit import emit, line_text, stdin_lines
-from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, SteerOpt, TrustOpt, VectorsOpt, ablate_with_value, complete_sense_sets, load_vectors, page_file
+from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, SteerOpt, ThreadsOpt, TrustOpt, VectorsOpt, ablate_with_value, complete_sense_sets, load_vectors, page_file
 from attn_cli.core.attention import Mask, Stage
 from attn_cli.errors import InputError
 from attn_cli.lesson.directions import MAX_NEIGHBORS
@@ -51,7 +51,7 @@ HELP_PANELS["inspect"] = {name: panel for panel, names in {  # inspect --help, o
     "Sentence and word vectors": ("mask", "position", "scale", "max_tokens", "vectors_path", "limit", "trust_pickle", "oov"),
     "Heads": ("head", "seed"),
     "Model (--model: a real checkpoint instead of the word vectors)": ("model", "layer", "words", "hide_special", "rollout", "rollout_layers",
-                                                                       "max_memory", "ablate", "ablate_with", "steer"),
+                                                                       "max_memory", "threads", "ablate", "ablate_with", "steer"),
     "Views": ("stage", "weigh", "transpose", "focus", "neighbors", "per_head", "picture", "sense", "sense_set"),
     "Output format": ("output", "spreadsheet", "embeddings"),
     "Output files (besides stdout)": ("svg", "html", "export_view", "width", "colors", "page", "force"),
@@ -114,6 +114,7 @@ def inspect(
     limit: LimitOpt = None,
     trust_pickle: TrustOpt = False,
     oov: OovOpt = Oov.error,
+    threads: ThreadsOpt = None,
     output: FormatOpt = Format.table,
 ) -> None:
     """Run attention heads over a sentence: Q/K/V, scaling, the causal mask, softmax and E' = E + Delta E.

@@ -93,6 +93,31 @@ ModelOpt = Annotated[
 SeedOpt = Annotated[int, typer.Option("--seed", metavar="N", min=0, help="Seed of the random head's weights.")]
 
 
+def use_threads(ctx: typer.Context, param, value: str | None) -> int | None:
+    """--threads N (or ATTN_THREADS): a whole number of BLAS threads, 1 or more, set for every forward pass (io.blas)."""
+    from typer._click.core import ParameterSource
+    from typer._click.exceptions import UsageError
+
+    if value is None:
+        return None
+    text = value.strip()
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        where = f"ATTN_THREADS={value}" if ctx.get_parameter_source(param.name) == ParameterSource.ENVIRONMENT else f"--threads {value}"
+        raise UsageError(f"{where}: give a whole number of BLAS threads, 1 or more", ctx)
+    from attn_cli.io import blas
+
+    blas.choose(int(text))
+    return int(text)
+
+
+ThreadsOpt = Annotated[
+    str | None,
+    typer.Option("--threads", metavar="N", envvar="ATTN_THREADS", callback=use_threads,
+                 help="BLAS threads for the model's passes. Default: 1 for a short text; for a long one, the cores idle when attn starts (on busy cores, more threads wait on each other and run several times slower).",
+                 show_default=False),
+]
+
+
 def load_vectors(path: str | None, limit: int | None = None, trust: bool = False):
     from attn_cli.vectors.loading import load
 

@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
-from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, SteerOpt, ablate_with_value
+from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, SteerOpt, ThreadsOpt, ablate_with_value
 from attn_cli.errors import InputError
 
 MAX_TOP = 100
@@ -30,6 +30,7 @@ def predict(
     ablate: AblateOpt = None,
     ablate_with: AblateWithOpt = AblateWith.zero,
     steer: SteerOpt = None,
+    threads: ThreadsOpt = None,
     output: FormatOpt = Format.table,
 ) -> None:
     """The model's own prediction: its logits at the last position through softmax over the whole vocabulary, the top tokens.

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
-from attn_cli.cli.options import ModelOpt
+from attn_cli.cli.options import ModelOpt, ThreadsOpt
 from attn_cli.errors import InputError
 from attn_cli.io.writers import check_format, write
 
@@ -58,6 +58,7 @@ def evaluate(
         typer.Option("--sense-set", metavar="NAME|FILE", help="Each word's senses and probe words for sense cases: a shipped set (lesson) or a TSV word<TAB>sense<TAB>probe words.", show_default=False),
     ] = None,
     templates: Annotated[Templates, typer.Option("--templates", help="full: 3 short templates and 4 carrier sentences (the method); short: the 3 short ones (its baseline).")] = Templates.full,
+    threads: ThreadsOpt = None,
     output: FormatOpt = Format.table,
 ) -> None:
     """Resolution per layer: the share of cases whose word is nearest its intended sense, beside the word alone and the context masked.

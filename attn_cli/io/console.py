@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 MIN_WIDTH, MAX_WIDTH = 40, 4096  # COLUMNS outside this range is taken as the nearest end
+SHOW_AFTER = 1.0  # seconds: long work (models.progress) draws its bar once it has taken this long; a short pass draws none
+_live = None  # the bars on screen: bars asked for inside them are drawn in them (Rich draws one live display at a time)
 
 
 def view_width() -> int | None:
@@ -62,8 +64,12 @@ def progress_bars(*, fields: str = "", speed: bool = False, count: bool = False)
     without a total), `fields` (a template such as "loss {task.fields[loss]}"), the transfer speed
     when `speed`, and the time elapsed.
     """
+    global _live
     if not sys.stderr.isatty():
         yield None
+        return
+    if _live is not None:  # inside other bars (a sentence's layers under heads detect's sentences): their rows
+        yield _live
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TransferSpeedColumn
     from rich.text import Text
@@ -76,8 +82,50 @@ def progress_bars(*, fields: str = "", speed: bool = False, count: bool = False)
 
     columns = (TextColumn("{task.description}", markup=False), BarColumn(), Done() if count else TaskProgressColumn(),
                *([TextColumn(fields)] if fields else []), *([TransferSpeedColumn()] if speed else []), TimeElapsedColumn())
-    with Progress(*columns, console=console(stderr=True), transient=True) as bars:
-        yield bars
+    with Progress(*columns, console=console(stderr=True), transient=True, redirect_stdout=False) as bars:  # stdout is never the bars'
+        _live = bars
+        try:
+            yield bars
+        finally:
+            _live = None
+
+
+@contextmanager
+def reporting() -> Iterator[None]:
+    """While a command runs: the steps of its long work (models.progress: a pass's layers, patch's patches) as a bar
+    on stderr once the work has taken SHOW_AFTER seconds. Only on a terminal: never in a pipe, a file or stdout."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    from attn_cli.models import progress
+
+    previous, progress.listener = progress.listener, delayed_bar
+    try:
+        yield
+    finally:
+        progress.listener = previous
+
+
+@contextmanager
+def delayed_bar(what: str, total: int | None) -> Iterator[object]:
+    """advance(k) over `total` steps of `what`, drawn ("layers ━━━ 12/30") from the first step after SHOW_AFTER seconds."""
+    import time
+    from contextlib import ExitStack
+
+    start, done, shown = time.monotonic(), [0], []
+    with ExitStack() as stack:
+        def advance(k: int = 1) -> None:
+            done[0] += k
+            if shown:
+                shown[0].update(shown[1], completed=done[0])
+            elif time.monotonic() - start >= SHOW_AFTER and (bars := stack.enter_context(progress_bars(count=True))) is not None:
+                shown.extend((bars, bars.add_task(what, total=total, completed=done[0])))
+
+        try:
+            yield advance
+        finally:
+            if shown:
+                shown[0].remove_task(shown[1])
 
 
 def counted(items, what: str, total: int | None = None, *, quiet_on_terminal_stdout: bool = False):

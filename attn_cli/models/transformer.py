@@ -247,6 +247,7 @@ class Transformer(Readout):
         the streams are the positions after the cache's: every stream reads its keys and values, and none is appended."""
         from attn_cli.io.blas import threads_for
         from attn_cli.io.heap import reuse_heap
+        from attn_cli.models.progress import steps
 
         reuse_heap()  # each layer's temporaries from the heap again, not mapped afresh
         spec = self.spec
@@ -264,7 +265,8 @@ class Transformer(Readout):
         self.weights.passes += 1
         run = Run(keep, list(edits), cache, offset, batched=start is not None and start.resid.ndim == 3, read_only=start is not None,
                   threads=threads)
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # checked layer by layer: one message, not NumPy's warnings
+        layers = spec.n_layers - (0 if start is None else start.layer)  # the pass's steps, on a bar (models.progress)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"), steps("layers", layers) as advance:  # checked layer by layer: one message, not NumPy's warnings
             if start is None:
                 x = self.held(self.embeddings(ids, offset, run), None, "embeddings", norms=True)[None]  # [1, n, d]
                 first = 0
@@ -279,6 +281,7 @@ class Transformer(Readout):
                     run.rotary = self.rotary(n, offset, l, long)
                     x = self.checked_layer(x, self.weights.layer(l), l, run)
                     self.weights.release(l)  # nothing after the layer reads its weights
+                    advance()
             finally:
                 self.checking = False
             output = self.norm(x, self.weights, "final_norm", None, run) if spec.final_norm else x
