@@ -211,8 +211,9 @@ def test_the_page_names_the_cell_under_the_pointer(tmp_path, command):
     doc = json.loads(r.stdout)
     with Browser() as browser:
         browser.open(page)
-        box = browser.evaluate("(() => { const c = document.querySelectorAll('table.grid')[0].rows[2].cells[3].getBoundingClientRect(); "
-                               "return [c.x + c.width / 2, c.y + c.height / 2]; })()")  # layer 1, column 2
+        box = browser.evaluate("(() => { const cell = document.querySelectorAll('table.grid')[0].rows[2].cells[3]; "
+                               "cell.scrollIntoView({block: 'center'}); const c = cell.getBoundingClientRect(); "
+                               "return [c.x + c.width / 2, c.y + c.height / 2]; })()")  # layer 1, column 2, in view
         browser.hover(*box)
         said = browser.evaluate("document.getElementById('hover').textContent")
         assert browser.requests == [] or all(u.startswith("file:") for u in browser.requests)
