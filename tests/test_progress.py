@@ -111,7 +111,7 @@ def test_a_command_in_a_pipe_listens_for_nothing(run, monkeypatch):
 
 @pytest.mark.slow
 def test_smollm2s_patch_and_a_long_inspect_draw_their_bars_unforced():
-    """SmolLM2: patch (tens of seconds) and inspect over 1,000 tokens of the long document, attn's own delay."""
+    """SmolLM2: patch (tens of seconds) and inspect over 1,000 tokens of the long document (one head written: the pass is the long part), attn's own delay."""
     from attn_cli.models.loading import load
     from tests.long_text import long_text
 
@@ -119,6 +119,6 @@ def test_smollm2s_patch_and_a_long_inspect_draw_their_bars_unforced():
     text = long_text(load(model), 1000)
     for args, bar in ((["patch", "When Mary and John went to the store, John gave a drink to", "When Mary and John went to the store, Mary gave a drink to",
                         "--model", model, "--target", " Mary", "--versus", " John", "--json"], "patches"),
-                      (["inspect", text, "--model", model, "--json"], "layers")):
+                      (["inspect", text, "--model", model, "--head", "0.0", "--json"], "layers")):
         out, drawn = on_terminal(args, show_after=1.0)
         assert bar in drawn and out.startswith(b"{")
