@@ -29,8 +29,8 @@ class Readout:
 
     def readout(self, rows: np.ndarray, frozen=None, ids: list[int] | None = None, cap: bool = True) -> np.ndarray:
         """Streams after the last layer through the output head: [m, d] -> [m, V] float32, or [m, len(ids)] with only those
-        tokens' columns. frozen: the final norm's scale ([1] or [m, 1]): the linear map of the module's docstring
-        (float64 then). cap: False leaves out the soft-cap (a decoder's logits before it)."""
+        tokens' columns. frozen: the final norm's scale ([1] or [m, 1]): the linear map of the module's docstring, in
+        float64, read at `ids` (a few tokens: explain's target and versus). cap: False leaves out the soft-cap (a decoder's logits before it)."""
         if self.predicts is None:
             raise InputError(f"{self.name} has no output head to predict with (an encoder without a masked-LM head)")
         w = self.weights
@@ -39,7 +39,7 @@ class Readout:
                 if self.predicts != "next":
                     raise InputError(f"{self.name}'s output head is not linear: its stream does not split into parts")
                 x = self.frozen_norm(rows, "final_norm", None, frozen) if self.spec.final_norm else np.asarray(rows, np.float64)
-                return x @ self.output_rows(ids).T.astype(np.float64) if ids is not None else self.logits(x)
+                return x @ self.output_rows(ids).T.astype(np.float64)  # [m, d] x [d, k] -> [m, k]
             if self.predicts == "mask":
                 h = ACTIVATIONS[self.spec.activation](rows @ w.get("mlm.dense.w") + w.get("mlm.dense.b"))  # [m, d] x [d, d] -> [m, d]
                 return self.logits(self.norm(h, w, "mlm.norm", None), ids) + (w.get("mlm.bias") if ids is None else w.get("mlm.bias")[ids])
