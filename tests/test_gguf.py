@@ -159,10 +159,10 @@ def test_the_type_table_is_ggmls():
     for type_id, (name, block, size) in gguf.GGML_TYPES.items():
         blocks = np.zeros((1, size), dtype=np.uint8)
         if name in gguf.READABLE:
-            assert gguf._decode(blocks, name, "t").shape == (1, block)
+            assert gguf.decode(blocks, name, "t").shape == (1, block)
         else:
             with pytest.raises(DataError, match=f"type {name} is not supported; attn reads F32, F16"):
-                gguf._decode(blocks, name, "t")
+                gguf.decode(blocks, name, "t")
 
 
 # --- metadata -> config -----------------------------------------------------------------------------------

@@ -66,7 +66,7 @@ class GGUFTensor:
         if self._order is not None:  # gathered as bytes, before they become (several times as many) floats
             blocks = blocks[self._order]
         rows = None if out is None else out.reshape(len(blocks), -1)
-        values = _finite(self.name, _decode(blocks, self.dtype, self.name, rows).reshape(self.shape))
+        values = _finite(self.name, decode(blocks, self.dtype, self.name, rows).reshape(self.shape))
         if self._shift:
             values -= np.float32(1)
         return values
@@ -78,7 +78,7 @@ class GGUFTensor:
         if self._order is not None:  # Q or K: the file's rows are permuted (rows() gathers them)
             rows = self.rows(np.arange(start, stop))
             return rows if out is None else np.copyto(out, rows) or out
-        return _finite(self.name, _decode(self._blocks()[start:stop], self.dtype, self.name, out))
+        return _finite(self.name, decode(self._blocks()[start:stop], self.dtype, self.name, out))
 
     def rows(self, ids) -> np.ndarray:  # [m] row indices -> [m, in] float32
         if len(self.shape) != 2:
@@ -93,7 +93,7 @@ class GGUFTensor:
             return self.row_range(int(ids[0]), int(ids[-1]) + 1)  # a block of rows: read in place, not gathered first
         if self._order is not None:
             ids = self._order[ids]
-        return _finite(self.name, _decode(self._blocks()[ids], self.dtype, self.name))
+        return _finite(self.name, decode(self._blocks()[ids], self.dtype, self.name))
 
     def _blocks(self) -> np.ndarray:  # -> [rows, bytes per row] uint8 view (rows = every dim but the first)
         _, block, block_bytes = GGML_TYPES[self._info.type_id]
@@ -101,7 +101,7 @@ class GGUFTensor:
         return self._file.raw(self._info).reshape(-1, row_bytes)
 
 
-def _decode(blocks: np.ndarray, dtype: str, name: str, out: np.ndarray | None = None) -> np.ndarray:  # [rows, bytes] uint8 -> [rows, values] float32
+def decode(blocks: np.ndarray, dtype: str, name: str, out: np.ndarray | None = None) -> np.ndarray:  # [rows, bytes] uint8 -> [rows, values] float32
     """The values of `blocks` as float32, in `out` [rows, values] when given (memory reused), else in a new array."""
     if dtype in PLAIN_VIEWS:  # a copy either way: the map stays read-only and may be closed
         values = blocks.view(PLAIN_VIEWS[dtype])
@@ -230,7 +230,7 @@ def _factors(file: GGUFFile, name: str, head_dim: int) -> list[float]:
     info = file.tensors[name]
     if info.dims != (head_dim // 2,) or info.type_name != "F32":
         raise DataError(f"{file.path}: {name} is {info.type_name} {list(info.dims)}; expected F32 [{head_dim // 2}]")
-    return [float(x) for x in _finite(name, _decode(file.raw(info)[None], "F32", name)[0])]
+    return [float(x) for x in _finite(name, decode(file.raw(info)[None], "F32", name)[0])]
 
 
 def _rope_scaling(file: GGUFFile, arch: str) -> dict | None:

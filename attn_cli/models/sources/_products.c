@@ -1,0 +1,398 @@
+/* x W^T straight from a GGUF tensor's blocks: the products of a few rows (a generated token, a short prompt, the
+ * output head), without a float32 copy of the weight. The optional fast path of products.py.
+ *
+ * Each block is decoded into its integer codes q (int8) and, per sub-block s of S values, a scale and a minimum, so
+ * that a weight is w = scale_s q + min_s (ggml's own block layouts, as _quants.c reads them). Then
+ *     sum_j w_j x_j = scale_s (sum_j q_j x_j) + min_s (sum_j x_j)
+ * the sum of x over each sub-block made once per call. Activations stay float32 and every sum is a float32 sum (no
+ * quantized activations, as llama.cpp uses): the result is the dequantized product to float32 rounding.
+ *
+ * Two builds of the same loops: one for AVX2 and FMA (chosen at run time when the CPU has them), one for any CPU. The
+ * output rows are split over `threads` threads (the calling one and a pool kept between calls), the GIL released.
+ *
+ *     product(type, blocks, rows, x, out, column, threads) -> None
+ *         blocks: rows x (bytes of a row), C-contiguous; x: float32 [n, k], k the values of a row;
+ *         out: float32 [n, width]; writes out[t, column + r] = sum_j W[r, j] x[t, j] for r < rows.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifndef _WIN32
+#include <pthread.h>
+#define POOL 1
+#endif
+
+#define QK_K 256
+#define MAX_WORKERS 63
+
+typedef struct {
+    const char *name;
+    int block_bytes, values, sub; /* bytes and values of a block, values of a sub-block (one scale) */
+    int affine;                   /* whether it has minimums */
+    int kind;
+} BlockType;
+
+enum { T_Q4_0, T_Q4_1, T_Q5_0, T_Q5_1, T_Q8_0, T_Q4_K, T_Q5_K, T_Q6_K, T_F16, T_BF16 };
+
+static const BlockType TYPES[] = {
+    {"Q4_0", 18, 32, 32, 1, T_Q4_0}, {"Q4_1", 20, 32, 32, 1, T_Q4_1}, {"Q5_0", 22, 32, 32, 1, T_Q5_0},
+    {"Q5_1", 24, 32, 32, 1, T_Q5_1}, {"Q8_0", 34, 32, 32, 0, T_Q8_0}, {"Q4_K", 144, QK_K, 32, 1, T_Q4_K},
+    {"Q5_K", 176, QK_K, 32, 1, T_Q5_K}, {"Q6_K", 210, QK_K, 16, 1, T_Q6_K}, {"F16", 512, 256, 256, 0, T_F16},
+    {"BF16", 512, 256, 256, 0, T_BF16},
+};
+#define N_TYPES (sizeof(TYPES) / sizeof(TYPES[0]))
+
+static float f16_to_f32(const uint8_t *p) { /* IEEE half to float, every case */
+    uint16_t h = (uint16_t)(p[0] | (p[1] << 8));
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, bits;
+    uint16_t exp = h & 0x7c00u, sig = h & 0x03ffu;
+    if (exp == 0) {
+        if (sig == 0) {
+            bits = sign;
+        } else {
+            uint32_t shifts = 0;
+            sig <<= 1;
+            while ((sig & 0x0400u) == 0) {
+                sig <<= 1;
+                shifts++;
+            }
+            bits = sign | ((127u - 15u - shifts) << 23) | ((uint32_t)(sig & 0x03ffu) << 13);
+        }
+    } else if (exp == 0x7c00u) {
+        bits = sign | 0x7f800000u | ((uint32_t)sig << 13);
+    } else {
+        bits = sign | (((uint32_t)(h & 0x7fffu) + 0x1c000u) << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static float HALF[1 << 16]; /* every f16 as a float, made once at import (ggml's own table, for CPUs without F16C) */
+#define HALF_AT(p) HALF[(uint16_t)((p)[0] | ((p)[1] << 8))]
+
+static void scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) { /* ggml's get_scale_min_k4 */
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+/* One block's codes, scales and minimums: w = scale[s] q[j] + min[s] for value j of sub-block s. The codes are
+ * unpacked 8 at a time as 64-bit words (a byte each), and kept unsigned: a type's offset (Q4_0's q - 8) is folded
+ * into its minimum (-8 d). F16 and BF16 are decoded to floats instead (f), one "sub-block" of 256 values, scale 1. */
+#define LOW4 0x0F0F0F0F0F0F0F0FULL
+#define BIT0 0x0101010101010101ULL
+static uint64_t SPREAD[256]; /* bit i of a byte -> bit 0 of byte i */
+
+static inline uint64_t word(const uint8_t *p) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+static inline void put(int8_t *q, uint64_t w) { memcpy(q, &w, 8); }
+
+static inline __attribute__((always_inline)) void decode(int kind, const uint8_t *restrict b, int8_t *restrict q, float *restrict scale, float *restrict min, float *restrict f) {
+    switch (kind) {
+    case T_Q4_0: case T_Q4_1: case T_Q5_0: case T_Q5_1: {
+        const int off = kind == T_Q4_0 || kind == T_Q5_0 ? 2 : 4, fifth = kind == T_Q5_0 || kind == T_Q5_1;
+        const uint8_t *qs = b + off + (fifth ? 4 : 0);
+        uint32_t qh = 0;
+        if (fifth) memcpy(&qh, b + off, 4);
+        scale[0] = HALF_AT(b);
+        min[0] = kind == T_Q4_1 || kind == T_Q5_1 ? HALF_AT(b + 2) : (fifth ? -16.0f : -8.0f) * scale[0];
+        for (int i = 0; i < 2; i++) {
+            const uint64_t w = word(qs + 8 * i);
+            uint64_t low = w & LOW4, high = (w >> 4) & LOW4;
+            if (fifth) {
+                low |= SPREAD[(qh >> (8 * i)) & 0xff] << 4;
+                high |= SPREAD[(qh >> (16 + 8 * i)) & 0xff] << 4;
+            }
+            put(q + 8 * i, low);
+            put(q + 16 + 8 * i, high);
+        }
+        break;
+    }
+    case T_Q8_0:
+        scale[0] = HALF_AT(b);
+        min[0] = 0.0f;
+        memcpy(q, b + 2, 32);
+        break;
+    case T_Q4_K: case T_Q5_K: {
+        const int fifth = kind == T_Q5_K;
+        const float d = HALF_AT(b), dmin = HALF_AT(b + 2);
+        const uint8_t *qh = b + 16, *ql = b + (fifth ? 48 : 16);
+        for (int s = 0; s < 8; s++) {
+            uint8_t sc, m;
+            scale_min_k4(s, b + 4, &sc, &m);
+            scale[s] = d * (float)sc;
+            min[s] = -dmin * (float)m;
+        }
+        for (int g = 0; g < 4; g++, ql += 32, q += 64) /* sub-blocks 2g (low halves) and 2g + 1 (high halves) */
+            for (int i = 0; i < 4; i++) {
+                const uint64_t w = word(ql + 8 * i);
+                uint64_t low = w & LOW4, high = (w >> 4) & LOW4;
+                if (fifth) {
+                    const uint64_t h = word(qh + 8 * i);
+                    low |= ((h >> (2 * g)) & BIT0) << 4;
+                    high |= ((h >> (2 * g + 1)) & BIT0) << 4;
+                }
+                put(q + 8 * i, low);
+                put(q + 32 + 8 * i, high);
+            }
+        break;
+    }
+    case T_Q6_K: {
+        const float d = HALF_AT(b + 208);
+        const uint8_t *ql = b, *qh = b + 128;
+        const int8_t *sc = (const int8_t *)(b + 192);
+        for (int s = 0; s < 16; s++) {
+            scale[s] = d * (float)sc[s];
+            min[s] = -32.0f * scale[s];
+        }
+        for (int half = 0; half < 2; half++, q += 128, ql += 64, qh += 32)
+            for (int i = 0; i < 4; i++) { /* value l of each group of 32: low 4 bits from ql, top 2 from qh */
+                const uint64_t a = word(ql + 8 * i), c = word(ql + 32 + 8 * i), h = word(qh + 8 * i);
+                put(q + 8 * i, (a & LOW4) | (((h >> 0) & 0x0303030303030303ULL) << 4));
+                put(q + 32 + 8 * i, (c & LOW4) | (((h >> 2) & 0x0303030303030303ULL) << 4));
+                put(q + 64 + 8 * i, ((a >> 4) & LOW4) | (((h >> 4) & 0x0303030303030303ULL) << 4));
+                put(q + 96 + 8 * i, ((c >> 4) & LOW4) | (((h >> 6) & 0x0303030303030303ULL) << 4));
+            }
+        break;
+    }
+    case T_F16:
+        for (int j = 0; j < 256; j++) f[j] = HALF_AT(b + 2 * j);
+        scale[0] = 1.0f;
+        min[0] = 0.0f;
+        break;
+    case T_BF16:
+        for (int j = 0; j < 256; j++) {
+            uint32_t bits = ((uint32_t)b[2 * j] | ((uint32_t)b[2 * j + 1] << 8)) << 16;
+            memcpy(f + j, &bits, 4);
+        }
+        scale[0] = 1.0f;
+        min[0] = 0.0f;
+        break;
+    }
+}
+
+typedef struct {
+    const BlockType *type;
+    const uint8_t *blocks;
+    Py_ssize_t rows, row_bytes, k, n, width, column;
+    const float *x, *xsum; /* x [n, k]; xsum [n, k / sub]: the sums of x over each sub-block */
+    float *out;
+} Job;
+
+/* The same loops twice: for AVX2 and FMA, and for any CPU (GCC's and clang's vector types: 8 floats a step). */
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define X86 1
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#ifdef __clang__
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#endif
+#include <immintrin.h>
+/* GCC 12 widens 8 int8 into 8 int32 one by one: AVX2's own instruction instead */
+#define WIDEN(p) ((v8f)_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p)))))
+#define ROWS rows_avx2
+#include "_products_rows.h"
+#undef ROWS
+#undef WIDEN
+#ifdef __clang__
+#pragma clang attribute pop
+#endif
+#pragma GCC pop_options
+#endif
+#define ROWS rows_any
+#include "_products_rows.h"
+#undef ROWS
+
+typedef void (*RowsFn)(const Job *, Py_ssize_t, Py_ssize_t);
+static RowsFn rows_fn = rows_any;
+
+#ifdef POOL
+/* A pool of workers kept between calls (a call is one matrix of a layer: creating threads each time would cost more
+ * than a small product). The rows are cut into chunks that each thread claims in turn, the caller too, so that a thread
+ * the OS leaves waiting (a busy core) holds up no more than the chunk it took. A claim names the call's generation, so
+ * a worker that wakes after its call ended claims nothing of the next. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t work, finished;
+    int started;
+    unsigned generation;
+    uint64_t state; /* generation << 32 | the next chunk to claim */
+    Py_ssize_t done, chunk, chunks;
+    const Job *job;
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, NULL};
+
+static Py_ssize_t claim(unsigned generation, Py_ssize_t chunks) { /* -> a chunk of this call, or -1 */
+    uint64_t s = __atomic_load_n(&pool.state, __ATOMIC_ACQUIRE);
+    for (;;) {
+        if ((unsigned)(s >> 32) != generation || (Py_ssize_t)(s & 0xffffffffu) >= chunks) return -1;
+        if (__atomic_compare_exchange_n(&pool.state, &s, s + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return (Py_ssize_t)(s & 0xffffffffu);
+    }
+}
+
+static void work(const Job *job, unsigned generation, Py_ssize_t chunk, Py_ssize_t chunks) {
+    Py_ssize_t c;
+    while ((c = claim(generation, chunks)) >= 0) {
+        const Py_ssize_t start = c * chunk, stop = start + chunk < job->rows ? start + chunk : job->rows;
+        rows_fn(job, start, stop);
+        if (__atomic_add_fetch(&pool.done, 1, __ATOMIC_ACQ_REL) == chunks) {
+            pthread_mutex_lock(&pool.lock);
+            pthread_cond_signal(&pool.finished);
+            pthread_mutex_unlock(&pool.lock);
+        }
+    }
+}
+
+static void *worker(void *arg) {
+    unsigned seen = 0;
+    (void)arg;
+    pthread_mutex_lock(&pool.lock);
+    for (;;) {
+        while (pool.generation == seen) pthread_cond_wait(&pool.work, &pool.lock);
+        seen = pool.generation;
+        const Job *job = pool.job;
+        const Py_ssize_t chunk = pool.chunk, chunks = pool.chunks;
+        pthread_mutex_unlock(&pool.lock);
+        work(job, seen, chunk, chunks);
+        pthread_mutex_lock(&pool.lock);
+    }
+    return NULL;
+}
+
+static void forget_pool(void) { /* in a forked child the workers do not exist: start afresh */
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+    pool.lock = fresh;
+    pool.work = cond;
+    pool.finished = cond;
+    pool.started = 0;
+}
+
+static void run(const Job *job, int threads) {
+    if (threads > MAX_WORKERS + 1) threads = MAX_WORKERS + 1;
+    if (threads <= 1 || job->rows < 64) { /* tiny: not worth waking anyone */
+        rows_fn(job, 0, job->rows);
+        return;
+    }
+    pthread_mutex_lock(&pool.lock);
+    while (pool.started < threads - 1) {
+        pthread_t thread;
+        if (pthread_create(&thread, NULL, worker, NULL)) break;
+        pthread_detach(thread);
+        pool.started++;
+    }
+    const Py_ssize_t wanted = (Py_ssize_t)threads * 8, chunk = (job->rows + wanted - 1) / wanted < 8 ? 8 : (job->rows + wanted - 1) / wanted;
+    const Py_ssize_t chunks = (job->rows + chunk - 1) / chunk;
+    const unsigned generation = ++pool.generation ? pool.generation : ++pool.generation; /* never 0: a new worker has seen 0 */
+    pool.job = job;
+    pool.chunk = chunk;
+    pool.chunks = chunks;
+    __atomic_store_n(&pool.done, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&pool.state, (uint64_t)generation << 32, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&pool.work);
+    pthread_mutex_unlock(&pool.lock);
+    work(job, generation, chunk, chunks);
+    pthread_mutex_lock(&pool.lock);
+    while (__atomic_load_n(&pool.done, __ATOMIC_ACQUIRE) < chunks) pthread_cond_wait(&pool.finished, &pool.lock);
+    pthread_mutex_unlock(&pool.lock);
+}
+#else
+static void run(const Job *job, int threads) {
+    (void)threads;
+    rows_fn(job, 0, job->rows);
+}
+#endif
+
+static PyObject *product(PyObject *self, PyObject *args) {
+    const char *name;
+    Py_buffer blocks, x, out;
+    Py_ssize_t rows, column;
+    int threads;
+    if (!PyArg_ParseTuple(args, "sy*ny*w*ni", &name, &blocks, &rows, &x, &out, &column, &threads)) return NULL;
+    const BlockType *type = NULL;
+    for (size_t i = 0; i < N_TYPES; i++)
+        if (!strcmp(name, TYPES[i].name)) type = &TYPES[i];
+    PyObject *result = NULL;
+    Job job = {type, blocks.buf, rows};
+    if (type == NULL) {
+        PyErr_Format(PyExc_ValueError, "no compiled product for %s", name);
+        goto end;
+    }
+    job.row_bytes = rows > 0 ? blocks.len / rows : 0;
+    job.k = job.row_bytes / type->block_bytes * type->values;
+    if (rows <= 0 || blocks.len != rows * job.row_bytes || job.row_bytes % type->block_bytes || job.k == 0
+        || x.len % (job.k * 4) || ((uintptr_t)x.buf % 4) || ((uintptr_t)out.buf % 4)) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd bytes of blocks in %zd rows do not match %zd bytes of input", name, blocks.len, rows, x.len);
+        goto end;
+    }
+    job.n = x.len / (job.k * 4);
+    job.width = job.n ? out.len / 4 / job.n : 0;
+    job.column = column;
+    if (job.n == 0 || out.len != job.n * job.width * 4 || column < 0 || column + rows > job.width) {
+        PyErr_Format(PyExc_ValueError, "%s: an output of %zd bytes has no room for %zd rows of %zd columns at column %zd", name, out.len, job.n, rows, column);
+        goto end;
+    }
+    const Py_ssize_t subs = job.k / type->sub;
+    float *xsum = PyMem_RawMalloc(sizeof(float) * job.n * subs);
+    if (xsum == NULL) {
+        PyErr_NoMemory();
+        goto end;
+    }
+    job.x = x.buf;
+    job.xsum = xsum;
+    job.out = out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t t = 0; t < job.n; t++)
+        for (Py_ssize_t s = 0; s < subs; s++) {
+            float total = 0.0f;
+            for (int j = 0; j < type->sub; j++) total += job.x[t * job.k + s * type->sub + j];
+            xsum[t * subs + s] = total;
+        }
+    run(&job, threads);
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(xsum);
+    result = Py_None;
+    Py_INCREF(result);
+end:
+    PyBuffer_Release(&blocks);
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&out);
+    return result;
+}
+
+static PyObject *kernel(PyObject *self, PyObject *args) { return PyUnicode_FromString(rows_fn == rows_any ? "any CPU" : "AVX2 and FMA"); }
+
+static PyMethodDef methods[] = {
+    {"product", product, METH_VARARGS, "product(type, blocks, rows, x, out, column, threads): x W^T from W's blocks into out's columns."},
+    {"kernel", kernel, METH_NOARGS, "kernel() -> which build of the loops runs on this CPU."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_products", "x W^T from a GGUF tensor's blocks, in C.", -1, methods};
+
+PyMODINIT_FUNC PyInit__products(void) {
+    for (int byte = 0; byte < 256; byte++)
+        for (int i = 0; i < 8; i++) SPREAD[byte] |= (uint64_t)((byte >> i) & 1) << (8 * i);
+    for (uint32_t h = 0; h < (1u << 16); h++) {
+        const uint8_t bytes[2] = {(uint8_t)(h & 0xff), (uint8_t)(h >> 8)};
+        HALF[h] = f16_to_f32(bytes);
+    }
+#ifdef X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) rows_fn = rows_avx2;
+#endif
+#ifdef POOL
+    pthread_atfork(NULL, NULL, forget_pool);
+#endif
+    return PyModule_Create(&module);
+}

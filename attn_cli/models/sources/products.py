@@ -1,0 +1,75 @@
+"""x W^T straight from a GGUF tensor's blocks: the products of a few rows, without a float32 copy of the weight.
+
+A generated token's step multiplies one row by every matrix of the model: it is bound by the bytes it reads, and a
+quantized weight is 4 to 8 times fewer bytes than its float32 copy. `_products.c` (built by pip install where a C
+compiler is found) decodes each block into its integer codes and scales and multiplies them with float32 activations,
+summing in float32, on the threads BLAS is given; without it, NumPy dequantizes a block of rows at a time and
+multiplies (the same values to float32 rounding, slower). Long inputs are faster through BLAS on the dequantized
+layer: `Blocks.product` is for FEW_ROWS rows or fewer (tests/benchmarks/bench_products.py measures the crossover).
+
+    Blocks(parts).product(x)   x [n, in] -> [n, out], W = the parts' rows one after another, [out, in] as GGUF keeps them
+"""
+
+import numpy as np
+
+from attn_cli.models.sources.gguf_file import GGML_TYPES
+
+TYPES = frozenset({"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16"})  # what _products.c reads
+FEW_ROWS = 16  # rows of x up to which the blocks' products beat dequantizing the layer for BLAS (bench_products.py)
+CHUNK_BYTES = 4 << 20  # the NumPy path: rows dequantized at a time, as float32
+
+try:  # the optional C products (_products.c)
+    from attn_cli.models.sources import _products as COMPILED
+except ImportError:
+    COMPILED = None
+
+
+def kernel() -> str:
+    """Which products run here, for a benchmark's or `attn info`'s line."""
+    return f"compiled ({COMPILED.kernel()})" if COMPILED is not None else "NumPy (no C compiler at install)"
+
+
+def product(x: np.ndarray, blocks: np.ndarray, dtype: str, out: np.ndarray | None = None, column: int = 0,
+            threads: int = 1) -> np.ndarray:  # [n, in] float32 x [rows, row bytes] uint8 -> out[:, column:column + rows]
+    """x W^T for W the rows of `blocks` (whole blocks of `dtype`), written into columns column.. of `out` [n, width]."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    rows = len(blocks)
+    if out is None:
+        out = np.empty((len(x), rows), np.float32)
+    if COMPILED is not None and out.flags.c_contiguous and len(x):
+        COMPILED.product(dtype, np.ascontiguousarray(blocks), rows, x, out, column, max(1, threads))
+        return out
+    from attn_cli.models.sources.gguf import decode
+
+    _, per_block, block_bytes = GGML_TYPES_BY_NAME[dtype]
+    step = max(1, CHUNK_BYTES // (4 * blocks.shape[1] // block_bytes * per_block))
+    for start in range(0, rows, step):
+        w = decode(blocks[start : start + step], dtype, dtype)  # [c, in] float32
+        out[:, column + start : column + start + len(w)] = x @ w.T  # [n, in] x [in, c] -> [n, c]
+    return out
+
+
+GGML_TYPES_BY_NAME = {name: (type_id, per_block, block_bytes) for type_id, (name, per_block, block_bytes) in GGML_TYPES.items()}
+
+
+class Blocks:
+    """A canonical weight W [in, out] (x @ W, attn's layout) kept as its file's blocks: the parts' rows ([out_i, in],
+    GGUF's order) one after another. `order` (Q and K of a llama-family file) is the file's row behind each of a part's
+    output columns: its products are made in the file's order and gathered after (a few columns, not the weight)."""
+
+    def __init__(self, parts: list[tuple[np.ndarray, str, np.ndarray | None]]):
+        self.parts = parts  # [(blocks [rows, row bytes] uint8, dtype, order or None)]
+        blocks, dtype, _ = parts[0]
+        per_block, block_bytes = GGML_TYPES_BY_NAME[dtype][1:]
+        self.shape = (blocks.shape[1] // block_bytes * per_block, sum(len(b) for b, _, _ in parts))  # [in, out]
+        self.nbytes = sum(b.nbytes for b, _, _ in parts)
+
+    def product(self, x: np.ndarray, threads: int = 1) -> np.ndarray:  # [n, in] -> [n, out] float32
+        out = np.empty((len(x), self.shape[1]), np.float32)
+        column = 0
+        for blocks, dtype, order in self.parts:
+            product(x, blocks, dtype, out, column, threads)
+            if order is not None:  # the file's rows back in Hugging Face's order
+                out[:, column : column + len(blocks)] = out[:, column : column + len(blocks)][:, order]
+            column += len(blocks)
+        return out
