@@ -119,7 +119,7 @@ def generate(model, text: str, settings: GenerateSettings, cache=None) -> Iterat
     stops = stop_ids(model)
     keep = Keep(points=("attn.pattern", "resid_post"), rows=[-1])  # the new token's row at every layer, nothing else
     cache = KVCache(model) if cache is None else cache
-    model.weights.hold(HOLD_BYTES)  # every step reads every layer: dequantize them once, not once a step
+    model.weights.hold(HOLD_BYTES, rows=1)  # every step reads every layer: from their blocks, or dequantized once, not once a step
     new = list(tokens.ids)
     length = len(new)
     text = NewText(model)

@@ -93,3 +93,18 @@ def threads_for(n_tokens: int) -> int:
     wanted = 1 if n_tokens <= SMALL else long_default()
     library.set(wanted)
     return wanted
+
+
+def product_threads() -> int:
+    """The threads of products straight from a quantized file's blocks (models.sources.products), which BLAS does not
+    run: --threads N if given, else the environment's number if it chose one, else long_default(), the cores idle
+    when attn started. Their rows are claimed a chunk at a time, so a thread that a busy core holds back costs one chunk."""
+    if asked is not None:
+        return max(1, asked)
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        if chosen := os.environ.get(name):
+            try:
+                return max(1, int(chosen.split(",")[0]))
+            except ValueError:
+                return 1
+    return max(1, long_default() or idle_cores())

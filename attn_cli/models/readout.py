@@ -60,6 +60,11 @@ class Readout:
         """rows @ W_U^T, the output projection, a block of the vocabulary at a time (only the rows of `ids` when given)."""
         if ids is not None:
             return apply_linear(rows, self.output_rows(ids).T)  # [m, d] x [d, k] -> [m, k]
+        head = self.weights.head_blocks(len(rows))
+        if head is not None:  # a few rows: straight from the quantized table's blocks, nothing dequantized
+            from attn_cli.io.blas import product_threads
+
+            return head.product(np.asarray(rows, F32), product_threads())  # [m, d] x [d, V]
         out = np.empty((len(rows), self.spec.vocab_size), F32)
         for start, block in self.weights.each_unembedding_block(LOGIT_ROWS):  # [c, d] float32
             out[:, start : start + len(block)] = apply_linear(rows, block.T)  # [m, d] x [d, c] -> [m, c]

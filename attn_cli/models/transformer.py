@@ -261,7 +261,12 @@ class Transformer(Readout):
         if offset + n > spec.max_positions:
             raise InputError(f"{offset + n:,} tokens, more than the {spec.max_positions:,} positions {self.name} has; split the text")
         long = None if cache is None else cache.long_factors(self, offset + n, appending=start is None)  # may make its keys again
+        rows = n * (1 if start is None or start.resid.ndim < 3 else len(start.resid))
         threads = threads_for(n)  # set for the pass, and told to it
+        if self.weights.products_for(rows):  # its matrices are products from the file's blocks, on threads of their own
+            from attn_cli.io.blas import product_threads
+
+            threads = product_threads()
         self.weights.passes += 1
         run = Run(keep, list(edits), cache, offset, batched=start is not None and start.resid.ndim == 3, read_only=start is not None,
                   threads=threads)
@@ -279,7 +284,7 @@ class Transformer(Readout):
                     if start is not None and (joining := start.joining(l)) is not None:  # streams patched at layer l join the batch
                         x = np.concatenate([x, joining.astype(F32, copy=False)])
                     run.rotary = self.rotary(n, offset, l, long)
-                    x = self.checked_layer(x, self.weights.layer(l), l, run)
+                    x = self.checked_layer(x, self.weights.layer(l, len(x) * n), l, run)
                     self.weights.release(l)  # nothing after the layer reads its weights
                     advance()
             finally:

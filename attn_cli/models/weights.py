@@ -54,6 +54,13 @@ class TensorPart:
         self.name, self.dtype, self.shape = tensor.name, tensor.dtype, (rows, *tensor.shape[1:])
         self.size = int(np.prod(self.shape))
 
+    def blocks(self):  # -> (blocks, dtype, None) of its rows, as GGUFTensor.blocks, or None
+        whole = self.tensor.blocks() if hasattr(self.tensor, "blocks") else None
+        if whole is None or whole[2] is not None:
+            return None
+        rows = self.shape[0]
+        return whole[0][self.i * rows : (self.i + 1) * rows], whole[1], None
+
     def array(self, out: np.ndarray | None = None) -> np.ndarray:  # -> self.shape float32
         rows = self.shape[0]
         block = self.tensor.array()[self.i * rows : (self.i + 1) * rows]
@@ -111,6 +118,8 @@ class Weights:
         self._spare: list[dict] = []  # dequantized layers given back: memory for the next layers read
         self._vocabulary_ahead = None
         self._layer_keys: list | None = None  # layer -> its canonical names (layer_keys)
+        self._blocks: dict = {}  # canonical name -> its Blocks (or None: not readable as blocks), for products
+        self._block_layers: dict[int, dict] = {}  # layer -> block_layer()
 
     def _find(self, canonical: str, stored, l: int | None):
         """[(source tensor, layout)] for one canonical tensor, shapes checked; None when it is optional and absent."""
@@ -210,9 +219,12 @@ class Weights:
         """One tensor of a layer ("layers.3.attn.o.w"), without reading the rest of the layer (nor keeping a quantized one)."""
         return self._arrays[key] if key in self._arrays else self.read(key)
 
-    def layer(self, l: int) -> dict[str, np.ndarray]:
+    def layer(self, l: int, rows: int | None = None) -> dict:
         """Layer l's tensors by canonical name (without the "layers.l." prefix). A quantized file's are dequantized
-        now, the next layer's on a second thread meanwhile (NumPy leaves the interpreter lock while it works)."""
+        now, the next layer's on a second thread meanwhile (NumPy leaves the interpreter lock while it works); for a
+        pass over `rows` rows that products_for() serves, its matrices are their file's blocks instead (Blocks)."""
+        if self.products_for(rows):
+            return self.block_layer(l)
         prefix = f"layers.{l}."
         if self.eager or self._kept(l):
             return {k[len(prefix):]: self._arrays[k] for k in self.layer_keys(l)}
@@ -228,6 +240,43 @@ class Weights:
             return kept
         self._lent[l] = layer  # its memory serves a later layer once the forward pass gives it back (release)
         return layer  # one sentence never holds a quantized model as float32
+
+    def products_for(self, rows: int | None) -> bool:
+        """Whether a pass over `rows` rows multiplies a quantized file's matrices straight from their blocks
+        (sources.products): a few rows (a generated token, a short prompt), with the compiled products built."""
+        from attn_cli.models.sources import products
+
+        return rows is not None and rows <= products.FEW_ROWS and products.COMPILED is not None and not self.eager
+
+    def blocks(self, key: str):
+        """A matrix as its file's blocks (sources.products.Blocks: x times its stored rows, so x @ W for a Linear's
+        [out, in] and the logits for the vocabulary's table), made once; None when a part is not blocks of a type the
+        products read (an F32 matrix, Q2_K) or is stored otherwise."""
+        if key in self._blocks:
+            return self._blocks[key]
+        from attn_cli.models.sources.products import TYPES, Blocks
+
+        parts = [tensor.blocks() if layout in ("linear", "table") and hasattr(tensor, "blocks") else None for tensor, layout in self.plan[key]]
+        found = None
+        if all(p is not None and p[1] in TYPES for p in parts):
+            found = Blocks(parts)
+            probe = found.product(np.ones((1, found.shape[0]), np.float32))  # a weight that is not finite: refused once, as read() does
+            if not np.isfinite(probe).all():
+                self.read(key)
+        self._blocks[key] = found
+        return found
+
+    def block_layer(self, l: int) -> dict:
+        """Layer l for products_for(): each matrix as Blocks, the rest (norms, biases, a matrix Blocks cannot read) as
+        float32, made once and kept: the blocks are the mapped file itself, so keeping them costs no memory of attn's."""
+        if l not in self._block_layers:
+            prefix = f"layers.{l}."
+            self._block_layers[l] = {k[len(prefix):]: self.blocks(k) if self.blocks(k) is not None else self.tensor(k) for k in self.layer_keys(l)}
+        return self._block_layers[l]
+
+    def head_blocks(self, rows: int):
+        """The output projection as Blocks for logits of `rows` rows (products_for()), else None."""
+        return self.blocks(self.unembedding_key()) if self.products_for(rows) else None
 
     def prefetch(self, first: int = 0) -> None:
         """Start dequantizing layers first .. first + AHEAD - 1 on the other threads (a quantized file's, each up to
@@ -286,7 +335,7 @@ class Weights:
     def prefetch_vocabulary(self) -> None:
         """Start reading the whole output projection on the second thread, if it is not in memory and small enough
         (PREFETCH_VOCABULARY bytes as float32): a larger one is read a block of rows at a time as the logits are made."""
-        if self.vocabulary_bytes() > PREFETCH_VOCABULARY:
+        if self.vocabulary_bytes() > PREFETCH_VOCABULARY or self.head_blocks(1) is not None:  # large, or products read it
             return
         if self._vocabulary is None and self._vocabulary_ahead is None and not self.eager:
             self._vocabulary_ahead = self._pool().submit(self.read, EMBEDDING if not self.has("unembed") else "unembed")
@@ -302,11 +351,14 @@ class Weights:
         self._cache_budget -= nbytes
         return True
 
-    def hold(self, budget: int) -> bool:
+    def hold(self, budget: int, rows: int | None = None) -> bool:
         """Keep every layer dequantized (float32) when that takes at most `budget` bytes, and the output projection when it
         is small (PREFETCH_VOCABULARY): for runs of many short passes (the sense meter's prototypes, a generation's steps,
         patching's reruns), where dequantizing each layer and the vocabulary on every pass would cost the most.
-        Returns whether the layers are held."""
+        `rows`: the rows of those passes; when products_for() serves them, nothing is dequantized (they read the blocks).
+        Returns whether the layers are held (or need not be)."""
+        if self.products_for(rows):
+            return True
         if not self.eager:
             layers = [k for k in self.plan if k.startswith("layers.")]
             if 4 * sum(t.size for k in layers for t, _ in self.plan[k]) > budget:

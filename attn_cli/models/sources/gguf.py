@@ -95,6 +95,11 @@ class GGUFTensor:
             ids = self._order[ids]
         return _finite(self.name, decode(self._blocks()[ids], self.dtype, self.name))
 
+    def blocks(self):  # -> ([rows, bytes per row] uint8, dtype, order or None), or None for a tensor that is not a matrix
+        """The matrix as its file keeps it, for products straight from its blocks (sources.products.Blocks): a view of the
+        mapped file, and `order`, the file's row behind each Hugging Face row (Q and K of a llama-family file)."""
+        return (self._blocks(), self.dtype, self._order) if len(self.shape) == 2 and not self._shift else None
+
     def _blocks(self) -> np.ndarray:  # -> [rows, bytes per row] uint8 view (rows = every dim but the first)
         _, block, block_bytes = GGML_TYPES[self._info.type_id]
         row_bytes = self._info.dims[0] // block * block_bytes
