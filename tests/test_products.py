@@ -116,11 +116,16 @@ def test_mismatched_shapes_are_refused():
         pytest.skip("the C products were not built")
     blocks = np.zeros((4, 20), np.uint8)  # 4 rows of one Q4_1 block: 32 values
     with pytest.raises(ValueError):
-        products.COMPILED.product("Q4_1", blocks, 4, np.zeros((1, 31), np.float32), np.zeros((1, 4), np.float32), 0, 1)
+        products.COMPILED.product([("Q4_1", blocks, 4, 0, None)], np.zeros((1, 31), np.float32), np.zeros((1, 4), np.float32), 1)
     with pytest.raises(ValueError):
-        products.COMPILED.product("Q4_1", blocks, 4, np.zeros((1, 32), np.float32), np.zeros((1, 3), np.float32), 0, 1)
+        products.COMPILED.product([("Q4_1", blocks, 4, 0, None)], np.zeros((1, 32), np.float32), np.zeros((1, 3), np.float32), 1)
     with pytest.raises(ValueError):
-        products.COMPILED.product("Q2_K", blocks, 4, np.zeros((1, 32), np.float32), np.zeros((1, 4), np.float32), 0, 1)
+        products.COMPILED.product([("Q2_K", blocks, 4, 0, None)], np.zeros((1, 32), np.float32), np.zeros((1, 4), np.float32), 1)
+    with pytest.raises(ValueError):  # an order that writes outside the part's columns
+        products.COMPILED.product([("Q4_1", blocks, 4, 0, np.array([0, 1, 2, 4], np.int32))], np.zeros((1, 32), np.float32), np.zeros((1, 4), np.float32), 1)
+    with pytest.raises(ValueError):  # parts of rows of other lengths
+        products.COMPILED.product([("Q4_1", blocks, 4, 0, None), ("Q4_1", np.zeros((2, 40), np.uint8), 2, 4, None)], np.zeros((1, 32), np.float32),
+                                  np.zeros((1, 6), np.float32), 1)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
@@ -135,3 +140,14 @@ def test_a_forked_child_runs_products_on_threads_of_its_own():
         os._exit(0 if ok else 1)
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_many_calls_in_a_row_on_threads_give_each_its_own_rows():
+    """Calls of every size, one after another as a generation makes them (some too small to wake the pool): a worker that
+    wakes late must claim nothing of a call that has ended, nor of the next."""
+    rng = np.random.default_rng(4)
+    cases = [(random_blocks(rng, "Q8_0", rows, 64), rng.standard_normal((1, 64)).astype(np.float32)) for rows in (8, 64, 65, 300, 1000)]
+    want = [products.product(x, b, "Q8_0", threads=1) for b, x in cases]
+    for i in range(1500):
+        j = (i * 7) % len(cases)
+        assert np.array_equal(products.product(cases[j][1], cases[j][0], "Q8_0", threads=2 + i % 2), want[j])

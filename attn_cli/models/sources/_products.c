@@ -10,9 +10,10 @@
  * Two builds of the same loops: one for AVX2 and FMA (chosen at run time when the CPU has them), one for any CPU. The
  * output rows are split over `threads` threads (the calling one and a pool kept between calls), the GIL released.
  *
- *     product(type, blocks, rows, x, out, column, threads) -> None
- *         blocks: rows x (bytes of a row), C-contiguous; x: float32 [n, k], k the values of a row;
- *         out: float32 [n, width]; writes out[t, column + r] = sum_j W[r, j] x[t, j] for r < rows.
+ *     product(parts, x, out, threads) -> None
+ *         parts: up to 8 tuples (type, blocks, rows, column, order), each a matrix (Q, K, V) of `rows` rows of blocks,
+ *         C-contiguous; x: float32 [n, k], k the values of a row; out: float32 [n, width]; writes
+ *         out[t, column + c(r)] = sum_j W[r, j] x[t, j], c(r) = r, or order[r] (int32, a permutation) when given.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -187,8 +188,14 @@ typedef struct {
     const uint8_t *blocks;
     Py_ssize_t rows, row_bytes, k, n, width, column;
     const float *x, *xsum; /* x [n, k]; xsum [n, k / sub]: the sums of x over each sub-block */
+    const int32_t *where;  /* the output column of each row (a permutation), or NULL: column + r */
     float *out;
 } Job;
+
+typedef struct { /* one call: the parts of a weight (Q, K, V), each a Job, their rows cut into chunks of the same size */
+    Job *jobs;
+    Py_ssize_t count, chunk, chunks, first[8]; /* first[j]: the first chunk of job j */
+} Call;
 
 /* The same loops twice: for AVX2 and FMA, and for any CPU (GCC's and clang's vector types: 8 floats a step). */
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
@@ -228,9 +235,9 @@ static struct {
     int started;
     unsigned generation;
     uint64_t state; /* generation << 32 | the next chunk to claim */
-    Py_ssize_t done, chunk, chunks;
-    const Job *job;
-} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, NULL};
+    Py_ssize_t done, chunks;
+    const Call *call;
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, NULL};
 
 static Py_ssize_t claim(unsigned generation, Py_ssize_t chunks) { /* -> a chunk of this call, or -1 */
     uint64_t s = __atomic_load_n(&pool.state, __ATOMIC_ACQUIRE);
@@ -240,11 +247,18 @@ static Py_ssize_t claim(unsigned generation, Py_ssize_t chunks) { /* -> a chunk 
     }
 }
 
-static void work(const Job *job, unsigned generation, Py_ssize_t chunk, Py_ssize_t chunks) {
+static void chunk_rows(const Call *call, Py_ssize_t c) { /* chunk c: some rows of one part */
+    Py_ssize_t j = 0;
+    while (j + 1 < call->count && call->first[j + 1] <= c) j++;
+    const Job *job = &call->jobs[j];
+    const Py_ssize_t start = (c - call->first[j]) * call->chunk, stop = start + call->chunk < job->rows ? start + call->chunk : job->rows;
+    rows_fn(job, start, stop);
+}
+
+static void work(const Call *call, unsigned generation, Py_ssize_t chunks) { /* chunks: read with the generation, under the lock */
     Py_ssize_t c;
     while ((c = claim(generation, chunks)) >= 0) {
-        const Py_ssize_t start = c * chunk, stop = start + chunk < job->rows ? start + chunk : job->rows;
-        rows_fn(job, start, stop);
+        chunk_rows(call, c);
         if (__atomic_add_fetch(&pool.done, 1, __ATOMIC_ACQ_REL) == chunks) {
             pthread_mutex_lock(&pool.lock);
             pthread_cond_signal(&pool.finished);
@@ -260,10 +274,10 @@ static void *worker(void *arg) {
     for (;;) {
         while (pool.generation == seen) pthread_cond_wait(&pool.work, &pool.lock);
         seen = pool.generation;
-        const Job *job = pool.job;
-        const Py_ssize_t chunk = pool.chunk, chunks = pool.chunks;
+        const Call *call = pool.call;
+        const Py_ssize_t chunks = pool.chunks;
         pthread_mutex_unlock(&pool.lock);
-        work(job, seen, chunk, chunks);
+        work(call, seen, chunks);
         pthread_mutex_lock(&pool.lock);
     }
     return NULL;
@@ -278,11 +292,20 @@ static void forget_pool(void) { /* in a forked child the workers do not exist: s
     pool.started = 0;
 }
 
-static void run(const Job *job, int threads) {
+static void run(Call *call, int threads) {
+    Py_ssize_t rows = 0;
+    for (Py_ssize_t j = 0; j < call->count; j++) rows += call->jobs[j].rows;
     if (threads > MAX_WORKERS + 1) threads = MAX_WORKERS + 1;
-    if (threads <= 1 || job->rows < 64) { /* tiny: not worth waking anyone */
-        rows_fn(job, 0, job->rows);
+    if (threads <= 1 || rows < 64) { /* tiny: not worth waking anyone */
+        for (Py_ssize_t j = 0; j < call->count; j++) rows_fn(&call->jobs[j], 0, call->jobs[j].rows);
         return;
+    }
+    const Py_ssize_t wanted = (Py_ssize_t)threads * 8;
+    call->chunk = (rows + wanted - 1) / wanted < 8 ? 8 : (rows + wanted - 1) / wanted;
+    call->chunks = 0;
+    for (Py_ssize_t j = 0; j < call->count; j++) {
+        call->first[j] = call->chunks;
+        call->chunks += (call->jobs[j].rows + call->chunk - 1) / call->chunk;
     }
     pthread_mutex_lock(&pool.lock);
     while (pool.started < threads - 1) {
@@ -291,80 +314,134 @@ static void run(const Job *job, int threads) {
         pthread_detach(thread);
         pool.started++;
     }
-    const Py_ssize_t wanted = (Py_ssize_t)threads * 8, chunk = (job->rows + wanted - 1) / wanted < 8 ? 8 : (job->rows + wanted - 1) / wanted;
-    const Py_ssize_t chunks = (job->rows + chunk - 1) / chunk;
     const unsigned generation = ++pool.generation ? pool.generation : ++pool.generation; /* never 0: a new worker has seen 0 */
-    pool.job = job;
-    pool.chunk = chunk;
-    pool.chunks = chunks;
+    pool.call = call;
+    pool.chunks = call->chunks;
     __atomic_store_n(&pool.done, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&pool.state, (uint64_t)generation << 32, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&pool.work);
     pthread_mutex_unlock(&pool.lock);
-    work(job, generation, chunk, chunks);
+    work(call, generation, call->chunks);
     pthread_mutex_lock(&pool.lock);
-    while (__atomic_load_n(&pool.done, __ATOMIC_ACQUIRE) < chunks) pthread_cond_wait(&pool.finished, &pool.lock);
+    while (__atomic_load_n(&pool.done, __ATOMIC_ACQUIRE) < call->chunks) pthread_cond_wait(&pool.finished, &pool.lock);
+    __atomic_store_n(&pool.state, ((uint64_t)generation << 32) | 0xffffffffu, __ATOMIC_RELEASE); /* closed: nothing left to claim */
     pthread_mutex_unlock(&pool.lock);
 }
 #else
-static void run(const Job *job, int threads) {
+static void run(Call *call, int threads) {
     (void)threads;
-    rows_fn(job, 0, job->rows);
+    for (Py_ssize_t j = 0; j < call->count; j++) rows_fn(&call->jobs[j], 0, call->jobs[j].rows);
 }
 #endif
 
-static PyObject *product(PyObject *self, PyObject *args) {
+#define MAX_PARTS 8
+
+static int part(PyObject *item, const Py_buffer *x, const Py_buffer *out, Job *job, Py_buffer *blocks, Py_buffer *where) {
     const char *name;
-    Py_buffer blocks, x, out;
+    PyObject *order;
     Py_ssize_t rows, column;
-    int threads;
-    if (!PyArg_ParseTuple(args, "sy*ny*w*ni", &name, &blocks, &rows, &x, &out, &column, &threads)) return NULL;
-    const BlockType *type = NULL;
+    if (!PyArg_ParseTuple(item, "sy*nnO", &name, blocks, &rows, &column, &order)) return -1;
+    job->type = NULL;
     for (size_t i = 0; i < N_TYPES; i++)
-        if (!strcmp(name, TYPES[i].name)) type = &TYPES[i];
-    PyObject *result = NULL;
-    Job job = {type, blocks.buf, rows};
-    if (type == NULL) {
+        if (!strcmp(name, TYPES[i].name)) job->type = &TYPES[i];
+    if (job->type == NULL) {
         PyErr_Format(PyExc_ValueError, "no compiled product for %s", name);
-        goto end;
+        return -1;
     }
-    job.row_bytes = rows > 0 ? blocks.len / rows : 0;
-    job.k = job.row_bytes / type->block_bytes * type->values;
-    if (rows <= 0 || blocks.len != rows * job.row_bytes || job.row_bytes % type->block_bytes || job.k == 0
-        || x.len % (job.k * 4) || ((uintptr_t)x.buf % 4) || ((uintptr_t)out.buf % 4)) {
-        PyErr_Format(PyExc_ValueError, "%s: %zd bytes of blocks in %zd rows do not match %zd bytes of input", name, blocks.len, rows, x.len);
-        goto end;
+    const BlockType *type = job->type;
+    job->blocks = blocks->buf;
+    job->rows = rows;
+    job->row_bytes = rows > 0 ? blocks->len / rows : 0;
+    job->k = job->row_bytes / type->block_bytes * type->values;
+    if (rows <= 0 || blocks->len != rows * job->row_bytes || job->row_bytes % type->block_bytes || job->k == 0 || x->len % (job->k * 4)) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd bytes of blocks in %zd rows do not match %zd bytes of input", name, blocks->len, rows, x->len);
+        return -1;
     }
-    job.n = x.len / (job.k * 4);
-    job.width = job.n ? out.len / 4 / job.n : 0;
-    job.column = column;
-    if (job.n == 0 || out.len != job.n * job.width * 4 || column < 0 || column + rows > job.width) {
-        PyErr_Format(PyExc_ValueError, "%s: an output of %zd bytes has no room for %zd rows of %zd columns at column %zd", name, out.len, job.n, rows, column);
-        goto end;
+    job->n = x->len / (job->k * 4);
+    job->width = job->n ? out->len / 4 / job->n : 0;
+    job->column = column;
+    if (job->n == 0 || out->len != job->n * job->width * 4 || column < 0 || column + rows > job->width) {
+        PyErr_Format(PyExc_ValueError, "%s: an output of %zd bytes has no room for %zd rows of %zd columns at column %zd", name, out->len, job->n, rows, column);
+        return -1;
     }
-    const Py_ssize_t subs = job.k / type->sub;
-    float *xsum = PyMem_RawMalloc(sizeof(float) * job.n * subs);
-    if (xsum == NULL) {
-        PyErr_NoMemory();
-        goto end;
-    }
-    job.x = x.buf;
-    job.xsum = xsum;
-    job.out = out.buf;
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t t = 0; t < job.n; t++)
-        for (Py_ssize_t s = 0; s < subs; s++) {
-            float total = 0.0f;
-            for (int j = 0; j < type->sub; j++) total += job.x[t * job.k + s * type->sub + j];
-            xsum[t * subs + s] = total;
+    job->where = NULL;
+    if (order != Py_None) { /* the output column of each row: a permutation of 0..rows-1, checked */
+        if (PyObject_GetBuffer(order, where, PyBUF_C_CONTIGUOUS) < 0) return -1;
+        if (where->len != rows * 4 || ((uintptr_t)where->buf % 4)) {
+            PyErr_Format(PyExc_ValueError, "%s: an order of %zd bytes for %zd rows", name, where->len, rows);
+            return -1;
         }
-    run(&job, threads);
+        const int32_t *w = where->buf;
+        for (Py_ssize_t r = 0; r < rows; r++)
+            if (w[r] < 0 || w[r] >= rows) {
+                PyErr_Format(PyExc_ValueError, "%s: row %zd goes to column %d, outside 0..%zd", name, r, w[r], rows - 1);
+                return -1;
+            }
+        job->where = w;
+    }
+    job->x = x->buf;
+    job->out = out->buf;
+    return 0;
+}
+
+static PyObject *product(PyObject *self, PyObject *args) {
+    PyObject *parts;
+    Py_buffer x, out, blocks[MAX_PARTS], where[MAX_PARTS];
+    int threads;
+    if (!PyArg_ParseTuple(args, "Oy*w*i", &parts, &x, &out, &threads)) return NULL;
+    Job jobs[MAX_PARTS];
+    float *xsum[MAX_PARTS] = {NULL};
+    Py_ssize_t count = 0, made = 0;
+    PyObject *result = NULL, *seq = PySequence_Fast(parts, "parts must be a sequence");
+    if (seq == NULL) goto end;
+    count = PySequence_Fast_GET_SIZE(seq);
+    if (count < 1 || count > MAX_PARTS || ((uintptr_t)x.buf % 4) || ((uintptr_t)out.buf % 4)) {
+        PyErr_Format(PyExc_ValueError, "1 to %d parts of aligned float32 buffers", MAX_PARTS);
+        goto end;
+    }
+    for (; made < count; made++) {
+        where[made].obj = NULL;
+        blocks[made].obj = NULL;
+        if (part(PySequence_Fast_GET_ITEM(seq, made), &x, &out, &jobs[made], &blocks[made], &where[made]) < 0) {
+            made++;
+            goto end;
+        }
+        if (jobs[made].k != jobs[0].k) {
+            PyErr_SetString(PyExc_ValueError, "parts of one product take rows of the same length");
+            made++;
+            goto end;
+        }
+        xsum[made] = PyMem_RawMalloc(sizeof(float) * jobs[made].n * (jobs[made].k / jobs[made].type->sub));
+        if (xsum[made] == NULL) {
+            PyErr_NoMemory();
+            made++;
+            goto end;
+        }
+        jobs[made].xsum = xsum[made];
+    }
+    Call call = {jobs, count};
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < count; j++) { /* the sums of x over each sub-block, for the minimums */
+        const Job *job = &jobs[j];
+        const Py_ssize_t sub = job->type->sub, subs = job->k / sub;
+        for (Py_ssize_t t = 0; t < job->n; t++)
+            for (Py_ssize_t s = 0; s < subs; s++) {
+                float total = 0.0f;
+                for (Py_ssize_t i = 0; i < sub; i++) total += job->x[t * job->k + s * sub + i];
+                xsum[j][t * subs + s] = total;
+            }
+    }
+    run(&call, threads);
     Py_END_ALLOW_THREADS
-    PyMem_RawFree(xsum);
     result = Py_None;
     Py_INCREF(result);
 end:
-    PyBuffer_Release(&blocks);
+    for (Py_ssize_t j = 0; j < made; j++) {
+        if (blocks[j].obj != NULL) PyBuffer_Release(&blocks[j]);
+        if (where[j].obj != NULL) PyBuffer_Release(&where[j]);
+        PyMem_RawFree(xsum[j]);
+    }
+    Py_XDECREF(seq);
     PyBuffer_Release(&x);
     PyBuffer_Release(&out);
     return result;
@@ -373,7 +450,7 @@ end:
 static PyObject *kernel(PyObject *self, PyObject *args) { return PyUnicode_FromString(rows_fn == rows_any ? "any CPU" : "AVX2 and FMA"); }
 
 static PyMethodDef methods[] = {
-    {"product", product, METH_VARARGS, "product(type, blocks, rows, x, out, column, threads): x W^T from W's blocks into out's columns."},
+    {"product", product, METH_VARARGS, "product(parts, x, out, threads): x W^T for each part (type, blocks, rows, column, order or None) into out's columns."},
     {"kernel", kernel, METH_NOARGS, "kernel() -> which build of the loops runs on this CPU."},
     {NULL, NULL, 0, NULL},
 };

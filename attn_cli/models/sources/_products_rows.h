@@ -21,6 +21,7 @@ static void ROWS(const Job *job, Py_ssize_t start, Py_ssize_t stop) {
     const Py_ssize_t n = job->n, width = job->width, column = job->column, row_bytes = job->row_bytes; /* locals: a store of codes may alias a field */
     const uint8_t *rows = job->blocks;
     const float *xs_all = job->x, *xsum_all = job->xsum;
+    const int32_t *where = job->where;
     float *out = job->out;
     const int floats = type->kind == T_F16 || type->kind == T_BF16;
     int8_t *q = PyMem_RawMalloc(k + 64);
@@ -28,7 +29,7 @@ static void ROWS(const Job *job, Py_ssize_t start, Py_ssize_t stop) {
     float *f = PyMem_RawMalloc(sizeof(float) * (floats ? k : 0) + 64); /* F16 and BF16's values; else unused */
     if (q == NULL || scale == NULL || min == NULL || f == NULL) { /* no memory: NaN, which the pass reports */
         for (Py_ssize_t r = start; r < stop; r++)
-            for (Py_ssize_t t = 0; t < job->n; t++) job->out[t * job->width + job->column + r] = __builtin_nanf("");
+            for (Py_ssize_t t = 0; t < job->n; t++) job->out[t * job->width + job->column + (job->where ? job->where[r] : r)] = __builtin_nanf("");
         goto end;
     }
     for (Py_ssize_t r = start; r < stop; r++) {
@@ -86,7 +87,7 @@ static void ROWS(const Job *job, Py_ssize_t start, Py_ssize_t stop) {
                 for (; s < subs; s++) m[0] += min[s] * xsum[s];
                 sum += (m[0] + m[1]) + (m[2] + m[3]);
             }
-            out[t * width + column + r] = sum;
+            out[t * width + column + (where ? where[r] : r)] = sum;
         }
     }
 #undef FLOATS

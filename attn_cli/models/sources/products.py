@@ -32,20 +32,32 @@ def kernel() -> str:
 def product(x: np.ndarray, blocks: np.ndarray, dtype: str, out: np.ndarray | None = None, column: int = 0,
             threads: int = 1) -> np.ndarray:  # [n, in] float32 x [rows, row bytes] uint8 -> out[:, column:column + rows]
     """x W^T for W the rows of `blocks` (whole blocks of `dtype`), written into columns column.. of `out` [n, width]."""
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    rows = len(blocks)
     if out is None:
-        out = np.empty((len(x), rows), np.float32)
+        out = np.empty((len(x), len(blocks)), np.float32)
+    return products(x, [(blocks, dtype, column, None)], out, threads)
+
+
+def products(x: np.ndarray, parts: list, out: np.ndarray, threads: int = 1) -> np.ndarray:
+    """x W^T for each part (blocks [rows, row bytes], dtype, column, where): its columns of `out` [n, width] from
+    `column` on, row r into column + where[r] when `where` (int32, a permutation) is given: one call, one wake of the
+    threads, for every part of a weight (Q, K and V)."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
     if COMPILED is not None and out.flags.c_contiguous and len(x):
-        COMPILED.product(dtype, np.ascontiguousarray(blocks), rows, x, out, column, max(1, threads))
+        COMPILED.product([(dtype, np.ascontiguousarray(b), len(b), column, where) for b, dtype, column, where in parts], x, out, max(1, threads))
         return out
     from attn_cli.models.sources.gguf import decode
 
-    _, per_block, block_bytes = GGML_TYPES_BY_NAME[dtype]
-    step = max(1, CHUNK_BYTES // (4 * blocks.shape[1] // block_bytes * per_block))
-    for start in range(0, rows, step):
-        w = decode(blocks[start : start + step], dtype, dtype)  # [c, in] float32
-        out[:, column + start : column + start + len(w)] = x @ w.T  # [n, in] x [in, c] -> [n, c]
+    for blocks, dtype, column, where in parts:
+        _, per_block, block_bytes = GGML_TYPES_BY_NAME[dtype]
+        step = max(1, CHUNK_BYTES // (4 * blocks.shape[1] // block_bytes * per_block))
+        part = np.empty((len(x), len(blocks)), np.float32)
+        for start in range(0, len(blocks), step):
+            w = decode(blocks[start : start + step], dtype, dtype)  # [c, in] float32
+            part[:, start : start + len(w)] = x @ w.T  # [n, in] x [in, c] -> [n, c]
+        if where is None:
+            out[:, column : column + len(blocks)] = part
+        else:
+            out[:, column + where] = part
     return out
 
 
@@ -55,21 +67,19 @@ GGML_TYPES_BY_NAME = {name: (type_id, per_block, block_bytes) for type_id, (name
 class Blocks:
     """A canonical weight W [in, out] (x @ W, attn's layout) kept as its file's blocks: the parts' rows ([out_i, in],
     GGUF's order) one after another. `order` (Q and K of a llama-family file) is the file's row behind each of a part's
-    output columns: its products are made in the file's order and gathered after (a few columns, not the weight)."""
+    output columns: each row's sum is written straight into its column."""
 
     def __init__(self, parts: list[tuple[np.ndarray, str, np.ndarray | None]]):
-        self.parts = parts  # [(blocks [rows, row bytes] uint8, dtype, order or None)]
+        self.parts = []  # [(blocks [rows, row bytes] uint8, dtype, first column, where: the column of each file row, or None)]
+        column = 0
+        for blocks, dtype, order in parts:
+            where = None if order is None else np.argsort(order).astype(np.int32)  # file row order[i] is output column i
+            self.parts.append((blocks, dtype, column, where))
+            column += len(blocks)
         blocks, dtype, _ = parts[0]
         per_block, block_bytes = GGML_TYPES_BY_NAME[dtype][1:]
-        self.shape = (blocks.shape[1] // block_bytes * per_block, sum(len(b) for b, _, _ in parts))  # [in, out]
+        self.shape = (blocks.shape[1] // block_bytes * per_block, column)  # [in, out]
         self.nbytes = sum(b.nbytes for b, _, _ in parts)
 
     def product(self, x: np.ndarray, threads: int = 1) -> np.ndarray:  # [n, in] -> [n, out] float32
-        out = np.empty((len(x), self.shape[1]), np.float32)
-        column = 0
-        for blocks, dtype, order in self.parts:
-            product(x, blocks, dtype, out, column, threads)
-            if order is not None:  # the file's rows back in Hugging Face's order
-                out[:, column : column + len(blocks)] = out[:, column : column + len(blocks)][:, order]
-            column += len(blocks)
-        return out
+        return products(x, self.parts, np.empty((len(x), self.shape[1]), np.float32), threads)
