@@ -113,9 +113,14 @@ def dense_mlp(x: np.ndarray, w: dict, activation, check=lambda hidden: hidden, t
 
 
 def gated_mlp(x: np.ndarray, w: dict, activation, check=lambda hidden: hidden, threads: int = 1) -> np.ndarray:  # [n, d] -> [n, ff] -> [n, d]
-    """(act(x W_gate) * x W_in) W_out: the gated MLP (SwiGLU with silu: Llama, Mistral, Qwen2)."""
-    gate = apply_linear(x, w["mlp.gate.w"], w.get("mlp.gate.b"), threads)  # [n, d] x [d, ff] -> [n, ff]
-    up = apply_linear(x, w["mlp.in.w"], w.get("mlp.in.b"), threads)  # [n, d] x [d, ff] -> [n, ff]
+    """(act(x W_gate) * x W_in) W_out: the gated MLP (SwiGLU with silu: Llama, Mistral, Qwen2). "mlp.gate_in.w", where
+    a layer has it ([d, 2 ff], a quantized file's gate and up as one product from their blocks), makes both at once."""
+    if "mlp.gate_in.w" in w and w.get("mlp.gate.b") is None and w.get("mlp.in.b") is None:
+        both = apply_linear(x, w["mlp.gate_in.w"], None, threads)  # [n, d] x [d, 2 ff] -> [n, 2 ff]
+        gate, up = np.split(both, 2, axis=-1)
+    else:
+        gate = apply_linear(x, w["mlp.gate.w"], w.get("mlp.gate.b"), threads)  # [n, d] x [d, ff] -> [n, ff]
+        up = apply_linear(x, w["mlp.in.w"], w.get("mlp.in.b"), threads)  # [n, d] x [d, ff] -> [n, ff]
     hidden = activation(gate)
     hidden *= up  # in place: the product is a new [n, ff] array otherwise
     return apply_linear(check(hidden), w["mlp.out.w"], w.get("mlp.out.b"), threads)  # [n, ff] x [ff, d] -> [n, d]

@@ -17,6 +17,7 @@ import re
 import numpy as np
 
 from attn_cli.errors import DataError
+from attn_cli.models.sources.products import Blocks
 from attn_cli.models.spec import Spec, stored_shapes
 
 PREFIXES = ("bert.", "transformer.", "model.")  # task models (BertForMaskedLM, GPT2LMHeadModel, LlamaForCausalLM) nest the base model
@@ -254,7 +255,7 @@ class Weights:
         products read (an F32 matrix, Q2_K) or is stored otherwise."""
         if key in self._blocks:
             return self._blocks[key]
-        from attn_cli.models.sources.products import TYPES, Blocks
+        from attn_cli.models.sources.products import TYPES
 
         parts = [tensor.blocks() if layout in ("linear", "table") and hasattr(tensor, "blocks") else None for tensor, layout in self.plan[key]]
         found = None
@@ -271,7 +272,11 @@ class Weights:
         float32, made once and kept: the blocks are the mapped file itself, so keeping them costs no memory of attn's."""
         if l not in self._block_layers:
             prefix = f"layers.{l}."
-            self._block_layers[l] = {k[len(prefix):]: self.blocks(k) if self.blocks(k) is not None else self.tensor(k) for k in self.layer_keys(l)}
+            layer = {k[len(prefix):]: self.blocks(k) if self.blocks(k) is not None else self.tensor(k) for k in self.layer_keys(l)}
+            gate, up = layer.get("mlp.gate.w"), layer.get("mlp.in.w")
+            if isinstance(gate, Blocks) and isinstance(up, Blocks) and gate.shape[0] == up.shape[0]:  # both from x: one call
+                layer["mlp.gate_in.w"] = Blocks.joined(gate, up)
+            self._block_layers[l] = layer
         return self._block_layers[l]
 
     def head_blocks(self, rows: int):

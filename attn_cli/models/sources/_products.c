@@ -7,7 +7,7 @@
  * the sum of x over each sub-block made once per call. Activations stay float32 and every sum is a float32 sum (no
  * quantized activations, as llama.cpp uses): the result is the dequantized product to float32 rounding.
  *
- * Two builds of the same loops: one for AVX2 and FMA (chosen at run time when the CPU has them), one for any CPU. The
+ * Two builds of the same loops: one for AVX2, FMA and F16C (chosen at run time when the CPU has them), one for any CPU. The
  * output rows are split over `threads` threads (the calling one and a pool kept between calls), the GIL released.
  *
  *     product(parts, x, out, threads) -> None
@@ -201,17 +201,82 @@ typedef struct { /* one call: the parts of a weight (Q, K, V), each a Job, their
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
 #define X86 1
 #pragma GCC push_options
-#pragma GCC target("avx2,fma")
+#pragma GCC target("avx2,fma,f16c")
 #ifdef __clang__
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
 #endif
 #include <immintrin.h>
 /* GCC 12 widens 8 int8 into 8 int32 one by one: AVX2's own instruction instead */
 #define WIDEN(p) ((v8f)_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p)))))
+
+static inline __m256 codes8(__m128i q) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q)); } /* the low 8 bytes as floats */
+
+/* One row of a 32-value block type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) times one row of x, its blocks decoded in registers
+ * (a generated token's product: nothing is written but the result). sum_j w_j x_j = sum_b (d_b (q_b . x_b) + m_b xsum_b). */
+static inline float half(const uint8_t *p) { /* F16C's own conversion: no table to wait on */
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+static inline __attribute__((always_inline)) float dot32(int kind, const uint8_t *b, Py_ssize_t blocks, const float *x, const float *xsum) {
+    const int block_bytes = kind == T_Q4_0 ? 18 : kind == T_Q4_1 ? 20 : kind == T_Q5_0 ? 22 : kind == T_Q5_1 ? 24 : 34;
+    const int off = kind == T_Q4_0 || kind == T_Q5_0 || kind == T_Q8_0 ? 2 : 4;
+    const __m128i low4 = _mm_set1_epi8(0x0f);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    float m0 = 0.0f, m1 = 0.0f;
+    for (Py_ssize_t i = 0; i < blocks; i++, b += block_bytes, x += 32) {
+        const float d = half(b);
+        __m256 p0, p1;
+        if (kind == T_Q8_0) {
+            p0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2)))), _mm256_loadu_ps(x));
+            p1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 10)))), _mm256_loadu_ps(x + 8));
+            p0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 18)))), _mm256_loadu_ps(x + 16), p0);
+            p1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 26)))), _mm256_loadu_ps(x + 24), p1);
+        } else {
+            const int fifth = kind == T_Q5_0 || kind == T_Q5_1;
+            const __m128i bytes = _mm_loadu_si128((const __m128i *)(b + off + (fifth ? 4 : 0)));
+            __m128i lo = _mm_and_si128(bytes, low4), hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low4);
+            if (fifth) {
+                uint32_t qh;
+                memcpy(&qh, b + off, 4);
+                lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_set_epi64x((long long)SPREAD[(qh >> 8) & 0xff], (long long)SPREAD[qh & 0xff]), 4));
+                hi = _mm_or_si128(hi, _mm_slli_epi16(_mm_set_epi64x((long long)SPREAD[qh >> 24], (long long)SPREAD[(qh >> 16) & 0xff]), 4));
+            }
+            p0 = _mm256_mul_ps(codes8(lo), _mm256_loadu_ps(x));
+            p1 = _mm256_mul_ps(codes8(_mm_srli_si128(lo, 8)), _mm256_loadu_ps(x + 8));
+            p0 = _mm256_fmadd_ps(codes8(hi), _mm256_loadu_ps(x + 16), p0);
+            p1 = _mm256_fmadd_ps(codes8(_mm_srli_si128(hi, 8)), _mm256_loadu_ps(x + 24), p1);
+        }
+        const float m = kind == T_Q4_1 || kind == T_Q5_1 ? half(b + 2) : kind == T_Q4_0 ? -8.0f * d : kind == T_Q5_0 ? -16.0f * d : 0.0f;
+        if (i & 1) {
+            acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_add_ps(p0, p1), acc1);
+            m1 += m * xsum[i];
+        } else {
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_add_ps(p0, p1), acc0);
+            m0 += m * xsum[i];
+        }
+    }
+    const __m256 acc = _mm256_add_ps(acc0, acc1);
+    const __m128 half = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    const __m128 quarter = _mm_add_ps(half, _mm_movehl_ps(half, half));
+    return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_movehdup_ps(quarter))) + (m0 + m1);
+}
+static float dot32_row(int kind, const uint8_t *b, Py_ssize_t blocks, const float *x, const float *xsum) {
+    switch (kind) { /* each type's loop compiled for it */
+    case T_Q4_0: return dot32(T_Q4_0, b, blocks, x, xsum);
+    case T_Q4_1: return dot32(T_Q4_1, b, blocks, x, xsum);
+    case T_Q5_0: return dot32(T_Q5_0, b, blocks, x, xsum);
+    case T_Q5_1: return dot32(T_Q5_1, b, blocks, x, xsum);
+    default: return dot32(T_Q8_0, b, blocks, x, xsum);
+    }
+}
+#define DOT32 dot32_row
 #define ROWS rows_avx2
 #include "_products_rows.h"
 #undef ROWS
 #undef WIDEN
+#undef DOT32
 #ifdef __clang__
 #pragma clang attribute pop
 #endif
@@ -447,7 +512,7 @@ end:
     return result;
 }
 
-static PyObject *kernel(PyObject *self, PyObject *args) { return PyUnicode_FromString(rows_fn == rows_any ? "any CPU" : "AVX2 and FMA"); }
+static PyObject *kernel(PyObject *self, PyObject *args) { return PyUnicode_FromString(rows_fn == rows_any ? "any CPU" : "AVX2, FMA and F16C"); }
 
 static PyMethodDef methods[] = {
     {"product", product, METH_VARARGS, "product(parts, x, out, threads): x W^T for each part (type, blocks, rows, column, order or None) into out's columns."},
@@ -466,7 +531,7 @@ PyMODINIT_FUNC PyInit__products(void) {
     }
 #ifdef X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) rows_fn = rows_avx2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) rows_fn = rows_avx2;
 #endif
 #ifdef POOL
     pthread_atfork(NULL, NULL, forget_pool);

@@ -32,6 +32,12 @@ static void ROWS(const Job *job, Py_ssize_t start, Py_ssize_t stop) {
             for (Py_ssize_t t = 0; t < job->n; t++) job->out[t * job->width + job->column + (job->where ? job->where[r] : r)] = __builtin_nanf("");
         goto end;
     }
+#ifdef DOT32
+    if (n == 1 && type->values == 32) { /* a generated token: each row's blocks decoded in registers */
+        for (Py_ssize_t r = start; r < stop; r++) out[column + (where ? where[r] : r)] = DOT32(type->kind, rows + r * row_bytes, blocks_per_row, xs_all, xsum_all);
+        goto end;
+    }
+#endif
     for (Py_ssize_t r = start; r < stop; r++) {
         const uint8_t *b = rows + r * row_bytes;
         switch (type->kind) { /* each type's loop on its own, so that each decoder is compiled for its type */

@@ -81,5 +81,16 @@ class Blocks:
         self.shape = (blocks.shape[1] // block_bytes * per_block, column)  # [in, out]
         self.nbytes = sum(b.nbytes for b, _, _ in parts)
 
+    @classmethod
+    def joined(cls, *weights: "Blocks") -> "Blocks":
+        """Weights read from the same input as one (the gated MLP's gate and up): their columns side by side."""
+        joined = cls.__new__(cls)
+        joined.parts, column = [], 0
+        for w in weights:
+            joined.parts += [(b, dtype, column + first, where) for b, dtype, first, where in w.parts]
+            column += w.shape[1]
+        joined.shape, joined.nbytes = (weights[0].shape[0], column), sum(w.nbytes for w in weights)
+        return joined
+
     def product(self, x: np.ndarray, threads: int = 1) -> np.ndarray:  # [n, in] -> [n, out] float32
         return products(x, self.parts, np.empty((len(x), self.shape[1]), np.float32), threads)
