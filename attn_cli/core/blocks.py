@@ -117,7 +117,7 @@ def gated_mlp(x: np.ndarray, w: dict, activation, check=lambda hidden: hidden, t
     a layer has it ([d, 2 ff], a quantized file's gate and up as one product from their blocks), makes both at once."""
     if "mlp.gate_in.w" in w and w.get("mlp.gate.b") is None and w.get("mlp.in.b") is None:
         both = apply_linear(x, w["mlp.gate_in.w"], None, threads)  # [n, d] x [d, 2 ff] -> [n, 2 ff]
-        gate, up = np.split(both, 2, axis=-1)
+        gate, up = both[:, : both.shape[1] // 2], both[:, both.shape[1] // 2 :]
     else:
         gate = apply_linear(x, w["mlp.gate.w"], w.get("mlp.gate.b"), threads)  # [n, d] x [d, ff] -> [n, ff]
         up = apply_linear(x, w["mlp.in.w"], w.get("mlp.in.b"), threads)  # [n, d] x [d, ff] -> [n, ff]

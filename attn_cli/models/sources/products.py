@@ -43,7 +43,7 @@ def products(x: np.ndarray, parts: list, out: np.ndarray, threads: int = 1) -> n
     threads, for every part of a weight (Q, K and V)."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     if COMPILED is not None and out.flags.c_contiguous and len(x):
-        COMPILED.product([(dtype, np.ascontiguousarray(b), len(b), column, where) for b, dtype, column, where in parts], x, out, max(1, threads))
+        COMPILED.product(compiled_parts(parts), x, out, max(1, threads))
         return out
     from attn_cli.models.sources.gguf import decode
 
@@ -59,6 +59,10 @@ def products(x: np.ndarray, parts: list, out: np.ndarray, threads: int = 1) -> n
         else:
             out[:, column + where] = part
     return out
+
+
+def compiled_parts(parts: list) -> list:  # -> [(dtype, blocks, rows, column, where)]: the C call's own tuples
+    return [(dtype, np.ascontiguousarray(b), len(b), column, where) for b, dtype, column, where in parts]
 
 
 GGML_TYPES_BY_NAME = {name: (type_id, per_block, block_bytes) for type_id, (name, per_block, block_bytes) in GGML_TYPES.items()}
@@ -80,6 +84,7 @@ class Blocks:
         per_block, block_bytes = GGML_TYPES_BY_NAME[dtype][1:]
         self.shape = (blocks.shape[1] // block_bytes * per_block, column)  # [in, out]
         self.nbytes = sum(b.nbytes for b, _, _ in parts)
+        self._compiled = None
 
     @classmethod
     def joined(cls, *weights: "Blocks") -> "Blocks":
@@ -89,8 +94,14 @@ class Blocks:
         for w in weights:
             joined.parts += [(b, dtype, column + first, where) for b, dtype, first, where in w.parts]
             column += w.shape[1]
-        joined.shape, joined.nbytes = (weights[0].shape[0], column), sum(w.nbytes for w in weights)
+        joined.shape, joined.nbytes, joined._compiled = (weights[0].shape[0], column), sum(w.nbytes for w in weights), None
         return joined
 
     def product(self, x: np.ndarray, threads: int = 1) -> np.ndarray:  # [n, in] -> [n, out] float32
-        return products(x, self.parts, np.empty((len(x), self.shape[1]), np.float32), threads)
+        out = np.empty((len(x), self.shape[1]), np.float32)
+        if COMPILED is None or not len(x):
+            return products(x, self.parts, out, threads)
+        if self._compiled is None:  # the C call's tuples, made once (a generation makes thousands of calls)
+            self._compiled = compiled_parts(self.parts)
+        COMPILED.product(self._compiled, np.ascontiguousarray(x, dtype=np.float32), out, max(1, threads))
+        return out
