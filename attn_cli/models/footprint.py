@@ -69,13 +69,15 @@ def estimate(model, n: int, cells: int = 0, shown: int = 0, streams: bool = Fals
     width = (spec.n_heads + 2 * spec.n_kv_heads) * spec.d_head
     from attn_cli.core.blocked import BLOCK_BYTES
 
-    held = layer_bytes(model) * (spec.n_layers if w.eager else min(LAYERS_HELD, spec.n_layers))
+    # a pass over a few rows multiplies a quantized file's blocks where they lie (the mapped file): no float32 layer
+    held = 0 if w.products_for(n) else layer_bytes(model) * (spec.n_layers if w.eager else min(LAYERS_HELD, spec.n_layers))
     output = 0
     if logits_rows:
         whole = w.vocabulary_bytes()
         from attn_cli.models.weights import PREFETCH_VOCABULARY
 
         output = whole if whole <= PREFETCH_VOCABULARY or w.eager else UNEMBEDDING_ROWS * spec.d_model * 4
+        output = 0 if w.head_blocks(logits_rows) is not None else output  # the logits straight from the table's blocks
         output += 4 * logits_rows * spec.vocab_size * 3  # float32 logits, float64 logits and probabilities
     one_pass = 4 * n * (STREAMS * spec.d_model + QKV_COPIES * width + FF_COPIES * spec.d_ff) + BLOCK_BYTES + 8 * n * spec.n_heads * spec.d_head
     kept = 4 * cells + (4 * 3 * (spec.n_layers + 1) * n * spec.d_model if streams else 0)
@@ -87,13 +89,13 @@ def estimate(model, n: int, cells: int = 0, shown: int = 0, streams: bool = Fals
 
 def generation(model, prompt: int, steps: int, hold_bytes: int, page_cells: int | None = None) -> Footprint:
     """The peak of `generate` over a prompt of `prompt` tokens and `steps` new ones: the prompt's pass, every layer held as
-    float32 when they fit in `hold_bytes`, the KV cache at its last length (grown by doubling), each step's record
+    float32 when they fit in `hold_bytes` and the steps do not read a quantized file's blocks (Weights.products_for), the KV cache at its last length (grown by doubling), each step's record
     (STEP_BYTES), and for a page (`page_cells`: the most attention cells the steps keep) the float16 rows kept and the page
     made of them (PAGE_WRITE a cell)."""
     spec = model.spec
     n = min(prompt + steps, spec.max_positions)
     parts = dict(estimate(model, prompt, logits_rows=1).parts)
-    if layer_bytes(model) * spec.n_layers <= hold_bytes:
+    if layer_bytes(model) * spec.n_layers <= hold_bytes and not model.weights.products_for(1):  # else the steps read the blocks
         parts["weights"] = layer_bytes(model) * spec.n_layers
     capacity = max(prompt, 16)
     while capacity < n:

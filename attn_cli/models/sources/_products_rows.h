@@ -8,6 +8,7 @@ typedef float v8f __attribute__((vector_size(32), aligned(4)));
 typedef int8_t v8b __attribute__((vector_size(8), aligned(1)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 #define X(p) (*(const v8f *)(p)) /* 8 floats from p */
+#define HSUM(v) ((((v)[0] + (v)[4]) + ((v)[1] + (v)[5])) + (((v)[2] + (v)[6]) + ((v)[3] + (v)[7])))
 #ifdef WIDEN
 #define FLOATS(p) WIDEN(p)
 #else /* 8 codes as floats: widened, then converted */
@@ -26,7 +27,7 @@ static void ROWS(const Job *job, Py_ssize_t start, Py_ssize_t stop) {
     const int floats = type->kind == T_F16 || type->kind == T_BF16;
     int8_t *q = PyMem_RawMalloc(k + 64);
     float *scale = PyMem_RawMalloc(sizeof(float) * (subs + 1)), *min = PyMem_RawMalloc(sizeof(float) * (subs + 1));
-    float *f = PyMem_RawMalloc(sizeof(float) * (floats ? k : 0) + 64); /* F16 and BF16's values; else unused */
+    float *f = PyMem_RawMalloc(sizeof(float) * k + 64); /* the row's weights as floats (F16, BF16, or for several rows of x) */
     if (q == NULL || scale == NULL || min == NULL || f == NULL) { /* no memory: NaN, which the pass reports */
         for (Py_ssize_t r = start; r < stop; r++)
             for (Py_ssize_t t = 0; t < job->n; t++) job->out[t * job->width + job->column + (job->where ? job->where[r] : r)] = __builtin_nanf("");
@@ -50,17 +51,42 @@ static void ROWS(const Job *job, Py_ssize_t start, Py_ssize_t stop) {
             DECODE_ROW(T_Q4_K) DECODE_ROW(T_Q5_K) DECODE_ROW(T_Q6_K) DECODE_ROW(T_F16) DECODE_ROW(T_BF16)
 #undef DECODE_ROW
         }
-        for (Py_ssize_t t = 0; t < n; t++) {
-            const float *x = xs_all + t * k;
-            v8f a0 = {0, 0, 0, 0, 0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0; /* four sums, in registers: none waits on another */
-            if (floats) {
-                for (Py_ssize_t j = 0; j < k; j += 32) {
+        if (n > 1 || floats) { /* several rows of x: the row's weights once as floats, then four rows of x a step */
+            if (!floats)
+                for (Py_ssize_t s = 0; s < subs; s++)
+                    for (int j = 0; j < sub; j += 8) *(v8f *)(f + sub * s + j) = FLOATS(q + sub * s + j) * scale[s] + min[s];
+            Py_ssize_t t = 0;
+            for (; t + 4 <= n; t += 4) {
+                const float *x0 = xs_all + t * k, *x1 = x0 + k, *x2 = x1 + k, *x3 = x2 + k;
+                v8f a0 = {0, 0, 0, 0, 0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
+                for (Py_ssize_t j = 0; j < k; j += 8) {
+                    const v8f w = X(f + j);
+                    a0 += w * X(x0 + j);
+                    a1 += w * X(x1 + j);
+                    a2 += w * X(x2 + j);
+                    a3 += w * X(x3 + j);
+                }
+                float *o = out + t * width + column + (where ? where[r] : r);
+                o[0] = HSUM(a0);
+                o[width] = HSUM(a1);
+                o[2 * width] = HSUM(a2);
+                o[3 * width] = HSUM(a3);
+            }
+            for (; t < n; t++) {
+                const float *x = xs_all + t * k;
+                v8f a0 = {0, 0, 0, 0, 0, 0, 0, 0}, a1 = a0;
+                for (Py_ssize_t j = 0; j < k; j += 16) {
                     a0 += X(f + j) * X(x + j);
                     a1 += X(f + j + 8) * X(x + j + 8);
-                    a2 += X(f + j + 16) * X(x + j + 16);
-                    a3 += X(f + j + 24) * X(x + j + 24);
                 }
-            } else { /* each sub-block's partial sums, then times its scale; two sub-blocks a step */
+                out[t * width + column + (where ? where[r] : r)] = HSUM(a0 + a1);
+            }
+            continue;
+        }
+        for (Py_ssize_t t = 0; t < n; t++) { /* one row of x: each sub-block's partial sums, then times its scale */
+            const float *x = xs_all + t * k;
+            v8f a0 = {0, 0, 0, 0, 0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0; /* four sums, in registers: none waits on another */
+            {
                 const Py_ssize_t groups = sub / 8; /* 4 or 2 groups of 8 */
                 Py_ssize_t s = 0;
                 for (; s + 2 <= subs; s += 2) {
@@ -82,8 +108,7 @@ static void ROWS(const Job *job, Py_ssize_t start, Py_ssize_t stop) {
                 for (; s < subs; s++)
                     for (Py_ssize_t g = 0; g < groups; g++) a0 += scale[s] * (FLOATS(q + sub * s + 8 * g) * X(x + sub * s + 8 * g));
             }
-            const v8f total = (a0 + a1) + (a2 + a3);
-            float sum = ((total[0] + total[4]) + (total[1] + total[5])) + ((total[2] + total[6]) + (total[3] + total[7]));
+            float sum = HSUM((a0 + a1) + (a2 + a3));
             if (affine) {
                 const float *xsum = xsum_all + t * subs;
                 float m[4] = {0, 0, 0, 0}; /* four sums again: one would wait on each step */
@@ -98,6 +123,7 @@ static void ROWS(const Job *job, Py_ssize_t start, Py_ssize_t stop) {
     }
 #undef FLOATS
 #undef X
+#undef HSUM
 end:
     PyMem_RawFree(q);
     PyMem_RawFree(scale);
