@@ -278,7 +278,8 @@ class Transformer(Readout):
             else:
                 x = np.asarray(start.first(), dtype=F32).reshape(-1, n, spec.d_model)  # [B, n, d]
                 first = start.layer
-            self.checking = cache is not None and start is None  # a cached pass appends keys and values: each stage checked first
+            self.checking = False  # streams only; a layer that overflows runs again checking each stage (a cached one writes the
+            # same keys and values into the same slots again: the cache's length moves only when the pass ends)
             try:
                 for l in range(first, spec.n_layers):
                     if start is not None and (joining := start.joining(l)) is not None:  # streams patched at layer l join the batch
