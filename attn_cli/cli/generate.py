@@ -50,6 +50,8 @@ def generate(
         raise InputError(f"--top-p must be in (0, 1], not {top_p:g}")
     if temperature == 0 and (top_k is not None or top_p is not None or seed is not None):
         raise InputError("--top-k, --top-p and --seed shape sampling: give --temperature T > 0 with them (T = 0 is greedy)")
+    from attn_cli.cli.options import parse_head
+
     layer_head = parse_head(head) if head is not None else None
     from attn_cli.models.footprint import parse_size
 
@@ -100,14 +102,6 @@ def check_footprint(run, steps: int, max_memory: int | None, page: bool) -> None
     need = lambda s: footprint.generation(run.model, prompt, s, HOLD_BYTES, PAGE_CELLS if page else None)  # noqa: E731
     footprint.check(run.model, steps, need, "generate", max_memory, over=f"of {steps:,} steps after {prompt:,} token{'s' if prompt != 1 else ''}",
                     fits=lambda k: f"--steps {k:,}" if k else "a shorter prompt")
-
-
-def parse_head(text: str) -> tuple[int, int]:
-    try:
-        layer, head = (int(x) for x in text.split("."))
-    except ValueError:
-        raise InputError(f"--head {text!r}: give LAYER.HEAD, such as 3.1") from None
-    return layer, head
 
 
 def stream_to_terminal(run) -> None:

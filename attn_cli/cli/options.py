@@ -139,6 +139,17 @@ def page_file(text: str) -> Path:
     return Path(text)
 
 
+def parse_head(text: str) -> tuple[int, int]:
+    """--head L.H of generate and compare: (layer, head); the model checks they exist."""
+    from attn_cli.errors import InputError
+
+    try:
+        layer, head = (int(x) for x in text.split("."))
+    except ValueError:
+        raise InputError(f"--head {text!r}: give LAYER.HEAD, such as 3.1") from None
+    return layer, head
+
+
 def check_new_file(path: Path, force: bool) -> Path:
     """Refuse to overwrite what the user owns unless asked to, and then only a regular file."""
     from attn_cli.io.atomic import check_writable
