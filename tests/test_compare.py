@@ -78,6 +78,7 @@ def test_per_layer_cosines_baseline_and_kl_are_the_loops_figures():
     assert result.kl[1] == pytest.approx(sum(q * math.log(q / p) for p, q in zip(pa, pb)), rel=1e-4)
     assert result.kl_scale == pytest.approx(sum(p * math.log(p / q) for p, q in zip(pa, before)), rel=1e-4)
     assert result.apart() == [l for l in range(tiny().n_layers) if result.mean()[l] < result.baseline[l]]
+    np.testing.assert_allclose(result.ratio(), (1 - result.mean()) / (1 - result.baseline))
 
 
 def test_the_tokens_listed_are_each_runs_top_and_those_that_rose_and_fell_most():
@@ -112,7 +113,8 @@ def test_steering_is_an_add_edit_of_run_b_only_where_llama_cpp_adds_it():
     text = "the cat sat on the mat"
     result = api.compare(tiny(), text, steer=steer_edits())
     plain, steered = full(text)[0], full(text, steer_edits())[0]
-    assert result.first == 0 and result.texts == (text, text)
+    assert result.first == 0 and result.mean_from() == 1 and result.texts == (text, text)  # the mean leaves out position 0, the sink
+    np.testing.assert_allclose(result.mean(), result.cosine[:, 1:].mean(axis=1))
     np.testing.assert_allclose(result.cosine[0], 1, atol=TOL)  # resid_post[0] is never steered
     np.testing.assert_allclose(steered[1], plain[1] + steer_vector(), rtol=1e-4, atol=1e-4)  # layer 1: its own output + v
     for l in range(tiny().n_layers):
@@ -225,7 +227,7 @@ def test_csv_has_a_row_a_layer(run):
     done = run("compare", "the cat sat", "the dog sat", "--model", LLAMA, "--csv")
     assert done.exit_code == 0, done.stderr
     lines = done.stdout.strip().split("\n")
-    assert lines[0] == "layer,cosine_last,cosine_mean,neighbours_cosine" and len(lines) == 1 + tiny().n_layers
+    assert lines[0] == "layer,cosine_last,cosine_mean,neighbours_cosine,distance_ratio" and len(lines) == 1 + tiny().n_layers
 
 
 @pytest.mark.parametrize("args, says", [

@@ -36,8 +36,19 @@ class CompareResult(Record):
     def last(self) -> np.ndarray:  # [L]: the cosine at the last aligned position
         return self.cosine[:, -1]
 
-    def mean(self) -> np.ndarray | None:  # [L]: the mean cosine over the positions from the first that differs
-        return None if self.first is None else self.cosine[:, self.first :].mean(axis=1)
+    def mean_from(self) -> int | None:
+        """The first position the mean is over: the first that differs, never position 0 when there are others (the first
+        position's stream is the attention sink's, near the same in any two texts past the first layers: cosine 1 for free)."""
+        return None if self.first is None else self.first if self.cosine.shape[1] == 1 else max(self.first, 1)
+
+    def mean(self) -> np.ndarray | None:  # [L]: the mean cosine over the positions from mean_from()
+        return None if self.first is None else self.cosine[:, self.mean_from() :].mean(axis=1)
+
+    def ratio(self) -> np.ndarray | None:  # [L]: (1 - mean) / (1 - nb): 0 the same, 1 as far apart as A's neighbouring tokens
+        mean = self.mean()
+        if mean is None or self.baseline is None:
+            return None
+        return np.divide(1 - mean, 1 - self.baseline, out=np.full(len(mean), np.nan), where=self.baseline < 1)
 
     def apart(self) -> list[int]:
         """The layers where A and B are further apart (mean cosine lower) than A's neighbouring positions."""
@@ -49,12 +60,14 @@ class CompareResult(Record):
     def layer_dict(self, l: int) -> dict:
         mean = self.mean()
         return {"layer": l, "cosine_last": number(self.last()[l]), "cosine_mean": None if mean is None else number(mean[l]),
-                "neighbours_cosine": None if self.baseline is None else number(self.baseline[l])}
+                "neighbours_cosine": None if self.baseline is None else number(self.baseline[l]),
+                "distance_ratio": None if self.ratio() is None else number(self.ratio()[l])}
 
     def to_dict(self) -> dict:
         out = {
             "model": self.model, "a": {"text": self.texts[0], "tokens": self.tokens[0]}, "b": {"text": self.texts[1], "tokens": self.tokens[1]},
             "steered": self.steered, "aligned": self.aligned, "positions": {"a": self.labels[0], "b": self.labels[1]}, "first_difference": self.first,
+            "mean_from": self.mean_from(),
             "layers": [self.layer_dict(l) | {"cosine": number(self.cosine[l])} for l in range(len(self.cosine))],
             "apart_layers": self.apart(),
             "next_token": {"kl_a_b": number(self.kl[0]), "kl_b_a": number(self.kl[1]), "kl_a_previous": number(self.kl_scale),

@@ -3,6 +3,8 @@ their continuations; the layers in three groups of columns, so that a 30-layer m
 
 import math
 
+import numpy as np
+
 from rich.text import Text
 
 from attn_cli.views.base import FitTable, Unwidowed, key_label, steered_line, token_line
@@ -38,7 +40,7 @@ def runs_lines(result) -> list:
 def layers_caption(result) -> Text:
     """One line: what the layer table's columns are (docs/directions.md says why nb is the baseline)."""
     m = result.cosine.shape[1]
-    mean = "" if result.first is None else f"; mean of {result.first}..{m - 1}"
+    mean = "" if result.first is None else f"; mean of {result.mean_from()}..{m - 1}"
     return Text(f"cos(A, B) by {result.aligned}, per layer: last position{mean}; nb: A at p vs p + 1", style="bold")
 
 
@@ -72,15 +74,14 @@ def layer_table(result):
 
 
 def apart_line(result) -> Text:
-    if result.first is None:
-        return Text("")
-    if result.baseline is None:
-        return Text("one position: no neighbouring tokens to measure the cosines against", style="dim")
+    """How far apart, in units of A's neighbouring tokens: (1 − mean) / (1 − nb), its range over the layers, and the layers past 1."""
+    ratio = result.ratio()
+    if ratio is None:
+        return Text("" if result.first is None else "one position: no neighbouring tokens to measure against", style="dim")
     layers = result.apart()
-    if not layers:
-        return Text("A and B further apart than A's neighbouring tokens (mean < nb): at no layer", style="bold")
-    return Text(f"A and B further apart than A's neighbouring tokens (mean < nb): at {len(layers)} of {len(result.cosine)} layers, "
-                f"{spans(layers)}", style="bold")
+    past = f"layer{'s' * (len(layers) != 1)} {spans(layers)}" if layers else "none"
+    return Text(f"(1 − mean)/(1 − nb): {np.nanmin(ratio):.2f} to {np.nanmax(ratio):.2f} (1: as far as A's neighbours); above 1: {past}",
+                style="bold")
 
 
 def spans(layers: list[int]) -> str:
