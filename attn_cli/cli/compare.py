@@ -13,9 +13,9 @@ MAX_TOP = 100
 
 
 @app.command("compare", cls=RowsCommand, epilog=examples(
-    'attn compare "The cat sat on the mat" "The cats sat on the mats" --model m.gguf',
-    'attn compare "In the garden I saw a" --steer plural.gguf:0.05 --model m.gguf --generate 16',
-    'attn compare "the cat sat" "the dog sat" --model m.gguf --head 3.1 --page compare.html',
+    'attn compare "The cat sat" "The cats sat" --model m.gguf',
+    'attn compare "I saw a" --steer plural.gguf:0.05 --model m.gguf -n 16',
+    'attn compare "a cat sat" "a dog sat" --model m.gguf --head 3.1 --page c.html',
 ))
 def compare(
     a: Annotated[str, typer.Argument(metavar="A", help="The first run's text.", show_default=False)],
