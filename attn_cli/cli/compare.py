@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
-from attn_cli.cli.options import SteerOpt, ThreadsOpt, page_file, parse_head
+from attn_cli.cli.options import SteerLayerOpt, SteerLayersOpt, SteerOpt, ThreadsOpt, page_file, parse_head, steer_span
 from attn_cli.errors import InputError
 
 MAX_TOP = 100
@@ -22,6 +22,8 @@ def compare(
     b: Annotated[str | None, typer.Argument(metavar="B", help="The second run's text (default: A again, which --steer then steers).", show_default=False)] = None,
     model: Annotated[str, typer.Option("--model", metavar="PATH|NAME", help="A decoder: a Hugging Face folder, a .gguf file, ollama:NAME[:TAG], or a name in the local Hugging Face cache (never downloaded).", show_default=False)] = ...,
     steer: SteerOpt = None,
+    steer_layer: SteerLayerOpt = None,
+    steer_layers: SteerLayersOpt = None,
     head: Annotated[str | None, typer.Option("--head", metavar="L.H", help="Also this head's attention map in both runs, and their difference.", show_default=False)] = None,
     generate: Annotated[int, typer.Option("--generate", "-n", metavar="N", min=0, help="Also each run's greedy continuation of N tokens, side by side, and where they part.")] = 0,
     top: Annotated[int, typer.Option("--top", metavar="K", min=1, max=MAX_TOP, help="Tokens listed: each run's most probable, and those that rose and fell most.")] = 5,
@@ -40,23 +42,22 @@ def compare(
     """
     from attn_cli.analysis.compare import CompareSettings, compare as run
     from attn_cli.io import writers
-    from attn_cli.io.control_vector import parse_steer, steer_edits, steering_blamed
+    from attn_cli.io.control_vector import steer_edits, steering_blamed
     from attn_cli.io.files import check_text
     from attn_cli.models.loading import load
 
     a = check_text(a, "A")
+    span = steer_span(steer, steer_layer, steer_layers)
     b = a if b is None else check_text(b, "B")
     if b == a and not steer:
-        raise InputError("give a second text B, or --steer FILE[:SCALE] to compare A with itself steered")
+        raise InputError('give a second text B, or --steer FILE[:SCALE] (or "POS|NEG") to compare A with itself steered')
     layer_head = parse_head(head) if head is not None else None
-    for spec in steer or []:
-        parse_steer(spec)  # a bad scale is refused before the model is read
     if page is not None:
         from attn_cli.io.atomic import check_writable
 
         check_writable(page, force)
     chosen = load(model)
-    edits, steered = steer_edits(chosen, steer or [])
+    edits, steered = steer_edits(chosen, steer or [], span)
     with steering_blamed(steered):
         result = run(chosen, a, b, CompareSettings(top=top, head=layer_head, steps=generate, chat=chat, steer=edits, steered=steered))
     writers.write(result, output, "compare_view")

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples, interruption
-from attn_cli.cli.options import SteerOpt, ThreadsOpt, page_file
+from attn_cli.cli.options import SteerLayerOpt, SteerLayersOpt, SteerOpt, ThreadsOpt, page_file, parse_head, steer_span
 from attn_cli.errors import InputError
 
 
@@ -31,6 +31,8 @@ def generate(
     force: Annotated[bool, typer.Option("--force", help="Replace FILE of --page if it exists (a regular file only).")] = False,
     max_memory: Annotated[str | None, typer.Option("--max-memory", metavar="SIZE", help="The memory the run may take (4G, 512M); default: most of what is available. A run that needs more is refused before it starts, naming the --steps that would fit.", show_default=False)] = None,
     steer: SteerOpt = None,
+    steer_layer: SteerLayerOpt = None,
+    steer_layers: SteerLayersOpt = None,
     threads: ThreadsOpt = None,
     output: FormatOpt = Format.table,
 ) -> None:
@@ -50,8 +52,6 @@ def generate(
         raise InputError(f"--top-p must be in (0, 1], not {top_p:g}")
     if temperature == 0 and (top_k is not None or top_p is not None or seed is not None):
         raise InputError("--top-k, --top-p and --seed shape sampling: give --temperature T > 0 with them (T = 0 is greedy)")
-    from attn_cli.cli.options import parse_head
-
     layer_head = parse_head(head) if head is not None else None
     from attn_cli.models.footprint import parse_size
 
@@ -61,12 +61,11 @@ def generate(
 
         check_writable(page, force)
     prompt = check_text(stdin_text("TEXT") if text == "-" else text, "TEXT")
-    from attn_cli.io.control_vector import parse_steer, steer_edits, steering_blamed
+    from attn_cli.io.control_vector import steer_edits, steering_blamed
 
-    for spec in steer or []:
-        parse_steer(spec)  # a bad scale is refused before the model is read
+    span = steer_span(steer, steer_layer, steer_layers)
     chosen = load(model)
-    edits, steered = steer_edits(chosen, steer or [])
+    edits, steered = steer_edits(chosen, steer or [], span)
     settings = GenerateSettings(steps=steps, sampling=Sampling(temperature, top_k, top_p, seed), chat=chat, head=layer_head,
                                 attention=page is not None, steer=edits, steered=steered)  # only the page draws every step's rows
     run = Generation(chosen, prompt, settings)
