@@ -9,6 +9,7 @@ import pytest
 
 from tests import checkpoints
 from tests.conftest import parse_json
+from tests.exact import assert_copied
 
 GEMMA = checkpoints.FIXTURES / "tiny-gemma3"  # 7 layers: room for a span
 TEXT = "the cat sat on the"
@@ -77,7 +78,8 @@ def test_an_inline_pair_steers_as_its_control_vector_file_does_and_the_span_reac
 
 def test_a_text_with_a_colon_keeps_it_when_no_scale_follows(run):
     got = predicted(run, "--steer", "note: cats|note: cat")
-    assert got["steered"][0]["pair"] == ["note: cats", "note: cat"] and got["steered"][0]["scale"] == 1.0
+    assert got["steered"][0]["pair"] == ["note: cats", "note: cat"]
+    assert_copied(got["steered"][0]["scale"], 1)  # the default scale, parsed from no text
 
 
 def test_compare_and_inspect_take_the_inline_pair_and_the_span(run):
