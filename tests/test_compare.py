@@ -282,3 +282,24 @@ def test_smollm2s_comparison_of_a_steered_run_fits_80x24(tmp_path):
     assert len(lines) <= 23, done.stdout  # the whole comparison on one screen, the prompt below it
     assert lines[2].startswith("B the same text, steered: ") and re.match(r"\s+9 .* │\s+19 .* │\s+29 ", lines[14])
     assert lines[-6].split()[:4] == ["A", "p", "B", "p"] and len(lines[-5:]) == 5
+
+
+def test_the_continuations_stand_side_by_side_from_where_they_part_within_80_columns():
+    import io
+
+    from rich.console import Console
+
+    from attn_cli import api
+    from attn_cli.views.compare import compare_view
+
+    result = api.compare(tiny(), "the cat sat", steer=steer_edits(6.0), generate=6)
+    c = result.continuations
+    c["a"]["texts"], c["b"]["texts"], c["part"] = ["x", " shared", " a long tail " * 6], ["x", " shared", " b\nother"], 2
+    out = io.StringIO()
+    console = Console(file=out, width=80, color_system=None)
+    for part in compare_view(result):
+        console.print(part)
+    lines = fits(out.getvalue())
+    at = lines.index("greedy, 6 tokens: the same 2 tokens, 'x shared', then they part")
+    assert lines[at + 1].split() == ["A", "…", "│", "B", "…"] and lines[at + 3].split("│")[1].strip() == "b\\nother"
+    assert " ".join(l.split("│")[0].strip() for l in lines[at + 3 :]).split() == ("a long tail " * 6).split()

@@ -135,6 +135,10 @@ def head_maps(result) -> list:
 
 
 def continuation_lines(result) -> list:
+    """The two greedy continuations side by side, from the token where they part (the shared start above them)."""
+    from rich import box
+    from rich.table import Table
+
     c = result.continuations
     a, b, part = c["a"], c["b"], c["part"]
     n = max(len(a["ids"]), len(b["ids"]))
@@ -142,6 +146,10 @@ def continuation_lines(result) -> list:
         return [Unwidowed(Text(f"greedy, {n} tokens: the same continuation in both runs", style="bold")),
                 Unwidowed(Text("A, B " + repr("".join(a["texts"])), style="cyan"))]
     same = "".join(a["texts"][:part])
-    head = Text(f"greedy, {n} tokens: they part at token {part}" + (f", after {same!r}" if part else ", at once"), style="bold")
-    return [Unwidowed(head)] + [Unwidowed(Text(f"{name} ", style="bold") + Text("…" if part else "", style="dim") + Text(repr("".join(side["texts"][part:])), style=style))
-                                for name, side, style in (("A", a, "cyan"), ("B", b, "magenta"))]
+    where = f"the same {part} token{'s' * (part != 1)}, {same!r}, then they part" if part else "they part at the first token"
+    head = Text(f"greedy, {n} tokens: {where}", style="bold")
+    table = Table(box=box.MINIMAL, expand=True, show_edge=False, padding=(0, 1))
+    table.add_column("A" + (" …" if part else ""), ratio=1, style="cyan")
+    table.add_column("B" + (" …" if part else ""), ratio=1, style="magenta")
+    table.add_row(*(repr("".join(side["texts"][part:]))[1:-1] for side in (a, b)))
+    return [Unwidowed(head), table]
