@@ -105,9 +105,10 @@ def first_difference(a, b, units_a, units_b, steered: bool) -> int | None:
     return None
 
 
-def layer_cosines(sa: np.ndarray, sb: np.ndarray) -> np.ndarray:  # [L, m, d], [L, m, d] -> [L, m]
+def layer_cosines(sa: np.ndarray, sb: np.ndarray) -> np.ndarray:  # [L, m, d], [L, m, d] -> [L, m], within [-1, 1]
+    """Cosines at each layer and position, clipped to [-1, 1]: two equal streams round to 1 + 1e-16 now and then."""
     L, m, d = sa.shape
-    return cosines(sa.reshape(L * m, d).astype(np.float64), sb.reshape(L * m, d).astype(np.float64)).reshape(L, m)
+    return np.clip(cosines(sa.reshape(L * m, d).astype(np.float64), sb.reshape(L * m, d).astype(np.float64)), -1, 1).reshape(L, m)
 
 
 def neighbour_baseline(sa: np.ndarray) -> np.ndarray | None:  # [L, m, d] -> [L]

@@ -4,7 +4,6 @@ their continuations; the layers in three groups of columns, so that a 30-layer m
 import math
 
 import numpy as np
-
 from rich.text import Text
 
 from attn_cli.views.base import FitTable, Unwidowed, key_label, steered_line, token_line
@@ -17,8 +16,8 @@ def compare_view(result) -> list:
     parts = [Text(f"{m['name']} · {m['type']} · {m['layers']} layers × {m['heads']} heads", style="bold"), *runs_lines(result)]
     if result.first is None:
         parts.append(Text("A and B read the same tokens with nothing added: the two runs are the same (cosine 1, KL 0)", style="bold"))
-    parts += [Unwidowed(layers_caption(result)), layer_table(result), Unwidowed(apart_line(result)), Unwidowed(next_caption(result)),
-              next_table(result)]
+    parts += [Unwidowed(layers_caption(result)), layer_table(result), *([Unwidowed(apart)] if (apart := apart_line(result)) else []),
+              Unwidowed(next_caption(result)), next_table(result)]
     if result.maps is not None:
         parts += head_maps(result)
     if result.continuations is not None:
@@ -73,11 +72,12 @@ def layer_table(result):
     return table
 
 
-def apart_line(result) -> Text:
-    """How far apart, in units of A's neighbouring tokens: (1 − mean) / (1 − nb), its range over the layers, and the layers past 1."""
+def apart_line(result) -> Text | None:
+    """How far apart, in units of A's neighbouring tokens: (1 − mean) / (1 − nb), its range over the layers, and the layers past 1
+    (None: two identical runs)."""
     ratio = result.ratio()
     if ratio is None:
-        return Text("" if result.first is None else "one position: no neighbouring tokens to measure against", style="dim")
+        return None if result.first is None else Text("one position: no neighbouring tokens to measure against", style="dim")
     layers = result.apart()
     past = f"layer{'s' * (len(layers) != 1)} {spans(layers)}" if layers else "none"
     return Text(f"(1 − mean)/(1 − nb): {np.nanmin(ratio):.2f} to {np.nanmax(ratio):.2f} (1: as far as A's neighbours); above 1: {past}",
