@@ -20,6 +20,7 @@ A direction from contrast pairs, and steering with it where llama.cpp adds a con
     found = api.direction(model, "the cats", "the cat")    # what `attn direction` prints; found.directions [L, d]
     steer = [api.Add("resid_post", l, 4 * found.directions[l]) for l in range(1, model.n_layers)]
     logits, cache = api.run_with_edits(model, "I saw the", steer)
+    moved = api.compare(model, "I saw the", steer=steer)   # what `attn compare` prints: the run beside its steered self
 
 `heads stats` is `figures(merge([head_stats(model, lines)]))`, so partials computed anywhere (Dask's
 map_partitions, Spark's mapPartitions, Ray Data's map_batches: docs/heads-stats.md) give the very
@@ -124,6 +125,18 @@ def direction(model, positive: str | None = None, negative: str | None = None, *
     if not texts:
         raise InputError("give POSITIVE and NEGATIVE, or pairs")
     return run(model, texts, DirectionSettings(method=method, holdout=holdout, seed=seed, probe=list(probe)))
+
+
+def compare(model, a: str, b: str | None = None, *, steer=(), head: tuple[int, int] | None = None, generate: int = 0, top: int = 5,
+            chat: bool = False):
+    """`attn compare`'s result (results.compare.CompareResult): run A (`a`) beside run B (`b`, or `a` again) with the edits
+    `steer` (api.Add, ...) made in B only: .cosine [L, m] at aligned positions, .baseline [L] (A's neighbouring positions),
+    .kl, .top_a/.top_b/.rose/.fell, with `head` its maps (.maps), with `generate` N the continuations."""
+    from attn_cli.analysis.compare import CompareSettings, compare as run
+
+    steered = [{"file": f"{len(steer)} edits", "scale": 1.0, "layers": sorted({e.layer for e in steer if e.layer is not None})}] if steer else []
+    settings = CompareSettings(top=top, head=head, steps=generate, chat=chat, steer=list(steer), steered=steered)
+    return run(model, a, a if b is None else b, settings)
 
 
 @lru_cache(maxsize=4)

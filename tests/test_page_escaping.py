@@ -206,3 +206,36 @@ def test_patch_page_reads_back_hostile_tokens(tmp_path):
         assert browser.console == []
     assert columns == [f"{p}:{t}" for p, t in enumerate(result.clean_tokens)]  # no stray backslash before "/script>"
     assert said.startswith(f"layer 1, position 1 ({result.clean_tokens[1]!r} / {result.corrupt_tokens[1]!r}): ")
+
+
+@needs_browser
+def test_compare_page_reads_back_hostile_tokens(tmp_path):
+    from attn_cli import api
+    from attn_cli.io.grid_page import compare_page, write_page
+    from attn_cli.models.points import Add
+
+    steer = [Add("resid_post", 1, np.full(llama().d_model, 0.5, np.float32))]
+    result = api.compare(llama(), "the cat sat on the river", steer=steer, head=(1, 2), generate=2)
+    n = len(result.tokens[0])
+    result.tokens = (hostile(n), hostile(n, shift=1))
+    result.labels = result.tokens
+    for k, row in enumerate(result.rose + result.fell):
+        row["token"] = hostile(1, shift=k)[0]
+    for side, shift in (("a", 2), ("b", 3)):
+        result.continuations[side]["tokens"] = hostile(len(result.continuations[side]["tokens"]), shift=shift)
+    path = tmp_path / "compare.html"
+    write_page(path, compare_page(result), force=False)
+    labels = [f"{p}:{a}/{b}" for p, (a, b) in enumerate(zip(*result.labels))]
+    with Browser() as browser:
+        opened(browser, path)
+        columns, rows = grid(browser, 0)
+        head_columns, _ = grid(browser, 2)
+        said = hover(browser, 0, 1, 2)
+        texts = browser.evaluate("[...document.querySelectorAll('p.tokens')].map(p => [...p.querySelectorAll('span.tok')].map(s => s.textContent))")
+        ranked = browser.evaluate("[...document.querySelectorAll('#ranked td:first-child')].map(c => c.textContent)")
+        assert browser.console == []
+    assert columns == labels and head_columns == labels and rows == [str(l) for l in range(llama().n_layers)]
+    assert said == f"layer 1, {labels[2]}: cosine {result.cosine[1, 2]:.4f}"
+    assert texts == [result.tokens[0], result.tokens[1], result.continuations["a"]["tokens"], result.continuations["b"]["tokens"]]
+    moved = sorted(result.rose + result.fell, key=lambda r: -(r["b"] - r["a"]))
+    assert ranked == [f"{r['token']} {r['a']:.4f} → {r['b']:.4f}" for r in moved]

@@ -17,6 +17,7 @@ COMMANDS = {
     "generate": ["generate", "the cat sat", "--model", LLAMA, "--steps", "2"],
     "explain": ["explain", "the cat sat", "--model", LLAMA],
     "patch": ["patch", "the cat sat", "the dog sat", "--model", LLAMA, "--target", "sat", "--versus", "cat"],
+    "compare": ["compare", "the cat sat", "the dog sat", "--model", LLAMA],
 }
 
 

@@ -120,8 +120,8 @@ def site(tmp_path_factory) -> Path:
 
 
 # in `pytest -m slow`: a training run, a patching of every layer and head, a sense meter (its prototypes take a hundred
-# forward passes a word), a corpus's statistics, a generation of many tokens, a direction from many pairs (and what steers with it)
-SLOW_COMMANDS = ("attn heads train", "attn patch", "--sense", "attn senses eval", "attn heads stats", "attn generate", "attn direction",
+# forward passes a word), a corpus's statistics, a generation of many tokens, a direction from many pairs (and what steers with it); two runs compared
+SLOW_COMMANDS = ("attn heads train", "attn patch", "--sense", "attn senses eval", "attn heads stats", "attn generate", "attn direction", "attn compare",
                  "--steer")
 
 

@@ -23,6 +23,7 @@ MODEL_COMMANDS = [  # every command that runs a model's forward passes, with arg
     ["heads", "stats", "-", "--model", LLAMA],
     ["senses", "eval", "-", "--model", LLAMA],
     ["direction", "the cats", "the cat", "--model", LLAMA],
+    ["compare", "the cat sat", "the dog sat", "--model", LLAMA],
 ]
 
 

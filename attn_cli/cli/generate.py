@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples, interruption
-from attn_cli.cli.options import SteerOpt, ThreadsOpt, page_file
+from attn_cli.cli.options import SteerLayerOpt, SteerLayersOpt, SteerOpt, ThreadsOpt, page_file, parse_head, steer_span
 from attn_cli.errors import InputError
 
 
@@ -31,6 +31,8 @@ def generate(
     force: Annotated[bool, typer.Option("--force", help="Replace FILE of --page if it exists (a regular file only).")] = False,
     max_memory: Annotated[str | None, typer.Option("--max-memory", metavar="SIZE", help="The memory the run may take (4G, 512M); default: most of what is available. A run that needs more is refused before it starts, naming the --steps that would fit.", show_default=False)] = None,
     steer: SteerOpt = None,
+    steer_layer: SteerLayerOpt = None,
+    steer_layers: SteerLayersOpt = None,
     threads: ThreadsOpt = None,
     output: FormatOpt = Format.table,
 ) -> None:
@@ -59,12 +61,11 @@ def generate(
 
         check_writable(page, force)
     prompt = check_text(stdin_text("TEXT") if text == "-" else text, "TEXT")
-    from attn_cli.io.control_vector import parse_steer, steer_edits, steering_blamed
+    from attn_cli.io.control_vector import steer_edits, steering_blamed
 
-    for spec in steer or []:
-        parse_steer(spec)  # a bad scale is refused before the model is read
+    span = steer_span(steer, steer_layer, steer_layers)
     chosen = load(model)
-    edits, steered = steer_edits(chosen, steer or [])
+    edits, steered = steer_edits(chosen, steer or [], span)
     settings = GenerateSettings(steps=steps, sampling=Sampling(temperature, top_k, top_p, seed), chat=chat, head=layer_head,
                                 attention=page is not None, steer=edits, steered=steered)  # only the page draws every step's rows
     run = Generation(chosen, prompt, settings)
@@ -100,14 +101,6 @@ def check_footprint(run, steps: int, max_memory: int | None, page: bool) -> None
     need = lambda s: footprint.generation(run.model, prompt, s, HOLD_BYTES, PAGE_CELLS if page else None)  # noqa: E731
     footprint.check(run.model, steps, need, "generate", max_memory, over=f"of {steps:,} steps after {prompt:,} token{'s' if prompt != 1 else ''}",
                     fits=lambda k: f"--steps {k:,}" if k else "a shorter prompt")
-
-
-def parse_head(text: str) -> tuple[int, int]:
-    try:
-        layer, head = (int(x) for x in text.split("."))
-    except ValueError:
-        raise InputError(f"--head {text!r}: give LAYER.HEAD, such as 3.1") from None
-    return layer, head
 
 
 def stream_to_terminal(run) -> None:

@@ -9,7 +9,7 @@ import typer
 
 from attn_cli.cli.app import HELP_PANELS, Format, FormatOpt, RowsCommand, app, examples, say
 from attn_cli.cli.emit import emit, line_text, stdin_lines
-from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, SteerOpt, ThreadsOpt, TrustOpt, VectorsOpt, ablate_with_value, complete_sense_sets, load_vectors, page_file
+from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, SteerLayerOpt, SteerLayersOpt, SteerOpt, ThreadsOpt, TrustOpt, VectorsOpt, ablate_with_value, complete_sense_sets, load_vectors, page_file
 from attn_cli.core.attention import Mask, Stage
 from attn_cli.errors import InputError
 from attn_cli.lesson.directions import MAX_NEIGHBORS
@@ -51,7 +51,8 @@ HELP_PANELS["inspect"] = {name: panel for panel, names in {  # inspect --help, o
     "Sentence and word vectors": ("mask", "position", "scale", "max_tokens", "vectors_path", "limit", "trust_pickle", "oov"),
     "Heads": ("head", "seed"),
     "Model (--model: a real checkpoint instead of the word vectors)": ("model", "layer", "words", "hide_special", "rollout", "rollout_layers",
-                                                                       "max_memory", "threads", "ablate", "ablate_with", "steer"),
+                                                                       "max_memory", "threads", "ablate", "ablate_with", "steer",
+                                                                       "steer_layer", "steer_layers"),
     "Views": ("stage", "weigh", "transpose", "focus", "neighbors", "per_head", "picture", "sense", "sense_set"),
     "Output format": ("output", "spreadsheet", "embeddings"),
     "Output files (besides stdout)": ("svg", "html", "export_view", "width", "colors", "page", "force"),
@@ -109,6 +110,8 @@ def inspect(
     ablate: AblateOpt = None,
     ablate_with: AblateWithOpt = AblateWith.zero,
     steer: SteerOpt = None,
+    steer_layer: SteerLayerOpt = None,
+    steer_layers: SteerLayersOpt = None,
     force: ForceOpt = False,
     vectors_path: VectorsOpt = None,
     limit: LimitOpt = None,
@@ -135,8 +138,8 @@ def inspect(
     given = {"--vectors": vectors_path, "--sense": sense, "--sense-set": sense_set, "--mask": mask, "--per-head": per_head or None,
              "--embeddings": embeddings or None, "--no-position": None if position else True, "--no-scale": None if scale else True,
              "--limit": limit, "--oov": None if oov == Oov.error else oov, "--neighbors": neighbors if neighbors and focus is None else None,
-             "--layer": layer, "--max-memory": max_memory, "--words": words or None, "--hide-special": hide_special or None,
-             "--rollout": rollout or None, "--rollout-layers": rollout_layers, "--ablate": ablate or None, "--steer": steer or None}
+             "--layer": layer, "--max-memory": max_memory, "--words": words or None, "--hide-special": hide_special or None, "--rollout": rollout or None,
+             "--rollout-layers": rollout_layers, "--ablate": ablate or None, "--steer": steer or None, "--steer-layer": steer_layer, "--steer-layers": steer_layers}
     if weigh is Weigh.norm and stage not in (None, Stage.weights):
         raise InputError("--weigh norm weighs the weights; drop --stage")
     if model is not None:
@@ -149,7 +152,7 @@ def inspect(
             raise InputError(f"{'--picture' if picture else '--export-view picture'} with --model draws the --focus token through the layers; name it with --focus")
         chosen, settings = open_checkpoint(model, head, layer, words=words, hide_special=hide_special, focus=focus, neighbors=neighbors,
                                            stage=stage, output=output, weigh=weigh.value, rollout=rollout if rollout_layers is None else rollout_layers,
-                                           senses=checkpoint_senses(sense, sense_set, focus), max_memory=max_memory, exports=exports is not None, ablate=(ablate, ablate_with), steer=steer or [])
+                                           senses=checkpoint_senses(sense, sense_set, focus), max_memory=max_memory, exports=exports is not None, ablate=(ablate, ablate_with), steer=(steer or [], steer_layer, steer_layers))
         overview = not (head or layer is not None)
     else:
         from attn_cli.models.glove import Settings
@@ -188,7 +191,7 @@ OPTION_NEEDS = {
     "--vectors": "word-vectors", "--limit": "word-vectors", "--oov": "word-vectors", "--sense": SENSES, "--sense-set": SENSES,
     "--mask": "settings", "--no-position": "settings", "--no-scale": "settings", "--per-head": "shift", "--embeddings": "shift",
     "--neighbors": "shift", "--layer": "layers", "--max-memory": "layers", "--words": "pieces", "--hide-special": "pieces", "--rollout": "layers",
-    "--rollout-layers": "layers", "--ablate": "layers", "--steer": "layers",
+    "--rollout-layers": "layers", "--ablate": "layers", "--steer": "layers", "--steer-layer": "layers", "--steer-layers": "layers",
 }  # --neighbors: the keys nearest E and E'; with --focus, a checkpoint's token path takes it too
 
 
@@ -296,15 +299,16 @@ def checkpoint_senses(sense, sense_set, focus) -> tuple | None:
 
 
 def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neighbors, stage, output, weigh="weight", rollout=False, senses=None,
-                    max_memory: str | None = None, exports: bool = False, ablate=(None, "zero"), steer=()):
+                    max_memory: str | None = None, exports: bool = False, ablate=(None, "zero"), steer=((), None, None)):
     """`inspect --model`: the checkpoint, and what each sentence reports (a bad --head is an error before any sentence)."""
     from attn_cli.analysis.flow import layer_range
     from attn_cli.analysis.inspect import InspectSettings, parse_heads
-    from attn_cli.io.control_vector import parse_steer, steer_edits
+    from attn_cli.cli.options import steer_span
+    from attn_cli.io.control_vector import steer_edits
     from attn_cli.models.loading import load
 
-    for given in steer:
-        parse_steer(given)  # a bad scale is refused before the model is read
+    steers, steer_layer, steer_layers = steer  # --steer's values, --steer-layer, --steer-layers
+    span = steer_span(steers, steer_layer, steer_layers)  # a bad scale or span is refused before the model is read
     model = load(spec)
     rollout = layer_range(rollout, model.n_layers) if isinstance(rollout, str) else rollout  # --rollout-layers A:B: (A, B)
     chosen = list(heads or [])
@@ -322,5 +326,5 @@ def open_checkpoint(spec: str, heads, layer, *, words, hide_special, focus, neig
 
         parse_ablation(*ablate, model)  # a head that does not exist: an error before any sentence
         settings.ablate, settings.ablate_with = ablate
-    settings.steer, settings.steered = steer_edits(model, list(steer))
+    settings.steer, settings.steered = steer_edits(model, list(steers), span)
     return model, settings

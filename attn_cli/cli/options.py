@@ -48,9 +48,31 @@ def ablate_with_value(ablate: list[str] | None, ablate_with: AblateWith) -> str:
     return ablate_with.value
 SteerOpt = Annotated[
     list[str] | None,
-    typer.Option("--steer", metavar="FILE:SCALE", help="FILE.gguf or FILE.gguf:SCALE: add SCALE (default 1) × a llama.cpp control vector's direction.l to the stream leaving layer l, "
-                 "at every position, where llama.cpp adds it (attn direction -o writes one). Repeat to add several.", show_default=False),
+    typer.Option("--steer", metavar="FILE:SCALE", help="FILE.gguf[:SCALE]: add SCALE (default 1) × a llama.cpp control vector's direction.l to the stream leaving layer l, "
+                 "at every position, where llama.cpp adds it (attn direction -o writes one); or \"POS|NEG\"[:SCALE], the direction of one "
+                 "contrast pair found on the spot (as attn direction POS NEG). Repeat to add several.", show_default=False),
 ]
+SteerLayerOpt = Annotated[
+    int | None, typer.Option("--steer-layer", metavar="L", help="Add the --steer directions at layer L only (1 to the last: llama.cpp never steers layer 0).", show_default=False),
+]
+SteerLayersOpt = Annotated[
+    str | None, typer.Option("--steer-layers", metavar="A:B", help="Add them at layers A to B only, both included, as llama.cpp's --control-vector-layer-range (A: to the last, :B from 1).", show_default=False),
+]
+
+
+def steer_span(steer: list[str] | None, layer: int | None, layers: str | None):
+    """--steer-layer / --steer-layers, read before the model (io.control_vector.parse_layers); without --steer they are refused,
+    and each --steer's scale is checked too."""
+    from attn_cli.errors import InputError
+    from attn_cli.io.control_vector import inline_pair, parse_layers, parse_steer
+
+    if not steer and (layer is not None or layers is not None):
+        raise InputError(f"{'--steer-layer' if layer is not None else '--steer-layers'} says where --steer adds its directions; give --steer too")
+    for given in steer or []:
+        inline_pair(parse_steer(given)[0])  # a bad scale or pair is refused before the model is read
+    return parse_layers(layer, layers)
+
+
 TrustOpt = Annotated[
     bool, typer.Option("--trust-pickle", help="Allow gensim's .kv/.model files, which are pickles: only for files you trust.")
 ]
@@ -137,6 +159,17 @@ def page_file(text: str) -> Path:
     if text == "-":
         raise InputError("--page -: a page is written to a file, not to stdout; give it a file name, such as page.html")
     return Path(text)
+
+
+def parse_head(text: str) -> tuple[int, int]:
+    """--head L.H of generate and compare: (layer, head); the model checks they exist."""
+    from attn_cli.errors import InputError
+
+    try:
+        layer, head = (int(x) for x in text.split("."))
+    except ValueError:
+        raise InputError(f"--head {text!r}: give LAYER.HEAD, such as 3.1") from None
+    return layer, head
 
 
 def check_new_file(path: Path, force: bool) -> Path:

@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, app, examples
-from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, SteerOpt, ThreadsOpt, ablate_with_value
+from attn_cli.cli.options import AblateOpt, AblateWith, AblateWithOpt, SteerLayerOpt, SteerLayersOpt, SteerOpt, ThreadsOpt, ablate_with_value, steer_span
 from attn_cli.errors import InputError
 
 MAX_TOP = 100
@@ -30,6 +30,8 @@ def predict(
     ablate: AblateOpt = None,
     ablate_with: AblateWithOpt = AblateWith.zero,
     steer: SteerOpt = None,
+    steer_layer: SteerLayerOpt = None,
+    steer_layers: SteerLayersOpt = None,
     threads: ThreadsOpt = None,
     output: FormatOpt = Format.table,
 ) -> None:
@@ -47,17 +49,16 @@ def predict(
         raise InputError(f"--temperature must be a finite number >= 0, not {temperature:g}")
     ablate_with = ablate_with_value(ablate, ablate_with)  # a str from here
     lines = stdin_lines() if text == "-" else iter([(1, check_text(text, "TEXT"))])
-    from attn_cli.io.control_vector import parse_steer, steer_edits
+    from attn_cli.io.control_vector import steer_edits
 
-    for spec in steer or []:
-        parse_steer(spec)  # a bad scale is refused before the model is read
+    span = steer_span(steer, steer_layer, steer_layers)
     chosen = load(model)
     if chosen.predicts is None:
         raise InputError(f"{chosen.name} has no output head to predict with: an encoder without a masked-LM head (attn inspect --model shows its layers)")
     from attn_cli.models.footprint import parse_size
 
     asked = [check_text(t, "--token") for t in token or []]
-    edits, steered = steer_edits(chosen, steer or [])
+    edits, steered = steer_edits(chosen, steer or [], span)
     settings = PredictSettings(top=top, temperature=temperature, chat=chat, lens=lens, focus=focus, asked=asked,
                                max_memory=None if max_memory is None else parse_size(max_memory), ablate=ablate, ablate_with=ablate_with, steer=edits, steered=steered)
 

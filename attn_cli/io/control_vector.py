@@ -64,17 +64,74 @@ def read_control_vector(path) -> tuple[str | None, dict[int, np.ndarray]]:
 
 
 def parse_steer(text: str) -> tuple[str, float]:
-    """FILE.gguf[:SCALE] -> (file, scale); a scale that is not a finite number is an InputError."""
+    """FILE.gguf[:SCALE] or POS|NEG[:SCALE] -> (file or pair, scale); a scale that is not a finite number is an InputError.
+    An inline pair whose tail after ":" is no number keeps the ":" as its text's ("note: cats|note: cat"), scale 1."""
     path, sep, tail = text.rpartition(":")
     if not sep or Path(text).is_file():
         return text, 1.0
     try:
         scale = float(tail)
     except ValueError:
+        if "|" in text:
+            return text, 1.0
         raise InputError(f"--steer {text!r}: give FILE.gguf or FILE.gguf:SCALE, SCALE a number such as 4 or -2.5") from None
     if not math.isfinite(scale):
         raise InputError(f"--steer {text!r}: the scale must be a finite number, not {tail}")
     return path, scale
+
+
+def inline_pair(given: str) -> tuple[str, str] | None:
+    """(POS, NEG) of an inline --steer "POS|NEG"; None for a file (an existing file is a file, whatever its name)."""
+    if "|" not in given or Path(given).is_file():
+        return None
+    positive, _, negative = given.partition("|")
+    if not positive.strip() or not negative.strip() or "|" in negative:
+        raise InputError(f"--steer {given!r}: give two texts, POS|NEG (one |), such as \"the cats|the cat\"")
+    if positive == negative:
+        raise InputError(f"--steer {given!r}: the same text twice: no direction to add (zero norm)")
+    return positive, negative
+
+
+def inline_vectors(model, positive: str, negative: str) -> dict[int, np.ndarray]:
+    """The direction of one contrast pair, as `attn direction POS NEG` finds it: h(POS)[l] − h(NEG)[l] at the last token,
+    for l = 1 .. L − 1 (where a control vector has its direction.l)."""
+    from attn_cli.analysis.direction import last_streams
+
+    if model.predicts != "next":
+        raise InputError(f"--steer {positive}|{negative}: {model.name} is not a decoder; a direction here is read at a decoder's last token")
+    diff = last_streams(model, positive) - last_streams(model, negative)  # [L, d]
+    if not np.any(diff[1:]):
+        raise InputError(f"--steer {positive}|{negative}: the two texts give the same stream at every layer: no direction (zero norm)")
+    return {l: diff[l].astype(np.float32) for l in range(1, model.n_layers)}
+
+
+def parse_layers(layer: int | None, layers: str | None) -> tuple[int | None, int | None] | None:
+    """--steer-layer L or --steer-layers A:B (both included, as llama.cpp's --control-vector-layer-range; "A:" to the last,
+    ":B" from the first): (A, B), an end None where open; None: every layer. Checked against the model in steer_edits."""
+    if layer is not None and layers is not None:
+        raise InputError("give --steer-layer L or --steer-layers A:B, not both")
+    if layer is not None:
+        return layer, layer
+    if layers is None:
+        return None
+    first, colon, last = layers.partition(":")
+    try:
+        a, b = (int(first) if first.strip() else None), (int(last) if last.strip() else None)
+    except ValueError:
+        a = b = colon = None
+    if not colon:
+        raise InputError(f"--steer-layers {layers!r}: give A:B, two layer numbers (both included), such as 10:20")
+    return a, b
+
+
+def layer_span(model, span) -> tuple[int, int]:
+    """(A, B) of parse_layers within the layers a steer reaches: 1 .. L − 1 (llama.cpp never steers layer 0)."""
+    top = model.n_layers - 1
+    a, b = (1, top) if span is None else (1 if span[0] is None else span[0], top if span[1] is None else span[1])
+    if not 1 <= a <= b <= top:
+        shown = f"--steer-layer {a}" if span[0] == span[1] else f"--steer-layers {'' if span[0] is None else a}:{'' if span[1] is None else b}"
+        raise InputError(f"{shown}: {model.name} is steered at layers 1 to {top} (never layer 0, as llama.cpp), A not after B")
+    return a, b
 
 
 def check_fits(model, path, hint: str | None, vectors: dict) -> None:
@@ -91,20 +148,28 @@ def check_fits(model, path, hint: str | None, vectors: dict) -> None:
                          f"to direction.{model.n_layers - 1})")
 
 
-def steer_edits(model, steers: list[str]) -> tuple[list, list[dict]]:
-    """The edits of --steer FILE[:SCALE] (repeatable): Add("resid_post", l, scale * direction.l), one per layer and file; and
-    what they came from, as a result shows it: [{"file", "scale", "layers"}]."""
+def steer_edits(model, steers: list[str], span=None) -> tuple[list, list[dict]]:
+    """The edits of --steer FILE[:SCALE] or POS|NEG[:SCALE] (repeatable): Add("resid_post", l, scale * direction.l), one per
+    layer and steer, at the layers of `span` (parse_layers; None: all); and what they came from, as a result shows it:
+    [{"file" or "pair", "scale", "layers"}]."""
     from attn_cli.models.points import Add
 
+    a, b = layer_span(model, span)
     edits, steered = [], []
     for text in steers:
         path, scale = parse_steer(text)
-        if not Path(path).is_file():
-            raise InputError(f"--steer {path}: no such file")
-        hint, vectors = read_control_vector(path)
-        check_fits(model, path, hint, vectors)
+        pair = inline_pair(path)
+        if pair is not None:
+            vectors, source = inline_vectors(model, *pair), {"pair": list(pair)}
+        else:
+            if not Path(path).is_file():
+                raise InputError(f"--steer {path}: no such file")
+            hint, vectors = read_control_vector(path)
+            check_fits(model, path, hint, vectors)
+            source = {"file": str(path)}
+        vectors = {l: v for l, v in vectors.items() if a <= l <= b}
         edits += [Add("resid_post", l, np.float32(scale) * v) for l, v in sorted(vectors.items())]
-        steered.append({"file": str(path), "scale": scale, "layers": sorted(vectors)})
+        steered.append(source | {"scale": scale, "layers": sorted(vectors)})
     return edits, steered
 
 
@@ -119,6 +184,8 @@ class steering_blamed:
 
     def __exit__(self, kind, e, tb):
         if self.steered and isinstance(e, DataError) and "overflows float32" in str(e):
-            shown = ", ".join(f"{s['file']}:{s['scale']:g}" for s in self.steered)
+            from attn_cli.views.base import steer_name
+
+            shown = ", ".join(f"{steer_name(s)}:{s['scale']:g}" for s in self.steered)
             raise InputError(f"--steer {shown}: the steered stream overflows float32; give a smaller SCALE") from None
         return False

@@ -147,3 +147,46 @@ def patch_page(result) -> str:
                "1 gives back the clean difference, 0 changes nothing.")
     texts = [{"name": "clean", "tokens": tokens, "on": None}, {"name": "corrupt", "tokens": result.corrupt_tokens, "on": None}]
     return page_html(f"{result.model['name']}: activation patching", caption, maps, texts)
+
+
+def compare_page(result) -> str:
+    """`compare --page`: the two texts (and continuations), the tokens that moved most, the cosines layer by layer, a head's maps."""
+    L, m = result.cosine.shape
+    labels = [f"{p}:{a}" if a == b else f"{p}:{a}/{b}" for p, (a, b) in enumerate(zip(*result.labels))]
+    mean, base = result.mean(), result.baseline
+    summary = [[finite(result.last()[l]), None if mean is None else finite(mean[l]), None if base is None else finite(base[l])] for l in range(L)]
+    maps = [
+        {"title": "1 − cosine of A's and B's streams leaving layer l at each aligned position (0: the same direction)",
+         "rows": [str(l) for l in range(L)], "columns": labels, "values": [[finite(1 - x) for x in row] for row in result.cosine],
+         "describe": [[f"layer {l}, {labels[p]}: cosine {result.cosine[l, p]:.4f}" for p in range(m)] for l in range(L)]},
+        {"title": "per layer: the cosine at the last position, the mean over the positions that differ, A's neighbouring positions (nb)",
+         "rows": [str(l) for l in range(L)], "columns": ["last", "mean", "nb"], "values": summary,
+         "describe": [[f"layer {l}, {name}: {'' if x is None else f'{x:.4f}'}" for name, x in zip(("last", "mean", "nb"), row)]
+                      for l, row in enumerate(summary)]},
+    ]
+    if result.maps is not None:
+        maps += head_page_maps(result, labels)
+    texts = [{"name": "A", "tokens": result.tokens[0], "on": None}, {"name": "B", "tokens": result.tokens[1], "on": None}]
+    if result.continuations is not None:
+        c = result.continuations
+        texts += [{"name": f"{name} continued", "tokens": c[side]["tokens"], "on": c["part"]} for name, side in (("A", "a"), ("B", "b"))]
+    moved = sorted(result.rose + result.fell, key=lambda r: -(r["b"] - r["a"]))
+    ranked = {"title": "the next token: the probabilities that rose and fell most, B − A",
+              "rows": [[f"{r['token']} {r['a']:.4f} → {r['b']:.4f}", finite(r["b"] - r["a"])] for r in moved]}
+    caption = (f"KL(A‖B) {result.kl[0]:.4g} nats, KL(B‖A) {result.kl[1]:.4g}"
+               + ("" if result.kl_scale is None else f"; A's prediction one token earlier is KL {result.kl_scale:.4g} from its last")
+               + f". Positions aligned by {result.aligned}. nb: the mean cosine of A's stream with A's at the next position, how alike"
+               " two different tokens are.")
+    return page_html(f"{result.model['name']}: A and B compared", caption, maps, texts, ranked)
+
+
+def head_page_maps(result, labels: list[str]) -> list[dict]:
+    l, h = result.head
+    a, b = result.maps
+    m = len(labels)
+    out = []
+    for title, values in ((f"head {l}.{h} in A", a), (f"head {l}.{h} in B", b), (f"head {l}.{h}: B − A", b - a)):
+        out.append({"title": title, "rows": labels, "columns": labels, "values": [[finite(x) for x in row] for row in values],
+                    "describe": [[f"{title}: {labels[i]} reads {labels[j]}: " + ("hidden (a later position)" if values[i, j] != values[i, j] else f"{values[i, j]:+.4f}")
+                                 for j in range(m)] for i in range(m)]})
+    return out

@@ -7,7 +7,7 @@ views): with PYTHONDONTWRITEBYTECODE every module read is compiled on every run.
 
 from attn_cli.lazy import module_getattr
 
-MODULES = ("base", "heatmap", "captions", "inspect", "softmax", "lesson", "vectors", "heads", "models", "detect", "stats", "meter", "explain", "generate", "patch")
+MODULES = ("base", "heatmap", "captions", "inspect", "softmax", "lesson", "vectors", "heads", "models", "detect", "stats", "meter", "explain", "generate", "patch", "compare")
 WHERE = {
     "softmax_view": "softmax", "analogy_view": "lesson", "similarity_view": "lesson",
     "vectors_info": "vectors",
@@ -15,7 +15,7 @@ WHERE = {
     "heads_list": "heads", "head_trained": "heads", "heads_eval": "heads",
     "senses_eval": "meter",
     "model_info": "models", "heads_found": "models", "key_label": "base", "FitTable": "base", "Bar": "base",
-    "heads_detected": "detect", "head_stats": "stats", "explain_view": "explain", "generate_view": "generate", "patch_view": "patch",
+    "heads_detected": "detect", "head_stats": "stats", "explain_view": "explain", "generate_view": "generate", "patch_view": "patch", "compare_view": "compare",
 }  # fmt: skip
 
 

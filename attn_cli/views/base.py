@@ -260,6 +260,11 @@ def steered_line(steered: list) -> Text | None:
     """What --steer added, in one line (None: nothing): each control vector's file and scale, and the layers it reached."""
     if not steered:
         return None
-    parts = [f"{s['file']} × {s['scale']:g} (resid_post {s['layers'][0]}..{s['layers'][-1]})" if s["layers"] else f"{s['file']} × {s['scale']:g}"
+    parts = [f"{steer_name(s)} × {s['scale']:g}" + (f" (resid_post {s['layers'][0]}..{s['layers'][-1]})" if s["layers"] else " (no layer)")
              for s in steered]
     return Text("steered: " + "; ".join(parts), style="bold magenta")
+
+
+def steer_name(steer: dict) -> str:
+    """What one steer came from: its file, or its inline pair as 'POS' − 'NEG'."""
+    return steer["file"] if "file" in steer else f"{steer['pair'][0]!r} − {steer['pair'][1]!r}"
