@@ -211,72 +211,148 @@ typedef struct { /* one call: the parts of a weight (Q, K, V), each a Job, their
 
 static inline __m256 codes8(__m128i q) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q)); } /* the low 8 bytes as floats */
 
-/* One row of a 32-value block type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) times one row of x, its blocks decoded in registers
- * (a generated token's product: nothing is written but the result). sum_j w_j x_j = sum_b (d_b (q_b . x_b) + m_b xsum_b). */
 static inline float half(const uint8_t *p) { /* F16C's own conversion: no table to wait on */
     uint16_t h;
     memcpy(&h, p, 2);
     return _cvtsh_ss(h);
 }
 
+/* 32 bits as 32 bytes: 0x10 where bit j is set, in byte j (llama.cpp's bytes_from_bits_32, then moved to bit 4) */
+static inline __m256i fifth_bits(const uint8_t *p) {
+    uint32_t bits;
+    memcpy(&bits, p, 4);
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL));
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfeLL)), _mm256_set1_epi64x(-1));
+    return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+static inline __m256 dot32codes(__m256i q, const float *x, float sa, float sb, __m256 acc);
+
+/* One row of a 32-value block type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) times one row of x, its blocks decoded in registers
+ * (a generated token's product: nothing is written but the result). sum_j w_j x_j = sum_b (d_b (q_b . x_b) + m_b xsum_b). */
 static inline __attribute__((always_inline)) float dot32(int kind, const uint8_t *b, Py_ssize_t blocks, const float *x, const float *xsum) {
     const int block_bytes = kind == T_Q4_0 ? 18 : kind == T_Q4_1 ? 20 : kind == T_Q5_0 ? 22 : kind == T_Q5_1 ? 24 : 34;
-    const int off = kind == T_Q4_0 || kind == T_Q5_0 || kind == T_Q8_0 ? 2 : 4;
+    const int off = kind == T_Q4_0 || kind == T_Q5_0 || kind == T_Q8_0 ? 2 : 4, fifth = kind == T_Q5_0 || kind == T_Q5_1;
     const __m128i low4 = _mm_set1_epi8(0x0f);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     float m0 = 0.0f, m1 = 0.0f;
     for (Py_ssize_t i = 0; i < blocks; i++, b += block_bytes, x += 32) {
         const float d = half(b);
-        __m256 p0, p1;
         if (kind == T_Q8_0) {
-            p0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2)))), _mm256_loadu_ps(x));
-            p1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 10)))), _mm256_loadu_ps(x + 8));
+            __m256 p0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 2)))), _mm256_loadu_ps(x));
+            __m256 p1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 10)))), _mm256_loadu_ps(x + 8));
             p0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 18)))), _mm256_loadu_ps(x + 16), p0);
             p1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 26)))), _mm256_loadu_ps(x + 24), p1);
-        } else {
-            const int fifth = kind == T_Q5_0 || kind == T_Q5_1;
-            const __m128i bytes = _mm_loadu_si128((const __m128i *)(b + off + (fifth ? 4 : 0)));
-            __m128i lo = _mm_and_si128(bytes, low4), hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low4);
-            if (fifth) {
-                uint32_t qh;
-                memcpy(&qh, b + off, 4);
-                lo = _mm_or_si128(lo, _mm_slli_epi16(_mm_set_epi64x((long long)SPREAD[(qh >> 8) & 0xff], (long long)SPREAD[qh & 0xff]), 4));
-                hi = _mm_or_si128(hi, _mm_slli_epi16(_mm_set_epi64x((long long)SPREAD[qh >> 24], (long long)SPREAD[(qh >> 16) & 0xff]), 4));
-            }
-            p0 = _mm256_mul_ps(codes8(lo), _mm256_loadu_ps(x));
-            p1 = _mm256_mul_ps(codes8(_mm_srli_si128(lo, 8)), _mm256_loadu_ps(x + 8));
-            p0 = _mm256_fmadd_ps(codes8(hi), _mm256_loadu_ps(x + 16), p0);
-            p1 = _mm256_fmadd_ps(codes8(_mm_srli_si128(hi, 8)), _mm256_loadu_ps(x + 24), p1);
+            if (i & 1)
+                acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_add_ps(p0, p1), acc1);
+            else
+                acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_add_ps(p0, p1), acc0);
+            continue;
         }
-        const float m = kind == T_Q4_1 || kind == T_Q5_1 ? half(b + 2) : kind == T_Q4_0 ? -8.0f * d : kind == T_Q5_0 ? -16.0f * d : 0.0f;
-        if (i & 1) {
-            acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_add_ps(p0, p1), acc1);
+        const __m128i bytes = _mm_loadu_si128((const __m128i *)(b + off + (fifth ? 4 : 0)));
+        __m256i q = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), low4), _mm_and_si128(bytes, low4)); /* values 0..31 */
+        if (fifth) q = _mm256_or_si256(q, fifth_bits(b + off));
+        if (i & 1)
+            acc1 = dot32codes(q, x, d, d, acc1);
+        else
+            acc0 = dot32codes(q, x, d, d, acc0);
+        const float m = kind == T_Q4_1 || kind == T_Q5_1 ? half(b + 2) : kind == T_Q4_0 ? -8.0f * d : -16.0f * d;
+        if (i & 1)
             m1 += m * xsum[i];
-        } else {
-            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_add_ps(p0, p1), acc0);
+        else
             m0 += m * xsum[i];
-        }
     }
     const __m256 acc = _mm256_add_ps(acc0, acc1);
-    const __m128 half = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    const __m128 quarter = _mm_add_ps(half, _mm_movehl_ps(half, half));
+    const __m128 half4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    const __m128 quarter = _mm_add_ps(half4, _mm_movehl_ps(half4, half4));
     return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_movehdup_ps(quarter))) + (m0 + m1);
 }
-static float dot32_row(int kind, const uint8_t *b, Py_ssize_t blocks, const float *x, const float *xsum) {
+
+/* acc + sa (codes 0..15 . x 0..15) + sb (codes 16..31 . x 16..31): 32 codes (bytes 0..63) of a register, two scales */
+static inline __m256 dot32codes(__m256i q, const float *x, float sa, float sb, __m256 acc) {
+    const __m128i c0 = _mm256_castsi256_si128(q), c2 = _mm256_extracti128_si256(q, 1);
+    const __m256 pa = _mm256_fmadd_ps(codes8(_mm_srli_si128(c0, 8)), _mm256_loadu_ps(x + 8), _mm256_mul_ps(codes8(c0), _mm256_loadu_ps(x)));
+    const __m256 pb = _mm256_fmadd_ps(codes8(_mm_srli_si128(c2, 8)), _mm256_loadu_ps(x + 24), _mm256_mul_ps(codes8(c2), _mm256_loadu_ps(x + 16)));
+    return _mm256_fmadd_ps(_mm256_set1_ps(sb), pb, _mm256_fmadd_ps(_mm256_set1_ps(sa), pa, acc));
+}
+
+/* One row of K-quant blocks (Q4_K, Q5_K, Q6_K) times one row of x, decoded in registers 32 codes at a time; each
+ * type's offset or minimum times the sums of x over its sub-blocks (xsum). */
+static inline __attribute__((always_inline)) float dot256(int kind, const uint8_t *b, Py_ssize_t blocks, const float *x, const float *xsum) {
+    const int block_bytes = kind == T_Q4_K ? 144 : kind == T_Q5_K ? 176 : 210;
+    const __m256i low4 = _mm256_set1_epi8(0x0f), low2 = _mm256_set1_epi8(0x03), bit0 = _mm256_set1_epi8(0x01);
+    __m256 acc = _mm256_setzero_ps();
+    float m0 = 0.0f, m1 = 0.0f;
+    for (Py_ssize_t i = 0; i < blocks; i++, b += block_bytes, x += 256) {
+        if (kind == T_Q6_K) { /* 16 sub-blocks of 16: w = d sc (q - 32) */
+            const float d = half(b + 208);
+            const int8_t *sc = (const int8_t *)(b + 192);
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *ql = b + 64 * h, *qh = b + 128 + 32 * h;
+                const __m256i l0 = _mm256_loadu_si256((const __m256i *)ql), l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+                const __m256i hi = _mm256_loadu_si256((const __m256i *)qh);
+                const __m256i q1 = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_slli_epi16(_mm256_and_si256(hi, low2), 4));
+                const __m256i q2 = _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hi, 2), low2), 4));
+                const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hi, 4), low2), 4));
+                const __m256i q4 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hi, 6), low2), 4));
+                const int8_t *s = sc + 8 * h;
+                const float *xh = x + 128 * h;
+                acc = dot32codes(q1, xh, d * s[0], d * s[1], acc);
+                acc = dot32codes(q2, xh + 32, d * s[2], d * s[3], acc);
+                acc = dot32codes(q3, xh + 64, d * s[4], d * s[5], acc);
+                acc = dot32codes(q4, xh + 96, d * s[6], d * s[7], acc);
+                const float *xs = xsum + 16 * i + 8 * h; /* -32 d sc, times the sums of x over each sub-block of 16 */
+                for (int j = 0; j < 8; j += 2) {
+                    m0 -= 32.0f * d * (float)s[j] * xs[j];
+                    m1 -= 32.0f * d * (float)s[j + 1] * xs[j + 1];
+                }
+            }
+        } else { /* 8 sub-blocks of 32: w = d sc q - dmin m */
+            const float d = half(b), dmin = half(b + 2);
+            const uint8_t *qs = b + (kind == T_Q5_K ? 48 : 16);
+            const __m256i qh = kind == T_Q5_K ? _mm256_loadu_si256((const __m256i *)(b + 16)) : _mm256_setzero_si256();
+            for (int g = 0; g < 4; g++) {
+                uint8_t sc0, mn0, sc1, mn1;
+                scale_min_k4(2 * g, b + 4, &sc0, &mn0);
+                scale_min_k4(2 * g + 1, b + 4, &sc1, &mn1);
+                const __m256i bytes = _mm256_loadu_si256((const __m256i *)(qs + 32 * g));
+                __m256i lo = _mm256_and_si256(bytes, low4), hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
+                if (kind == T_Q5_K) {
+                    const __m128i s0 = _mm_cvtsi32_si128(2 * g), s1 = _mm_cvtsi32_si128(2 * g + 1);
+                    lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, s0), bit0), 4));
+                    hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(qh, s1), bit0), 4));
+                }
+                acc = dot32codes(lo, x + 64 * g, d * sc0, d * sc0, acc);
+                acc = dot32codes(hi, x + 64 * g + 32, d * sc1, d * sc1, acc);
+                m0 -= dmin * (float)mn0 * xsum[8 * i + 2 * g];
+                m1 -= dmin * (float)mn1 * xsum[8 * i + 2 * g + 1];
+            }
+        }
+    }
+    const __m128 half4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    const __m128 quarter = _mm_add_ps(half4, _mm_movehl_ps(half4, half4));
+    return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_movehdup_ps(quarter))) + (m0 + m1);
+}
+
+static float dot_row(int kind, const uint8_t *b, Py_ssize_t blocks, const float *x, const float *xsum) {
     switch (kind) { /* each type's loop compiled for it */
     case T_Q4_0: return dot32(T_Q4_0, b, blocks, x, xsum);
     case T_Q4_1: return dot32(T_Q4_1, b, blocks, x, xsum);
     case T_Q5_0: return dot32(T_Q5_0, b, blocks, x, xsum);
     case T_Q5_1: return dot32(T_Q5_1, b, blocks, x, xsum);
+    case T_Q4_K: return dot256(T_Q4_K, b, blocks, x, xsum);
+    case T_Q5_K: return dot256(T_Q5_K, b, blocks, x, xsum);
+    case T_Q6_K: return dot256(T_Q6_K, b, blocks, x, xsum);
     default: return dot32(T_Q8_0, b, blocks, x, xsum);
     }
 }
-#define DOT32 dot32_row
+#define DOT_ROW dot_row
+
 #define ROWS rows_avx2
 #include "_products_rows.h"
 #undef ROWS
 #undef WIDEN
-#undef DOT32
+#undef DOT_ROW
 #ifdef __clang__
 #pragma clang attribute pop
 #endif

@@ -33,9 +33,9 @@ static void ROWS(const Job *job, Py_ssize_t start, Py_ssize_t stop) {
             for (Py_ssize_t t = 0; t < job->n; t++) job->out[t * job->width + job->column + (job->where ? job->where[r] : r)] = __builtin_nanf("");
         goto end;
     }
-#ifdef DOT32
-    if (n == 1 && type->values == 32) { /* a generated token: each row's blocks decoded in registers */
-        for (Py_ssize_t r = start; r < stop; r++) out[column + (where ? where[r] : r)] = DOT32(type->kind, rows + r * row_bytes, blocks_per_row, xs_all, xsum_all);
+#ifdef DOT_ROW
+    if (n == 1 && !floats) { /* a generated token: each row's blocks decoded in registers */
+        for (Py_ssize_t r = start; r < stop; r++) out[column + (where ? where[r] : r)] = DOT_ROW(type->kind, rows + r * row_bytes, blocks_per_row, xs_all, xsum_all);
         goto end;
     }
 #endif
