@@ -30,7 +30,14 @@ PRINTED = ("a figure printed to 4 decimals from float64 arithmetic: {}, ~1e10 ti
 ECHO = "the input, parsed and echoed, not computed"
 INFINITE = "infinite scores: -inf gets exactly 0, +inf ones share the weight in exact parts, exp(0) = 1 over a sum of 1"
 SIMILARITY = PRINTED.format("cat · dog = 19.739068 and cosine 0.921800 (1.9e-5 and 4.5e-5 from a boundary)")
+THREADS = "each row of a product is one thread's sum in one order, whichever thread takes it: threads split rows, so the bits are the claim"
 ALLOWED = {
+    ("test_products.py", "test_threads_split_rows_without_changing_a_value",
+     "np.array_equal(products.product(x, blocks, dtype, threads=threads), one)"): THREADS,
+    ("test_products.py", "test_a_forked_child_runs_products_on_threads_of_its_own",
+     "np.array_equal(products.product(x, blocks, 'Q4_0', threads=2), want)"): THREADS,
+    ("test_products.py", "test_many_calls_in_a_row_on_threads_give_each_its_own_rows",
+     "np.array_equal(products.product(cases[j][1], cases[j][0], 'Q8_0', threads=2 + i % 2), want[j])"): THREADS,
     ("test_quants.py", "test_the_c_decoder_gives_numpys_bits_on_any_bytes", "np.array_equal(ours.view(np.uint32), steps.view(np.uint32))"):
         "two decoders doing the same float32 operations in the same order, no BLAS or reduction: the bits are the claim, NaN payloads too",
     ("test_attention.py", "test_a_fully_masked_row_takes_nothing_and_never_gives_nan", "out.weights[2] == 0.0"): MASKED,

@@ -17,7 +17,7 @@ import re
 import numpy as np
 
 from attn_cli.errors import DataError
-from attn_cli.models.sources.products import Blocks
+from attn_cli.models.block_layers import BlockLayers
 from attn_cli.models.spec import Spec, stored_shapes
 
 PREFIXES = ("bert.", "transformer.", "model.")  # task models (BertForMaskedLM, GPT2LMHeadModel, LlamaForCausalLM) nest the base model
@@ -88,7 +88,7 @@ class TableKeys:
         return self.weights.each_unembedding_block(self.BLOCK_ROWS, self.key)
 
 
-class Weights:
+class Weights(BlockLayers):
     """The canonical tensors of one checkpoint (see the module's docstring)."""
 
     def __init__(self, spec: Spec, tensors: dict, table: dict, optional: tuple, where: str, config_where: str = "config.json",
@@ -119,8 +119,7 @@ class Weights:
         self._spare: list[dict] = []  # dequantized layers given back: memory for the next layers read
         self._vocabulary_ahead = None
         self._layer_keys: list | None = None  # layer -> its canonical names (layer_keys)
-        self._blocks: dict = {}  # canonical name -> its Blocks (or None: not readable as blocks), for products
-        self._block_layers: dict[int, dict] = {}  # layer -> block_layer()
+        self._blocks, self._block_layers = {}, {}  # canonical name -> its Blocks or None; layer -> block_layer() (BlockLayers)
 
     def _find(self, canonical: str, stored, l: int | None):
         """[(source tensor, layout)] for one canonical tensor, shapes checked; None when it is optional and absent."""
@@ -241,47 +240,6 @@ class Weights:
             return kept
         self._lent[l] = layer  # its memory serves a later layer once the forward pass gives it back (release)
         return layer  # one sentence never holds a quantized model as float32
-
-    def products_for(self, rows: int | None) -> bool:
-        """Whether a pass over `rows` rows multiplies a quantized file's matrices straight from their blocks
-        (sources.products): a few rows (a generated token, a short prompt), with the compiled products built."""
-        from attn_cli.models.sources import products
-
-        return rows is not None and rows <= products.FEW_ROWS and products.COMPILED is not None and not self.eager
-
-    def blocks(self, key: str):
-        """A matrix as its file's blocks (sources.products.Blocks: x times its stored rows, so x @ W for a Linear's
-        [out, in] and the logits for the vocabulary's table), made once; None when a part is not blocks of a type the
-        products read (an F32 matrix, Q2_K) or is stored otherwise."""
-        if key in self._blocks:
-            return self._blocks[key]
-        from attn_cli.models.sources.products import TYPES
-
-        parts = [tensor.blocks() if layout in ("linear", "table") and hasattr(tensor, "blocks") else None for tensor, layout in self.plan[key]]
-        found = None
-        if all(p is not None and p[1] in TYPES for p in parts):
-            found = Blocks(parts)
-            probe = found.product(np.ones((1, found.shape[0]), np.float32))  # a weight that is not finite: refused once, as read() does
-            if not np.isfinite(probe).all():
-                self.read(key)
-        self._blocks[key] = found
-        return found
-
-    def block_layer(self, l: int) -> dict:
-        """Layer l for products_for(): each matrix as Blocks, the rest (norms, biases, a matrix Blocks cannot read) as
-        float32, made once and kept: the blocks are the mapped file itself, so keeping them costs no memory of attn's."""
-        if l not in self._block_layers:
-            prefix = f"layers.{l}."
-            layer = {k[len(prefix):]: self.blocks(k) if self.blocks(k) is not None else self.tensor(k) for k in self.layer_keys(l)}
-            gate, up = layer.get("mlp.gate.w"), layer.get("mlp.in.w")
-            if isinstance(gate, Blocks) and isinstance(up, Blocks) and gate.shape[0] == up.shape[0]:  # both from x: one call
-                layer["mlp.gate_in.w"] = Blocks.joined(gate, up)
-            self._block_layers[l] = layer
-        return self._block_layers[l]
-
-    def head_blocks(self, rows: int):
-        """The output projection as Blocks for logits of `rows` rows (products_for()), else None."""
-        return self.blocks(self.unembedding_key()) if self.products_for(rows) else None
 
     def prefetch(self, first: int = 0) -> None:
         """Start dequantizing layers first .. first + AHEAD - 1 on the other threads (a quantized file's, each up to
