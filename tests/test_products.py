@@ -151,3 +151,17 @@ def test_many_calls_in_a_row_on_threads_give_each_its_own_rows():
     for i in range(1500):
         j = (i * 7) % len(cases)
         assert np.array_equal(products.product(cases[j][1], cases[j][0], "Q8_0", threads=2 + i % 2), want[j])
+
+
+def test_products_from_several_python_threads_at_once_are_each_right():
+    """The pool serves one caller at a time; another (a Dask worker thread, a prefetch) runs its product alone meanwhile."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(5)
+    blocks, xs = random_blocks(rng, "Q4_K", 700, 256), [rng.standard_normal((1, 256)).astype(np.float32) for _ in range(8)]
+    want = [products.product(x, blocks, "Q4_K", threads=1) for x in xs]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda i: [products.product(xs[i % 8], blocks, "Q4_K", threads=2) for _ in range(50)], range(16)))
+    for i, runs in enumerate(got):
+        for run in runs:
+            assert np.array_equal(run, want[i % 8])

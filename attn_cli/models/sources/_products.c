@@ -22,6 +22,7 @@
 
 #ifndef _WIN32
 #include <pthread.h>
+#include <time.h>
 #define POOL 1
 #endif
 
@@ -378,7 +379,18 @@ static struct {
     uint64_t state; /* generation << 32 | the next chunk to claim */
     Py_ssize_t done, chunks;
     const Call *call;
-} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, NULL};
+    pthread_mutex_t busy; /* held by the one caller using the pool */
+    int strikes, alone;   /* calls in a row that waited on a worker; calls left to run alone */
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, NULL, PTHREAD_MUTEX_INITIALIZER, 0, 0};
+
+#define STRIKES 3
+#define ALONE 256
+
+static double seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 static Py_ssize_t claim(unsigned generation, Py_ssize_t chunks) { /* -> a chunk of this call, or -1 */
     uint64_t s = __atomic_load_n(&pool.state, __ATOMIC_ACQUIRE);
@@ -428,6 +440,8 @@ static void forget_pool(void) { /* in a forked child the workers do not exist: s
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
     pool.lock = fresh;
+    pool.busy = fresh;
+    pool.strikes = pool.alone = 0;
     pool.work = cond;
     pool.finished = cond;
     pool.started = 0;
@@ -437,7 +451,9 @@ static void run(Call *call, int threads) {
     Py_ssize_t rows = 0;
     for (Py_ssize_t j = 0; j < call->count; j++) rows += call->jobs[j].rows;
     if (threads > MAX_WORKERS + 1) threads = MAX_WORKERS + 1;
-    if (threads <= 1 || rows < 64) { /* tiny: not worth waking anyone */
+    /* alone: tiny, one thread asked, another caller has the pool, or the pool's threads kept the caller waiting lately */
+    if (threads <= 1 || rows < 64 || __atomic_load_n(&pool.alone, __ATOMIC_RELAXED) > 0 || pthread_mutex_trylock(&pool.busy)) {
+        if (threads > 1 && rows >= 64 && __atomic_load_n(&pool.alone, __ATOMIC_RELAXED) > 0) __atomic_sub_fetch(&pool.alone, 1, __ATOMIC_RELAXED);
         for (Py_ssize_t j = 0; j < call->count; j++) rows_fn(&call->jobs[j], 0, call->jobs[j].rows);
         return;
     }
@@ -462,11 +478,22 @@ static void run(Call *call, int threads) {
     __atomic_store_n(&pool.state, (uint64_t)generation << 32, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&pool.work);
     pthread_mutex_unlock(&pool.lock);
+    const double start = seconds();
     work(call, generation, call->chunks);
+    const double mine = seconds();
     pthread_mutex_lock(&pool.lock);
     while (__atomic_load_n(&pool.done, __ATOMIC_ACQUIRE) < call->chunks) pthread_cond_wait(&pool.finished, &pool.lock);
     __atomic_store_n(&pool.state, ((uint64_t)generation << 32) | 0xffffffffu, __ATOMIC_RELEASE); /* closed: nothing left to claim */
     pthread_mutex_unlock(&pool.lock);
+    /* a worker that the OS left waiting with a chunk in hand (cores busy with other work) made the caller wait longer
+     * than its own share took: after STRIKES such calls, the next ALONE calls run on the caller's thread alone */
+    const double waited = seconds() - mine;
+    pool.strikes = waited > (mine - start) ? pool.strikes + 1 : 0;
+    if (pool.strikes >= STRIKES) {
+        pool.strikes = 0;
+        __atomic_store_n(&pool.alone, ALONE, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&pool.busy);
 }
 #else
 static void run(Call *call, int threads) {
