@@ -138,7 +138,7 @@ def apply_linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None, thre
     token), past 64, or on more threads (which split x W better), x W is as fast or faster
     (tests/benchmarks/bench_decoders.py measures both)."""
     if not isinstance(w, np.ndarray):  # a quantized matrix kept as its file's blocks (models.sources.products.Blocks)
-        out = w.product(x, max(1, threads))
+        out = w.product(x, threads)
         return out if b is None else np.add(out, b, out=out)
     short = threads == 1 and x.ndim == 2 and FEW_ROWS < len(x) <= SHORT_ROWS
     out = np.ascontiguousarray(np.matmul(w.T, x.T).T) if short else x @ w

@@ -6,6 +6,7 @@ in the mapped file, and the output head too: nothing is dequantized, and attn ho
 
 import numpy as np
 
+from attn_cli.models.sources import products
 from attn_cli.models.sources.products import Blocks
 
 
@@ -16,8 +17,6 @@ class BlockLayers:
     def products_for(self, rows: int | None) -> bool:
         """Whether a pass over `rows` rows multiplies a quantized file's matrices straight from their blocks
         (sources.products): a few rows (a generated token, a short prompt), with the compiled products built."""
-        from attn_cli.models.sources import products
-
         return rows is not None and rows <= products.FEW_ROWS and products.COMPILED is not None and not self.eager
 
     def blocks(self, key: str):
@@ -26,11 +25,9 @@ class BlockLayers:
         products read (an F32 matrix, Q2_K) or is stored otherwise."""
         if key in self._blocks:
             return self._blocks[key]
-        from attn_cli.models.sources.products import TYPES
-
         parts = [tensor.blocks() if layout in ("linear", "table") and hasattr(tensor, "blocks") else None for tensor, layout in self.plan[key]]
         found = None
-        if all(p is not None and p[1] in TYPES for p in parts):
+        if all(p is not None and p[1] in products.TYPES for p in parts):
             found = Blocks(parts)
             probe = found.product(np.ones((1, found.shape[0]), np.float32))  # a weight that is not finite: refused once, as read() does
             if not np.isfinite(probe).all():

@@ -103,5 +103,7 @@ class Blocks:
             return products(x, self.parts, out, threads)
         if self._compiled is None:  # the C call's tuples, made once (a generation makes thousands of calls)
             self._compiled = compiled_parts(self.parts)
-        COMPILED.product(self._compiled, np.ascontiguousarray(x, dtype=np.float32), out, max(1, threads))
+        if x.dtype != np.float32 or not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x, dtype=np.float32)
+        COMPILED.product(self._compiled, x, out, threads or 1)
         return out
