@@ -10,6 +10,7 @@ softmax(logits / T) cut to the top k tokens and then to the smallest set holding
 generator, so that a seed repeats a run.
 """
 
+import math
 import re
 import weakref
 from collections.abc import Iterator
@@ -80,11 +81,20 @@ def stop_ids(model) -> set[int]:
     return ids
 
 
-def choose(logits: np.ndarray, sampling: Sampling, rng: np.random.Generator) -> int:  # [V] float64 -> a token id
+def softmax_at(logits: np.ndarray):  # [V] float32 -> (token id -> its probability, float)
+    """softmax(logits) read at a few tokens: exp over the vocabulary once in float32, summed in float64 (Gemma's
+    262,144 logits: a fraction of a float64 softmax of them all), each probability exp(l - logsumexp) in float64."""
+    top = float(logits.max())
+    total = np.exp(logits - np.float32(top)).sum(dtype=np.float64)
+    lse = top + math.log(total)
+    return lambda j: math.exp(float(logits[j]) - lse)
+
+
+def choose(logits: np.ndarray, sampling: Sampling, rng: np.random.Generator) -> int:  # [V] -> a token id
     """Greedy, or a draw from softmax(logits / T) cut by top-k, then top-p."""
     if sampling.temperature == 0:
         return int(np.argmax(logits))
-    z = logits / sampling.temperature
+    z = logits.astype(np.float64) / sampling.temperature
     order = np.argsort(-z, kind="stable")  # most probable first; ties: the lower id first
     if sampling.top_k is not None:
         order = order[: sampling.top_k]
@@ -128,15 +138,15 @@ def generate(model, text: str, settings: GenerateSettings, cache=None) -> Iterat
             return "context"
         trace = model.forward(new, keep=keep, cache=cache, edits=settings.steer)
         attention = np.stack([trace.get("attn.pattern", l)[:, -1] for l in range(model.n_layers)])  # [L, H, t]
-        logits = model.readout(trace.get("resid_post", model.n_layers - 1)[-1:])[0].astype(np.float64)  # [V], final norm included
+        logits = model.readout(trace.get("resid_post", model.n_layers - 1)[-1:])[0]  # [V] float32, final norm included
         chosen = choose(logits, settings.sampling, rng)
-        probabilities = softmax(logits)
+        probability = softmax_at(logits)
         best = np.argpartition(-logits, TOP_ALTERNATIVES)[:TOP_ALTERNATIVES]  # the top few without sorting the vocabulary
         best = best[np.lexsort((best, -logits[best]))]  # most probable first; the lower id first on a tie
-        top = [(int(j), label(model, int(j)), float(probabilities[j])) for j in best]
+        top = [(int(j), label(model, int(j)), probability(j)) for j in best]
         piece = model.tokenizer.id_to_token(chosen) or f"#{chosen}"
         last = chosen in stops or index == settings.steps - 1 or length + 1 >= model.spec.max_positions
-        yield Step(index, chosen, label(model, chosen), piece, chosen in stops or is_special(model, chosen), float(probabilities[chosen]),
+        yield Step(index, chosen, label(model, chosen), piece, chosen in stops or is_special(model, chosen), probability(chosen),
                    float(logits[chosen]), top, attention.astype(np.float16) if settings.attention else None, sources_of(attention, settings.head),
                    text.add(chosen, last))
         if chosen in stops:
