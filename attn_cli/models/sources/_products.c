@@ -231,7 +231,7 @@ static inline __m256 dot32codes(__m256i q, const float *x, float sa, float sb, _
 
 /* One row of a 32-value block type (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) times one row of x, its blocks decoded in registers
  * (a generated token's product: nothing is written but the result). sum_j w_j x_j = sum_b (d_b (q_b . x_b) + m_b xsum_b). */
-static inline __attribute__((always_inline)) float dot32(int kind, const uint8_t *b, Py_ssize_t blocks, const float *x, const float *xsum) {
+static inline __attribute__((always_inline)) float dot32_widened(int kind, const uint8_t *b, Py_ssize_t blocks, const float *x, const float *xsum) {
     const int block_bytes = kind == T_Q4_0 ? 18 : kind == T_Q4_1 ? 20 : kind == T_Q5_0 ? 22 : kind == T_Q5_1 ? 24 : 34;
     const int off = kind == T_Q4_0 || kind == T_Q5_0 || kind == T_Q8_0 ? 2 : 4, fifth = kind == T_Q5_0 || kind == T_Q5_1;
     const __m128i low4 = _mm_set1_epi8(0x0f);
@@ -262,6 +262,64 @@ static inline __attribute__((always_inline)) float dot32(int kind, const uint8_t
             m1 += m * xsum[i];
         else
             m0 += m * xsum[i];
+    }
+    const __m256 acc = _mm256_add_ps(acc0, acc1);
+    const __m128 half4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    const __m128 quarter = _mm_add_ps(half4, _mm_movehl_ps(half4, half4));
+    return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_movehdup_ps(quarter))) + (m0 + m1);
+}
+
+/* Q4_0 and Q4_1: their nibbles moved into 32-bit lanes by in-lane byte shuffles, cheaper here than AVX2's widening of 8
+ * bytes across the register's halves (0.73x the time on Zen 3; Q5 and Q8_0 are faster widened, as above). */
+static inline __attribute__((always_inline)) float dot32_in_lanes(int kind, const uint8_t *b, Py_ssize_t blocks, const float *x, const float *xsum) {
+    const int block_bytes = kind == T_Q4_0 ? 18 : kind == T_Q4_1 ? 20 : kind == T_Q5_0 ? 22 : kind == T_Q5_1 ? 24 : 34;
+    const int off = kind == T_Q4_0 || kind == T_Q5_0 || kind == T_Q8_0 ? 2 : 4, fifth = kind == T_Q5_0 || kind == T_Q5_1;
+    /* bytes to 32-bit lanes inside each 128-bit half (no lane-crossing widening): bytes 0..7 of a 16-byte row copied to
+     * both halves, zero-extended (A) or at the top of each lane for a sign-extending shift (Q8_0) */
+    const __m256i first8 = _mm256_setr_epi8(0, -1, -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1, 4, -1, -1, -1, 5, -1, -1, -1, 6, -1, -1, -1, 7, -1, -1, -1);
+    const __m256i last8 = _mm256_add_epi32(first8, _mm256_set1_epi32(8));
+    const __m256i top8 = _mm256_setr_epi8(-1, -1, -1, 0, -1, -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1, 4, -1, -1, -1, 5, -1, -1, -1, 6, -1, -1, -1, 7);
+    const __m256i top_last8 = _mm256_add_epi32(top8, _mm256_set1_epi32(8 << 24));
+    const __m256i low4 = _mm256_set1_epi32(0x0f), lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), one = _mm256_set1_epi32(1);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    float m0 = 0.0f, m1 = 0.0f;
+    for (Py_ssize_t i = 0; i < blocks; i++, b += block_bytes, x += 32) {
+        const float d = half(b);
+        __m256i c0, c1, c2, c3; /* values 0..7, 8..15, 16..23, 24..31 as 32-bit codes */
+        if (kind == T_Q8_0) {
+            const __m256i r0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b + 2)));
+            const __m256i r1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b + 18)));
+            c0 = _mm256_srai_epi32(_mm256_shuffle_epi8(r0, top8), 24);
+            c1 = _mm256_srai_epi32(_mm256_shuffle_epi8(r0, top_last8), 24);
+            c2 = _mm256_srai_epi32(_mm256_shuffle_epi8(r1, top8), 24);
+            c3 = _mm256_srai_epi32(_mm256_shuffle_epi8(r1, top_last8), 24);
+        } else {
+            const __m256i raw = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b + off + (fifth ? 4 : 0))));
+            const __m256i a = _mm256_shuffle_epi8(raw, first8), c = _mm256_shuffle_epi8(raw, last8); /* bytes 0..7, 8..15 */
+            c0 = _mm256_and_si256(a, low4);
+            c1 = _mm256_and_si256(c, low4);
+            c2 = _mm256_and_si256(_mm256_srli_epi32(a, 4), low4);
+            c3 = _mm256_and_si256(_mm256_srli_epi32(c, 4), low4);
+            if (fifth) { /* value j's fifth bit is bit j of qh */
+                uint32_t qh;
+                memcpy(&qh, b + off, 4);
+                const __m256i h = _mm256_set1_epi32((int)qh);
+                c0 = _mm256_or_si256(c0, _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(h, lanes), one), 4));
+                c1 = _mm256_or_si256(c1, _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(_mm256_srli_epi32(h, 8), lanes), one), 4));
+                c2 = _mm256_or_si256(c2, _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(_mm256_srli_epi32(h, 16), lanes), one), 4));
+                c3 = _mm256_or_si256(c3, _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(_mm256_srli_epi32(h, 24), lanes), one), 4));
+            }
+        }
+        const __m256 pa = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c1), _mm256_loadu_ps(x + 8), _mm256_mul_ps(_mm256_cvtepi32_ps(c0), _mm256_loadu_ps(x)));
+        const __m256 pb = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c3), _mm256_loadu_ps(x + 24), _mm256_mul_ps(_mm256_cvtepi32_ps(c2), _mm256_loadu_ps(x + 16)));
+        const float m = kind == T_Q4_1 || kind == T_Q5_1 ? half(b + 2) : kind == T_Q4_0 ? -8.0f * d : kind == T_Q5_0 ? -16.0f * d : 0.0f;
+        if (i & 1) {
+            acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_add_ps(pa, pb), acc1);
+            m1 += m * xsum[i];
+        } else {
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_add_ps(pa, pb), acc0);
+            m0 += m * xsum[i];
+        }
     }
     const __m256 acc = _mm256_add_ps(acc0, acc1);
     const __m128 half4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
@@ -337,14 +395,14 @@ static inline __attribute__((always_inline)) float dot256(int kind, const uint8_
 
 static float dot_row(int kind, const uint8_t *b, Py_ssize_t blocks, const float *x, const float *xsum) {
     switch (kind) { /* each type's loop compiled for it */
-    case T_Q4_0: return dot32(T_Q4_0, b, blocks, x, xsum);
-    case T_Q4_1: return dot32(T_Q4_1, b, blocks, x, xsum);
-    case T_Q5_0: return dot32(T_Q5_0, b, blocks, x, xsum);
-    case T_Q5_1: return dot32(T_Q5_1, b, blocks, x, xsum);
+    case T_Q4_0: return dot32_in_lanes(T_Q4_0, b, blocks, x, xsum);
+    case T_Q4_1: return dot32_in_lanes(T_Q4_1, b, blocks, x, xsum);
+    case T_Q5_0: return dot32_widened(T_Q5_0, b, blocks, x, xsum);
+    case T_Q5_1: return dot32_widened(T_Q5_1, b, blocks, x, xsum);
     case T_Q4_K: return dot256(T_Q4_K, b, blocks, x, xsum);
     case T_Q5_K: return dot256(T_Q5_K, b, blocks, x, xsum);
     case T_Q6_K: return dot256(T_Q6_K, b, blocks, x, xsum);
-    default: return dot32(T_Q8_0, b, blocks, x, xsum);
+    default: return dot32_widened(T_Q8_0, b, blocks, x, xsum);
     }
 }
 #define DOT_ROW dot_row
