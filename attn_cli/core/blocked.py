@@ -133,6 +133,8 @@ def attend_rows(q: np.ndarray, k: np.ndarray, v: np.ndarray, offset: int = 0, *,
     g_kv, t, d_v = v.shape
     g = g_all // g_kv
     dtype = q.dtype
+    if n == 1 and not watch and edit is None:  # a generated token: one row, none of the block machinery
+        return attend_one(q, k, v, offset, root, causal, window, cap, keep, heads)
     watch = watch or {}
     z = np.empty((g_all, n, d_v), dtype)  # [G, n, d_v]
     row_of = np.arange(n)[rows] if rows is not None else None  # the rows kept, in order
@@ -177,6 +179,34 @@ def attend_rows(q: np.ndarray, k: np.ndarray, v: np.ndarray, offset: int = 0, *,
         mixed = np.matmul(s, v[:, lo:hi])  # [G_kv, g b, k] x [G_kv, k, d_v] -> [G_kv, g b, d_v]
         z_groups[:, :, r0:r1] = mixed.reshape(g_kv, g, b, d_v)
     return Attended(z, kept, overflow)
+
+
+def attend_one(q: np.ndarray, k: np.ndarray, v: np.ndarray, offset: int, root: float | None, causal: bool, window: int | None,
+               cap: float | None, keep: tuple, heads) -> Attended:
+    """attend_rows for one query row ([G, 1, d_k]) with nothing to edit or watch: the same steps on the keys it sees."""
+    g_all, _, d_k = q.shape
+    g_kv, t, d_v = v.shape
+    g = g_all // g_kv
+    lo, hi = key_span(0, 1, offset, t, causal, window)
+    s = np.matmul(q.reshape(g_kv, g, d_k), k[:, lo:hi].transpose(0, 2, 1))  # [G_kv, g, d_k] x [G_kv, d_k, k] -> [G_kv, g, k]
+    block = s.reshape(g_all, 1, hi - lo)  # [G, 1, k]
+    overflow = not block.max(initial=-np.inf) < np.inf
+    head_of = None if heads is None else np.asarray(heads, dtype=np.int64)
+    kept = {}
+
+    def put(point: str) -> None:
+        if point in keep:
+            whole = np.full((g_all if head_of is None else len(head_of), 1, t), -np.inf if point != "attn.pattern" else 0, q.dtype)
+            whole[:, :, lo:hi] = block if head_of is None else block[head_of]
+            kept[point] = whole
+
+    put("attn.qk")
+    scale(block, root, cap)
+    put("attn.scores")
+    softmax_rows_into(block, block)
+    put("attn.pattern")
+    z = np.matmul(s, v[:, lo:hi])  # [G_kv, g, k] x [G_kv, k, d_v] -> [G_kv, g, d_v]
+    return Attended(z.reshape(g_all, 1, d_v), kept, overflow)
 
 
 def plain_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, offset: int = 0, *, root: float | None, causal: bool = True,
