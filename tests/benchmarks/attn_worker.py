@@ -18,7 +18,9 @@ loaded once; the ops run in order, each answered in "results":
   the ids and every step's top-2 margin (the logit of the best token minus the second's); cvec null: unsteered;
 - forced {cvec, scale, prompt_ids, ids, top}: teacher forcing along another run's continuation (llama.cpp's): one pass
   over the prompt and those ids, and at each step attn's argmax, top-2 margin and logits of the ids `top` lists for it;
-- direction {pairs, runs} (bench_direction.py): analysis.direction.direction over the pairs, timed, against the floor
+- steer_cost {cvec, scale, text, steps, runs} (bench_direction.py): generate's loop with and without the steering,
+  alternating, `runs` of each: seconds per step;
+- direction {pairs, holdout, runs} (bench_direction.py): analysis.direction.direction over the pairs, timed, against the floor
   (one pass per distinct text keeping every layer's last-token stream, nothing else), alternating, `runs` of each.
 """
 
@@ -50,10 +52,10 @@ def settings(steps: int, steer: list | None = None, steered: list | None = None)
     return GenerateSettings(steps=steps, steer=steer, steered=steered)
 
 
-def with_attention(model, text: str, steps: int) -> tuple[list[int], float]:
+def with_attention(model, text: str, steps: int, steer: list | None = None) -> tuple[list[int], float]:
     from attn_cli.analysis.generate import Generation
 
-    run = Generation(model, text, settings(steps))
+    run = Generation(model, text, settings(steps, steer))
     start = time.perf_counter()
     for _ in run:
         pass
@@ -91,6 +93,20 @@ def generate(model, op: dict) -> dict:
         ids_alone, seconds = logits_alone(model, op["text"], op["steps"], stop_ids(model))
         alone.append(len(ids_alone) / seconds)
     return {"rates": kept, "alone": alone, "ids": ids, "same_alone": ids == ids_alone}
+
+
+def steer_cost(model, op: dict) -> dict:
+    """generate's loop with and without --steer cvec:scale, alternating: seconds per step of each (the prompt's step included)."""
+    from attn_cli.io.control_vector import steer_edits
+
+    edits = steer_edits(model, [f"{op['cvec']}:{op['scale']}"])[0]
+    with_attention(model, op["text"], op["steps"], edits)  # warm
+    timed = {"plain": [], "steered": []}
+    for _ in range(op["runs"]):
+        for name, steer in (("plain", None), ("steered", edits)):
+            ids, seconds = with_attention(model, op["text"], op["steps"], steer)
+            timed[name].append(seconds / len(ids))
+    return timed
 
 
 def prompt(model, op: dict) -> dict:
@@ -179,7 +195,7 @@ def direction(model, op: dict) -> dict:
 
 
 OPS = {"info": lambda model, op: kernel(), "tokenize": lambda model, op: {"ids": [list(model.tokenize(t).ids) for t in op["texts"]]},
-       "generate": generate, "prompt": prompt, "steps": steps, "steer": steer, "forced": forced,
+       "generate": generate, "prompt": prompt, "steps": steps, "steer": steer, "forced": forced, "steer_cost": steer_cost,
        "direction": direction}
 
 
