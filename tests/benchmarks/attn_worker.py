@@ -10,10 +10,12 @@ loaded once; the ops run in order, each answered in "results":
 - tokenize {texts}: each text's ids (model.tokenize: the special tokens the file says to add);
 - generate {text, steps, runs}: attn generate's loop (analysis.generate.Generation, greedy, every step's attention
   kept as the views need it), one untimed run, then `runs` timed ones, each followed by the same loop keeping no
-  attention (only the last stream: a KV-cached pass and the readout, the argmax): tokens per second of both, the ids;
+  attention (only the last stream: a KV-cached pass and the readout, the argmax): tokens per second of both, the ids
+  and every step's top-2 margin;
 - prompt {ids, logits}: predict's pass (analysis.predict.predict_keep: the last stream only, then the readout), timed
   from before the pass to the logits; the logits saved to `logits` (.npy);
-- steps {text, steps}: generate's loop for `steps` + 1 tokens, each step after the first (the prompt's) timed alone;
+- steps {text, steps}: generate's loop for `steps` + 1 tokens, each step after the first (the prompt's) timed alone, and
+  the largest private memory (RssAnon) seen after a step;
 - steer {cvec, scale, text, steps}: generate's greedy loop with `--steer cvec:scale` (no EOS stop: `steps` tokens),
   the ids and every step's top-2 margin (the logit of the best token minus the second's); cvec null: unsteered;
 - forced {cvec, scale, prompt_ids, ids, top}: teacher forcing along another run's continuation (llama.cpp's): one pass
@@ -52,14 +54,18 @@ def settings(steps: int, steer: list | None = None, steered: list | None = None)
     return GenerateSettings(steps=steps, steer=steer, steered=steered)
 
 
-def with_attention(model, text: str, steps: int, steer: list | None = None) -> tuple[list[int], float]:
+def with_attention(model, text: str, steps: int, steer: list | None = None, margins: list | None = None) -> tuple[list[int], float]:
+    """generate's loop: (the new ids, seconds); `margins`: a list to put every step's top-2 margin in."""
     from attn_cli.analysis.generate import Generation
 
     run = Generation(model, text, settings(steps, steer))
     start = time.perf_counter()
     for _ in run:
         pass
-    return [s.id for s in run.steps], time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    if margins is not None:
+        margins[:] = [margin(s) for s in run.steps]
+    return [s.id for s in run.steps], seconds
 
 
 def logits_alone(model, text: str, steps: int, stops: set) -> tuple[list[int], float]:
@@ -86,13 +92,13 @@ def generate(model, op: dict) -> dict:
     from attn_cli.analysis.generate import stop_ids
 
     with_attention(model, op["text"], op["steps"])  # warm: layers dequantized and held, code paths run once
-    kept, alone, ids, ids_alone = [], [], [], []
+    kept, alone, ids, ids_alone, margins = [], [], [], [], []
     for _ in range(op["runs"]):
-        ids, seconds = with_attention(model, op["text"], op["steps"])
+        ids, seconds = with_attention(model, op["text"], op["steps"], margins=margins)
         kept.append(len(ids) / seconds)
         ids_alone, seconds = logits_alone(model, op["text"], op["steps"], stop_ids(model))
         alone.append(len(ids_alone) / seconds)
-    return {"rates": kept, "alone": alone, "ids": ids, "same_alone": ids == ids_alone}
+    return {"rates": kept, "alone": alone, "ids": ids, "margins": margins, "same_alone": ids == ids_alone}
 
 
 def steer_cost(model, op: dict) -> dict:
@@ -122,16 +128,26 @@ def prompt(model, op: dict) -> dict:
     return {"seconds": seconds}
 
 
+def private_mib() -> float:
+    """This process's private memory now (RssAnon, Linux), in MiB; 0 where /proc does not say."""
+    try:
+        with open("/proc/self/status") as f:
+            return next((int(line.split()[1]) / 1024 for line in f if line.startswith("RssAnon:")), 0.0)
+    except OSError:
+        return 0.0
+
+
 def steps(model, op: dict) -> dict:
     from attn_cli.analysis.generate import Generation
 
     run = Generation(model, op["text"], settings(op["steps"] + 1))
-    seconds, ids, start = [], [], time.perf_counter()
+    seconds, ids, peak, start = [], [], private_mib(), time.perf_counter()
     for step in run:
         seconds.append(time.perf_counter() - start)
         ids.append(step.id)
+        peak = max(peak, private_mib())  # after each step: what the run holds between steps (layers kept, the cache)
         start = time.perf_counter()
-    return {"seconds": seconds[1:], "ids": ids}
+    return {"seconds": seconds[1:], "ids": ids, "private_mib": peak}
 
 
 def margin(step) -> float:

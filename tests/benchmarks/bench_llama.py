@@ -19,7 +19,8 @@ sides alternating round by round (a busy spell of the machine falls on both); fi
 - 8b: bench_big.py's file (Llama 3 8B's shapes, random Q4_K weights, --big-layers layers), with SmolLM2's byte-level
   BPE and its merges (llama.cpp refuses bench_big's byte vocabulary without merges): predict at 16 and at 512 tokens
   (the first pass of a new process, each) and a generation step (the median of --big-steps one-token steps after
-  PROMPT); target: <= 1.5x llama.cpp's time. Per layer too, since the file has fewer layers than 32 when asked.
+  PROMPT); target: <= 1.5x llama.cpp's time. Per layer too, since the file has fewer layers than 32 when asked. And
+  generate's private memory there (RssAnon after each step), against issue #35's bound: <= 1,272 MiB.
 - correctness beside the speed: attn's ids against llama.cpp's tokenizer (PROMPT and the long text), the top token of
   every timed prompt and the largest logit difference over the vocabulary (llama.cpp quantizes activations: expect up to
   about 0.5), and how many generated tokens agree before the first that differs.
@@ -128,7 +129,7 @@ def small_model(args, name: str, table: Table, scratch: Path) -> None:
     path = find()
     threads = args.threads[0]
     print(f"\n{label} ({path}), {threads} threads")
-    info, prompt, long, _ = tokens(args, path, threads)
+    info, prompt, long, same_ids = tokens(args, path, threads)
     ids = long[:512]
     found = {"attn": [], "alone": [], "llama": [], "attn_prompt": [], "llama_prompt": []}
     for _ in range(args.rounds):
@@ -140,14 +141,29 @@ def small_model(args, name: str, table: Table, scratch: Path) -> None:
             found[side] += gen["rates"]
             found["alone"] += gen.get("alone", [])
             found[f"{side}_ids"] = gen["ids"]
-    m = {k: statistics.median(v) for k, v in found.items() if not k.endswith("_ids")}
+            found["margins"] = gen.get("margins", found.get("margins"))
+    m = {k: statistics.median(v) for k, v in found.items() if not k.endswith("_ids") and k != "margins"}
     top, diff = logits_check(scratch, f"{name}-512")
     agree = same_prefix(found["attn_ids"], found["llama_ids"])
-    print(f"  generate: {len(found['attn_ids'])} tokens (attn), {len(found['llama_ids'])} (llama.cpp); the first {agree} the same")
+    compared, same = agreed(found["attn_ids"], found["margins"], found["llama_ids"])
+    print(f"  generate: {len(found['attn_ids'])} tokens (attn), {len(found['llama_ids'])} (llama.cpp); the first {agree} the same; "
+          f"attn's first step of top-2 margin under 0.5 is step {compared}, and the tokens before it are "
+          f"{'the same' if same else 'NOT the same'}")
     print(f"  prompt of 512: the same top token: {top}; largest logit difference {diff:.3f}")
+    correctness(table, label, same_ids, [("generate", same, f"{compared} steps before a margin < 0.5")], [("prompt of 512", top, diff)])
     table.add(f"{label}: generate {args.steps} tokens, tokens/s", m["attn"], m["llama"], "tok/s", ">= 0.7x", higher=True)
     table.add(f"{label}: keeping attention costs (alone {m['alone']:.1f} tok/s)", 100 * (m["alone"] / m["attn"] - 1), None, "%", "<= 10%")
     table.add(f"{label}: prompt of 512, first pass", m["attn_prompt"], m["llama_prompt"], "s", "<= 1.0x")
+
+
+def correctness(table: Table, label: str, same_ids: bool, runs: list, prompts: list) -> None:
+    """Rows beside the speed: the token ids, each generation's tokens before attn's first close call, each prompt's top token
+    (and its largest logit difference, which llama.cpp's quantized activations make up to about 0.5)."""
+    table.check(f"{label}: token ids (llama.cpp's tokenizer)", same_ids, "same" if same_ids else "differ")
+    for what, same, detail in runs:
+        table.check(f"{label}: {what}, greedy tokens", same, detail)
+    for what, top, diff in prompts:
+        table.check(f"{label}: {what}, top token", top, f"max |logit diff| {diff:.2f}")
 
 
 def big_file(args, scratch: Path) -> Path:
@@ -174,7 +190,7 @@ def eight_b(args, table: Table, scratch: Path) -> None:
     from attn_cli.models.sources.gguf_file import read_file
 
     layers = read_file(path).metadata["llama.block_count"]
-    _, prompt, long, _ = tokens(args, path, threads)
+    _, prompt, long, same_ids = tokens(args, path, threads)
     found = {}
     for _ in range(args.rounds):
         for side in ("attn", "llama"):
@@ -183,12 +199,18 @@ def eight_b(args, table: Table, scratch: Path) -> None:
                 found.setdefault(f"{side}-{n}", []).append(done["results"][0]["seconds"])
             steps = run(side, args, path, threads, [{"op": "steps", "text": PROMPT, "ids": prompt, "steps": args.big_steps}])
             found.setdefault(f"{side}-step", []).append(statistics.median(steps["results"][0]["seconds"]))
+            found.setdefault(f"{side}-private", []).append(steps["results"][0].get("private_mib", 0))
     m = {k: statistics.median(v) for k, v in found.items()}
+    checks = []
     for n in (16, 512):
         top, diff = logits_check(scratch, f"8b-{n}")
+        checks.append((f"prompt of {n}", top, diff))
         print(f"  prompt of {n}: the same top token: {top}; largest logit difference {diff:.3f}")
+    correctness(table, f"8B-shaped ({layers} layers)", same_ids, [], checks)
+    for n in (16, 512):
         table.add(f"8B-shaped ({layers} layers): predict {n} tokens", m[f"attn-{n}"], m[f"llama-{n}"], "s", "<= 1.5x")
     table.add(f"8B-shaped ({layers} layers): a generation step", m["attn-step"], m["llama-step"], "s", "<= 1.5x")
+    table.add(f"8B-shaped ({layers} layers): generate's private memory (RssAnon after a step)", m["attn-private"], None, "MiB", "<= 1272")
     print(f"  per layer: predict 16 {m['attn-16'] / layers:.3f} s (llama.cpp {m['llama-16'] / layers:.3f}), 512 {m['attn-512'] / layers:.3f} s "
           f"({m['llama-512'] / layers:.3f}), a step {m['attn-step'] / layers:.3f} s ({m['llama-step'] / layers:.3f}); the output head "
           f"(128,256 x 4096) is in every figure once")
@@ -234,8 +256,9 @@ def contention(args, table: Table) -> None:
     m = {k: statistics.median(v) for k, v in found.items()}
     for side, name in (("attn", "attn"), ("llama", "llama.cpp")):
         print(f"  {name}: {m[(side, 1)]:.1f} tok/s with 1 thread, {m[(side, 2)]:.1f} with 2 ({m[(side, 2)] / m[(side, 1)]:.2f}x)")
-    table.add("contention: attn generate, 2 threads / 1 thread", m[("attn", 2)], m[("attn", 1)], "tok/s", ">= 1.0x", higher=True)
-    table.add("contention: llama.cpp generate, 2 threads / 1 (reference)", m[("llama", 2)], m[("llama", 1)], "tok/s", None)
+    for side, name, target in (("attn", "attn", ">= 1.0"), ("llama", "llama.cpp (reference)", None)):
+        table.add(f"contention: {name} generate, 2 threads ({m[(side, 2)]:.1f} tok/s) / 1 ({m[(side, 1)]:.1f})",
+                  m[(side, 2)] / m[(side, 1)], None, "x", target, higher=True)
 
 
 def tokens_of(args, path: Path) -> list[int]:
