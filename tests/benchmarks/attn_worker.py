@@ -45,7 +45,7 @@ def kernel() -> dict:
         blas = [f"{built.get('name')} {built.get('version')} (pip install threadpoolctl to see the kernel)"]
     from attn_cli.models.sources import quants
 
-    return {"blas": blas, "numpy": np.__version__, "c_decoder": quants.COMPILED is not None}
+    return {"blas": blas, "numpy": np.__version__, "c_decoder": getattr(quants, "COMPILED", None) is not None}
 
 
 def settings(steps: int, steer: list | None = None, steered: list | None = None):
@@ -76,7 +76,8 @@ def logits_alone(model, text: str, steps: int, stops: set) -> tuple[list[int], f
 
     ids = model.tokenize(text).ids
     cache, keep = KVCache(model), Keep(points=("resid_post",), layers=[model.n_layers - 1], rows=[-1])
-    model.weights.hold(HOLD_BYTES)
+    if hasattr(model.weights, "hold"):  # as generate does (Weights may come to need no such call)
+        model.weights.hold(HOLD_BYTES)
     start = time.perf_counter()
     new, out = list(ids), []
     for _ in range(steps):
@@ -120,7 +121,8 @@ def prompt(model, op: dict) -> dict:
 
     ids = op["ids"]
     start = time.perf_counter()
-    model.weights.prefetch_vocabulary()  # as predict does: the output head read while the layers run
+    if hasattr(model.weights, "prefetch_vocabulary"):  # as predict does: the output head read while the layers run
+        model.weights.prefetch_vocabulary()
     trace = model.forward(ids, keep=predict_keep(model, len(ids) - 1, False))
     logits = model.readout(trace.get("resid_post", model.n_layers - 1))[-1]
     seconds = time.perf_counter() - start

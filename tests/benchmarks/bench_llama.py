@@ -1,7 +1,7 @@
 """attn against llama.cpp on the same GGUF files, the same threads, in one run: generate, prompts, an 8B-shaped file.
 
-Run by hand (not a test), with a Python that has llama-cpp-python built from source (`CMAKE_ARGS="-DGGML_NATIVE=ON"
-pip install --no-binary llama-cpp-python llama-cpp-python==0.3.36`) as the peer:
+Run by hand (not a test), with a Python that has llama-cpp-python built from source (`pip install --no-binary
+llama-cpp-python llama-cpp-python==0.3.36`: pip compiles llama.cpp for this machine's CPU) as the peer:
 
     python tests/benchmarks/bench_llama.py [--peer-python /work/venv-oracle/bin/python] [--models smollm2 gemma3 8b]
         [--threads 2] [--rounds 3] [--quick] [--contention] [--big FILE] [--big-layers 32]
@@ -127,7 +127,7 @@ def tokens(args, path: Path, threads: int) -> tuple[dict, list[int], list[int], 
 def small_model(args, name: str, table: Table, scratch: Path) -> None:
     label, find = MODELS[name]
     path = find()
-    threads = args.threads[0]
+    threads = args.threads
     print(f"\n{label} ({path}), {threads} threads")
     info, prompt, long, same_ids = tokens(args, path, threads)
     ids = long[:512]
@@ -183,7 +183,7 @@ def big_file(args, scratch: Path) -> Path:
 
 
 def eight_b(args, table: Table, scratch: Path) -> None:
-    threads = args.threads[0]
+    threads = args.threads
     print(f"\nLlama-3-8B-shaped, random Q4_K weights, SmolLM2's tokenizer; {threads} threads")
     path = big_file(args, scratch)
     page_cache(path)
@@ -271,7 +271,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--peer-python", default=PEER, help="a Python with llama-cpp-python built from source")
     parser.add_argument("--models", nargs="+", default=["smollm2", "gemma3", "8b"], choices=["smollm2", "gemma3", "8b"])
-    parser.add_argument("--threads", type=int, nargs="+", default=[2], help="threads of both sides (the first is used)")
+    parser.add_argument("--threads", type=int, default=2, help="threads of both sides (BLAS and llama.cpp's)")
     parser.add_argument("--rounds", type=int, default=3, help="processes a side, alternating")
     parser.add_argument("--runs", type=int, default=2, help="timed generations in each process")
     parser.add_argument("--steps", type=int, default=128, help="tokens generated")
@@ -304,7 +304,7 @@ def header(args) -> None:
     cleared = os.environ.pop("ATTN_BENCH_CLEARED", "")
     print(f"environment: {cleared + ' cleared' if cleared else 'no OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE set'}; {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.2f} (a shared machine: compare within this run)")
-    info = run("attn", args, checkpoints.smollm2_gguf(), args.threads[0], [{"op": "info"}])["results"][0]
+    info = run("attn", args, checkpoints.smollm2_gguf(), args.threads, [{"op": "info"}])["results"][0]
     print(f"attn: numpy {info['numpy']}, BLAS {'; '.join(info['blas'])}; C decoder {'built' if info['c_decoder'] else 'NOT built'}")
     peer = subprocess.run([args.peer_python, "-c", "import llama_cpp; print(llama_cpp.__version__); print(llama_cpp.llama_print_system_info().decode())"],
                           capture_output=True, text=True)
