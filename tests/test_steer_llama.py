@@ -10,8 +10,8 @@ products (its logits differ from attn's float32 ones by up to about 0.5), so:
   where attn's margin is at least 0.5 attn's top token is the one llama.cpp chose, and attn's logits of llama.cpp's 5
   best tokens are within LOGITS of llama.cpp's. This checks all 24 steps of every case, not only those before the
   first close call.
-The same file shifted by one layer (direction.l added after layer l - 1) must fail the teacher-forced check: the test
-can tell where the vector is added.
+The same file shifted by one layer (direction.l added after layer l - 1) fits llama.cpp's logits worse in every steered
+case: the test can tell where the vector is added.
 """
 
 import json
@@ -46,11 +46,12 @@ def op(case: dict, cvec=None) -> dict:
             "steps": fixture()["steps"], "prompt_ids": case["prompt_ids"], "ids": case["ids"], "top": [[j for j, _ in t] for t in case["top"]]}
 
 
-def disagreements(found: dict, case: dict) -> tuple[list[int], float]:
-    """The confident steps (attn's margin >= MARGIN) where attn's top token is not llama.cpp's, and the largest logit difference."""
+def disagreements(found: dict, case: dict) -> tuple[list[int], float, float]:
+    """The confident steps (attn's margin >= MARGIN) where attn's top token is not llama.cpp's, and the largest and the mean
+    difference of attn's logits from llama.cpp's over its 5 best tokens at every step."""
     wrong = [s for s, (m, j) in enumerate(zip(found["margins"], found["argmax"])) if m >= MARGIN and j != case["ids"][s]]
-    diff = max(abs(a - v) for mine, theirs in zip(found["logits_at"], case["top"]) for a, (_, v) in zip(mine, theirs))
-    return wrong, diff
+    diffs = [abs(a - v) for mine, theirs in zip(found["logits_at"], case["top"]) for a, (_, v) in zip(mine, theirs)]
+    return wrong, max(diffs), float(np.mean(diffs))
 
 
 CASES = range(len(fixture()["cases"]))
@@ -73,7 +74,7 @@ def test_greedy_continuation_is_llama_cpps_up_to_the_first_step_of_margin_under_
 def test_along_llama_cpps_continuation_every_confident_step_picks_its_token(index):
     case = fixture()["cases"][index]
     found = forced(smollm2(), op(case))
-    wrong, diff = disagreements(found, case)
+    wrong, diff, _ = disagreements(found, case)
     assert sum(m >= MARGIN for m in found["margins"]) >= fixture()["steps"] // 2  # most steps are checked
     assert not wrong, [(s, found["argmax"][s], case["ids"][s], found["margins"][s]) for s in wrong]
     assert diff <= LOGITS
@@ -94,6 +95,6 @@ def test_steering_moves_the_text_and_a_vector_one_layer_early_is_told_apart(tmp_
     for l, v in vectors.items():
         shifted[l - 1] = v  # direction.l after layer l - 1: direction.1 is lost (layer 0 is never steered)
     early = write_control_vector(tmp_path / "early.gguf", shifted, hint, force=True)
-    steered = [c for c in cases if c["scale"] is not None]
-    told = [disagreements(forced(smollm2(), op(c, early)), c) for c in steered]
-    assert any(wrong or diff > LOGITS for wrong, diff in told), told
+    for case in (c for c in cases if c["scale"] is not None):  # the file as llama.cpp reads it fits its logits better, every time
+        right, off = disagreements(forced(smollm2(), op(case)), case), disagreements(forced(smollm2(), op(case, early)), case)
+        assert off[0] or off[2] > right[2], (case["text"], case["scale"], right, off)  # measured: mean 0.11-0.14 against 0.14-0.31
