@@ -16,7 +16,7 @@ loaded once; the ops run in order, each answered in "results":
   from before the pass to the logits; the logits saved to `logits` (.npy);
 - steps {text, steps}: generate's loop for `steps` + 1 tokens, each step after the first (the prompt's) timed alone, and
   the largest private memory (RssAnon) seen after a step;
-- steer {cvec, scale, text, steps}: generate's greedy loop with `--steer cvec:scale` (no EOS stop: `steps` tokens),
+- steer {cvec, scale, text, steps}: generate's greedy loop with `--steer cvec:scale` (`steps` tokens, or fewer at an EOS),
   the ids and every step's top-2 margin (the logit of the best token minus the second's); cvec null: unsteered;
 - forced {cvec, scale, prompt_ids, ids, top}: teacher forcing along another run's continuation (llama.cpp's): one pass
   over the prompt and those ids, and at each step attn's argmax, top-2 margin and logits of the ids `top` lists for it;
