@@ -5,7 +5,7 @@ One JSON job on argv, one JSON answer on stdout:
     python attn_worker.py '{"model": PATH, "threads": 2, "ops": [{"op": ...}, ...]}'
 
 The BLAS threads are set as `--threads N` sets them (io.blas.choose) and by the environment the caller gives. The model is
-loaded once; the ops run in order, each answered in "results":
+loaded once (its seconds in "load_seconds"); the ops run in order, each answered in "results":
 - info: the BLAS kernel threadpoolctl reports (or what NumPy was built with), whether the C decoder is built;
 - tokenize {texts}: each text's ids (model.tokenize: the special tokens the file says to add);
 - generate {text, steps, runs}: attn generate's loop (analysis.generate.Generation, greedy, every step's attention
@@ -223,9 +223,11 @@ def main() -> None:
 
     job = json.loads(sys.argv[1])
     blas.choose(job["threads"])
+    start = time.perf_counter()
     model = load(job["model"])
+    loaded = time.perf_counter() - start
     results = [OPS[op["op"]](model, op) for op in job["ops"]]
-    print(json.dumps({"results": results, "threads": job["threads"], "layers": model.n_layers}))
+    print(json.dumps({"results": results, "threads": job["threads"], "layers": model.n_layers, "load_seconds": loaded}))
 
 
 if __name__ == "__main__":

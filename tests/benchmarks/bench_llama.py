@@ -15,7 +15,8 @@ sides alternating round by round (a busy spell of the machine falls on both); fi
     Target: attn >= 0.7x llama.cpp (1.0x the goal);
   - keeping attention: attn's same loop keeping only the last stream (no attention), tokens/s; target: <= 10% cost;
   - a prompt of 512 tokens (tests/fixtures/long-document.txt, attn's ids fed to both): the first pass of a new process,
-    as `attn predict` runs (the last stream only, then the logits), after the model is loaded; target: <= 1.0x.
+    as `attn predict` runs (the last stream only, then the logits), after the model is loaded (the load's seconds are
+  printed beside: llama.cpp repacks some weights as it loads, attn reads them as the pass reaches them); target: <= 1.0x.
 - 8b: bench_big.py's file (Llama 3 8B's shapes, random Q4_K weights, --big-layers layers), with SmolLM2's byte-level
   BPE and its merges (llama.cpp refuses bench_big's byte vocabulary without merges): predict at 16 and at 512 tokens
   (the first pass of a new process, each) and a generation step (the median of --big-steps one-token steps after
@@ -136,8 +137,10 @@ def small_model(args, name: str, table: Table, scratch: Path) -> None:
         for side in ("attn", "llama"):  # the prompt first: the first pass of a new process, as `attn predict` runs
             ops = [{"op": "prompt", "ids": ids, "logits": str(scratch / f"{side}-{name}-512.npy")},
                    {"op": "generate", "text": PROMPT, "ids": prompt, "steps": args.steps, "runs": args.runs}]
-            (first, gen) = run(side, args, path, threads, ops)["results"]
+            done = run(side, args, path, threads, ops)
+            (first, gen) = done["results"]
             found[f"{side}_prompt"].append(first["seconds"])
+            found.setdefault(f"{side}_load", []).append(done["load_seconds"])
             found[side] += gen["rates"]
             found["alone"] += gen.get("alone", [])
             found[f"{side}_ids"] = gen["ids"]
@@ -150,6 +153,7 @@ def small_model(args, name: str, table: Table, scratch: Path) -> None:
           f"attn's first step of top-2 margin under 0.5 is step {compared}, and the tokens before it are "
           f"{'the same' if same else 'NOT the same'}")
     print(f"  prompt of 512: the same top token: {top}; largest logit difference {diff:.3f}")
+    print(f"  loading the model before it (not in the figures): attn {m['attn_load']:.2f} s, llama.cpp {m['llama_load']:.2f} s")
     correctness(table, label, same_ids, [("generate", same, f"{compared} steps before a margin < 0.5")], [("prompt of 512", top, diff)])
     table.add(f"{label}: generate {args.steps} tokens, tokens/s", m["attn"], m["llama"], "tok/s", ">= 0.7x", higher=True)
     table.add(f"{label}: keeping attention costs (alone {m['alone']:.1f} tok/s)", 100 * (m["alone"] / m["attn"] - 1), None, "%", "<= 10%")
@@ -197,6 +201,7 @@ def eight_b(args, table: Table, scratch: Path) -> None:
             for n in (16, 512):  # each the first pass of its own process
                 done = run(side, args, path, threads, [{"op": "prompt", "ids": long[:n], "logits": str(scratch / f"{side}-8b-{n}.npy")}])
                 found.setdefault(f"{side}-{n}", []).append(done["results"][0]["seconds"])
+                found.setdefault(f"{side}-load", []).append(done["load_seconds"])
             steps = run(side, args, path, threads, [{"op": "steps", "text": PROMPT, "ids": prompt, "steps": args.big_steps}])
             found.setdefault(f"{side}-step", []).append(statistics.median(steps["results"][0]["seconds"]))
             found.setdefault(f"{side}-private", []).append(steps["results"][0].get("private_mib", 0))
@@ -214,6 +219,7 @@ def eight_b(args, table: Table, scratch: Path) -> None:
     print(f"  per layer: predict 16 {m['attn-16'] / layers:.3f} s (llama.cpp {m['llama-16'] / layers:.3f}), 512 {m['attn-512'] / layers:.3f} s "
           f"({m['llama-512'] / layers:.3f}), a step {m['attn-step'] / layers:.3f} s ({m['llama-step'] / layers:.3f}); the output head "
           f"(128,256 x 4096) is in every figure once")
+    print(f"  loading the model before a pass (not in the figures): attn {m['attn-load']:.2f} s, llama.cpp {m['llama-load']:.2f} s")
 
 
 def page_cache(path: Path) -> None:

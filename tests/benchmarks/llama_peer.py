@@ -5,7 +5,8 @@ JSON answer on stdout (llama.cpp's own log goes to stderr):
 
     python llama_peer.py '{"model": PATH, "threads": 2, "n_ctx": 1024, "ops": [{"op": ...}, ...]}'
 
-The model is loaded once (mmap, as llama.cpp runs it); the ops run in order, each answered in "results":
+The model is loaded once (mmap, as llama.cpp runs it; its seconds in "load_seconds"); the ops run in order, each answered
+in "results":
 - tokenize {texts}: each text's ids as llama.cpp cuts it (BOS if the file says so, special tokens not parsed);
 - generate {ids, steps, runs}: from an empty cache, the prompt and then greedy steps (the argmax of the last logits,
   as llama.cpp's greedy sampler takes it) until `steps` tokens or an end-of-generation token; one untimed run, then
@@ -145,10 +146,12 @@ def main() -> None:
 
     job = json.loads(sys.argv[1])
     threads = job["threads"]
+    start = time.perf_counter()
     llm = Llama(job["model"], n_ctx=job.get("n_ctx", 1024), n_batch=512, n_ubatch=512, n_threads=threads, n_threads_batch=threads,
                 verbose=False)
+    loaded = time.perf_counter() - start
     results = [run(llm, op) for op in job["ops"]]
-    print(json.dumps({"results": results, "version": __version__, "threads": threads}))
+    print(json.dumps({"results": results, "version": __version__, "threads": threads, "load_seconds": loaded}))
 
 
 if __name__ == "__main__":
