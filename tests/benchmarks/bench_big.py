@@ -9,7 +9,10 @@ Run by hand (not a test):
    head, --layers layers; every matrix in Q4_K, the norms F32. The file is written tensor by tensor, a few
    thousand rows at a time, never holding a tensor's float32 weights: random normal blocks (std 0.02) are
    quantized once by the small Q4_K quantizer below, and each tensor's blocks are drawn from that pool at random.
-   The tokenizer is byte-level BPE without merges (one token per byte), so a text of n ASCII characters is n tokens.
+   The tokenizer is byte-level BPE without merges (one token per byte), so a text of n ASCII characters is n tokens;
+   llama.cpp refuses a BPE vocabulary without merges, so bench_llama.py writes the file with `write_file(...,
+   tokenizer=GGUF)` instead: that file's byte-level BPE (its tokens, types, merges and specials; SmolLM2's there),
+   padded with unused tokens to the 128,256 rows.
 2. Runs `attn predict TEXT --model FILE --json` and `attn inspect TEXT --model FILE --layer 1 --json` as new
    processes at n = 16 and n = 512 tokens, sampling /proc/PID/status every 2 ms: the peak of RssAnon (private
    memory: what the process allocated), of RssFile (the mapped file's pages that were resident) and VmHWM.
@@ -97,8 +100,41 @@ def byte_alphabet() -> list[str]:
     return [chars[b] for b in range(256)]
 
 
-def write_file(path: Path, layers: int, seed: int = 0) -> float:
-    """The 8B-shaped file, streamed to `path`; returns the seconds it took."""
+UNUSED = 5  # tokenizer.ggml.token_type of a row no text is cut into (llama.cpp's LLAMA_TOKEN_TYPE_UNUSED)
+
+
+def add_tokenizer(writer, tokenizer: Path | None) -> None:
+    """The byte vocabulary (one token per byte, no merges), or `tokenizer`'s byte-level BPE (a gpt2 GGUF: its tokens,
+    types, merges, pre-tokenizer and specials), padded with unused tokens to VOCAB rows."""
+    if tokenizer is None:
+        writer.add_tokenizer_model("gpt2")
+        writer.add_tokenizer_pre("gpt2")
+        writer.add_token_list(byte_alphabet() + [f"<unused{i}>" for i in range(VOCAB - 257)] + ["<|end_of_text|>"])
+        writer.add_token_types([1] * (VOCAB - 1) + [3])
+        writer.add_token_merges([])
+        writer.add_eos_token_id(VOCAB - 1)
+        return
+    from attn_cli.models.sources.gguf_file import read_file
+
+    meta = read_file(tokenizer).metadata
+    if meta.get("tokenizer.ggml.model") != "gpt2" or len(meta["tokenizer.ggml.tokens"]) > VOCAB:
+        raise SystemExit(f"{tokenizer}: give a byte-level BPE (gpt2) GGUF of at most {VOCAB:,} tokens")
+    tokens = list(meta["tokenizer.ggml.tokens"])
+    pad = VOCAB - len(tokens)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre(meta.get("tokenizer.ggml.pre", "gpt2"))
+    writer.add_token_list(tokens + [f"<unused{i}>" for i in range(pad)])
+    writer.add_token_types([int(t) for t in meta["tokenizer.ggml.token_type"]] + [UNUSED] * pad)
+    writer.add_token_merges(list(meta["tokenizer.ggml.merges"]))
+    for key, add in (("bos_token_id", writer.add_bos_token_id), ("eos_token_id", writer.add_eos_token_id)):
+        if f"tokenizer.ggml.{key}" in meta:
+            add(int(meta[f"tokenizer.ggml.{key}"]))
+    writer.add_add_bos_token(bool(meta.get("tokenizer.ggml.add_bos_token", False)))
+
+
+def write_file(path: Path, layers: int, seed: int = 0, tokenizer: Path | None = None) -> float:
+    """The 8B-shaped file, streamed to `path`; returns the seconds it took. `tokenizer`: a GGUF whose byte-level BPE the
+    file takes (add_tokenizer); None: one token per byte."""
     import gguf
 
     start = time.perf_counter()
@@ -115,13 +151,7 @@ def write_file(path: Path, layers: int, seed: int = 0) -> float:
     writer.add_rope_freq_base(500000.0)
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_vocab_size(VOCAB)
-    tokens = byte_alphabet() + [f"<unused{i}>" for i in range(VOCAB - 257)] + ["<|end_of_text|>"]
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("gpt2")
-    writer.add_token_list(tokens)
-    writer.add_token_types([1] * (VOCAB - 1) + [3])
-    writer.add_token_merges([])
-    writer.add_eos_token_id(VOCAB - 1)
+    add_tokenizer(writer, tokenizer)
     every = tensors(layers)
     for name, shape, kind in every:
         if kind == "F32":
