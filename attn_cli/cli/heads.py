@@ -388,3 +388,6 @@ def write_parquet(result, path: Path, force: bool) -> None:
 
     table = pa.Table.from_pylist(list(result.rows_for_files()))
     write_atomic(path, lambda f: pq.write_table(table, f), force=force)
+
+
+from attn_cli.cli import compose as _compose  # noqa: E402, F401 (registers `heads compose`)
