@@ -21,6 +21,11 @@ A direction from contrast pairs, and steering with it where llama.cpp adds a con
     steer = [api.Add("resid_post", l, 4 * found.directions[l]) for l in range(1, model.n_layers)]
     logits, cache = api.run_with_edits(model, "I saw the", steer)
 
+What a head's matrices are, as Elhage et al. read them, and how heads compose (TransformerLens's all_composition_scores):
+
+    head = api.circuit(model, 17, 8, text="the cat sat on the mat")   # what `attn circuit 17.8` prints; head.scores [n, n]
+    pairs = api.composition(model)                        # what `attn heads compose` prints; pairs.scores["k"] [L, H, L, H]
+
 `heads stats` is `figures(merge([head_stats(model, lines)]))`, so partials computed anywhere (Dask's
 map_partitions, Spark's mapPartitions, Ray Data's map_batches: docs/heads-stats.md) give the very
 figures the command prints. Errors are attn_cli.errors.InputError (bad input) and DataError (a
@@ -124,6 +129,22 @@ def direction(model, positive: str | None = None, negative: str | None = None, *
     if not texts:
         raise InputError("give POSITIVE and NEGATIVE, or pairs")
     return run(model, texts, DirectionSettings(method=method, holdout=holdout, seed=seed, probe=list(probe)))
+
+
+def circuit(model, layer: int, head: int, *, text: str | None = None, tokens: int = 100, distance: int = 0, top: int = 10, seed: int = 0):
+    """`attn circuit`'s result (results.circuit.CircuitResult): the head's QK scores over a token set (.scores [n, n], .ids,
+    .labels) and, for a decoder, its OV circuit (.ov: promoted tokens, copying, positivity and their random baselines)."""
+    from attn_cli.analysis.circuit import CircuitSettings, circuit as run
+
+    return run(model, layer, head, CircuitSettings(text=text, tokens=tokens, distance=distance, top=top, seed=seed))
+
+
+def composition(model, *, to: str | None = None, mode: str = "k", seed: int = 0, top: int = 10):
+    """`attn heads compose`'s result (results.compose.CompositionResult): .scores["q"|"k"|"v"] [L, H, L, H] ([l1, h1, l2, h2],
+    NaN unless l1 < l2), .baseline (mean, sd) per mode of random heads, .to_dict() as --json writes it."""
+    from attn_cli.analysis.compose import composition as run
+
+    return run(model, to=to, mode=mode, seed=seed, top=top)
 
 
 @lru_cache(maxsize=4)

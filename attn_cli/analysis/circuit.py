@@ -152,11 +152,17 @@ def vocabulary_blocks(model, l: int):
 
 
 def merge_top(best: tuple, logits: np.ndarray, start: int, k: int) -> tuple:  # ([m, k'], [m, k']), [m, c] -> the top k of both
-    values, ids = best
-    ids = np.concatenate([ids, np.arange(start, start + logits.shape[1])[None].repeat(len(logits), 0)], axis=1)
-    values = np.concatenate([values, logits], axis=1)
-    keep = np.argpartition(-values, min(k, values.shape[1] - 1), axis=1)[:, :k] if values.shape[1] > k else np.arange(values.shape[1])[None].repeat(len(values), 0)
-    values, ids = np.take_along_axis(values, keep, 1), np.take_along_axis(ids, keep, 1)
+    """The k highest values of each row over what was kept and a new block of columns (ids start ..), highest first; of
+    equal values, the lower id first."""
+    values = np.concatenate([best[0], logits], axis=1)
+    ids = np.concatenate([best[1], np.broadcast_to(np.arange(start, start + logits.shape[1]), logits.shape)], axis=1)
+    if values.shape[1] > k:
+        keep = np.argpartition(-values, k - 1, axis=1)[:, :k]
+        threshold = np.take_along_axis(values, keep, 1).min(axis=1, keepdims=True)
+        tied = np.flatnonzero(np.sum(values >= threshold, axis=1) > k)  # more than k at or above the k-th: ties at the edge
+        for r in tied:  # rare with real logits: that row's candidates in full order
+            keep[r] = np.lexsort((ids[r], -values[r]))[:k]
+        values, ids = np.take_along_axis(values, keep, 1), np.take_along_axis(ids, keep, 1)
     order = np.lexsort((ids, -values), axis=1)
     return np.take_along_axis(values, order, 1), np.take_along_axis(ids, order, 1)
 
