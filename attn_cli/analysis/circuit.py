@@ -17,11 +17,13 @@ input norm for a pre-norm model, the embedding norm for a post-norm one.
          (V x V, N the normed embeddings), as Elhage et al. (2021) use it; its nonzero eigenvalues are those of the
          [d_head, d_head] matrix W_O' F (W_U^T N) W_V, with W_U^T N [d, d] summed over the vocabulary's blocks.
 
-Baselines: the same figures with W_V and W_O replaced by iid standard Gaussian matrices of their shapes, `draws`
-of them (numpy's default_rng(seed)), their mean and standard deviation. GQA: query head h uses its group's K and V.
+Baselines: the same figures with W_V and W_O replaced by iid standard Gaussian matrices of their shapes (numpy's
+default_rng(seed)), their mean and standard deviation: copying over the first `draws` of them (DRAWS), positivity over
+POSITIVITY_DRAWS (the same first ones, and more). GQA: query head h uses its group's K and V.
 """
 
 import math
+from itertools import chain
 
 import numpy as np
 
@@ -29,7 +31,8 @@ from attn_cli.analysis.matrices import head_slices, layer_tensor
 from attn_cli.errors import InputError
 from attn_cli.records import Record
 
-DRAWS = 8  # random W_V, W_O pairs of the baseline
+DRAWS = 4  # random W_V, W_O pairs of the copying baseline (each costs a product with the whole vocabulary)
+POSITIVITY_DRAWS = 100  # and of the positivity baseline (each a [d_head, d_head] matrix, once W_U^T N is summed)
 FREQUENT = 100  # tokens of the default set
 PROMOTED = 5  # output tokens kept per source
 MAX_WORDS = 20_000  # GloVe keys tried for the frequent set
@@ -124,15 +127,17 @@ def final_map(model, rows: np.ndarray) -> np.ndarray:  # [..., d] -> [..., d]
     return rows * model.weights.get("final_norm.w").astype(np.float64)
 
 
-def writes(model, l: int, v: np.ndarray, o: np.ndarray) -> np.ndarray:  # W_V [..., d, dh], W_O [..., dh, d] -> W_O' F [..., dh, d]
+def writes(model, l: int, o: np.ndarray) -> np.ndarray:  # W_O [..., dh, d] -> W_O' F [..., dh, d]
     """W_O's rows through Gemma's post-attention norm weight (where there is one) and the final map."""
     post = layer_tensor(model, l, "attn.post_norm.w")
     return final_map(model, o if post is None else o * post.astype(np.float64))
 
 
-def random_pairs(d: int, dh: int, draws: int, seed: int) -> tuple[np.ndarray, np.ndarray]:  # -> V [R, d, dh], O [R, dh, d]
+def random_pairs(d: int, dh: int, count: int, seed: int):  # -> (V [d, dh], O [dh, d]), count of them
+    """iid standard Gaussian W_V and W_O, a pair at a time (numpy's default_rng(seed): V, then O, then the next pair's)."""
     rng = np.random.default_rng(seed)
-    return rng.standard_normal((draws, d, dh)), rng.standard_normal((draws, dh, d))
+    for _ in range(count):
+        yield rng.standard_normal((d, dh)), rng.standard_normal((dh, d))
 
 
 def vocabulary_blocks(model, l: int):
@@ -187,19 +192,19 @@ def positivity(small: np.ndarray) -> float:  # [..., dh, dh] -> sum(lambda) / su
 
 def ov_circuit(model, l: int, m: dict, x: np.ndarray, ids: list[int], settings: CircuitSettings) -> dict:
     """The OV figures of the module's docstring: each source's promoted tokens, copying, positivity, and their baselines."""
-    R = settings.draws
-    rv, ro = random_pairs(model.spec.d_model, model.spec.d_head, R, settings.seed)
-    real, randoms = writes(model, l, m["v"], m["o"]), writes(model, l, rv, ro)  # [dh, d], [R, dh, d]
-    outs = np.concatenate([x @ m["v"] @ real, (x @ rv @ randoms).reshape(-1, x.shape[1])])  # [(1 + R) n, d]
+    R, n = settings.draws, len(ids)
+    randoms = random_pairs(model.spec.d_model, model.spec.d_head, max(R, POSITIVITY_DRAWS), settings.seed)
+    first = [next(randoms) for _ in range(R)]  # the copying baseline's pairs, then the positivity baseline's too
+    real = writes(model, l, m["o"])  # [dh, d]
+    outs = np.concatenate([x @ m["v"] @ real] + [x @ v @ writes(model, l, o) for v, o in first])  # [(1 + R) n, d]
     values, top, gram = vocabulary_pass(model, l, outs, PROMOTED)
-    n = len(ids)
     copies = top[:, 0].reshape(1 + R, n) == np.asarray(ids)[None]  # [1 + R, n]
     random_copying = copies[1:].mean(axis=1)
     own = positivity(real @ gram @ m["v"])  # [dh, d] x [d, d] x [d, dh] -> [dh, dh]
-    random_positivity = positivity(randoms @ gram @ rv)  # [R, dh, dh] -> [R]
+    random_positivity = np.array([positivity(writes(model, l, o) @ gram @ v) for v, o in chain(first, randoms)])  # one pair at a time
     return {"promoted": top[:n], "logits": values[:n], "copying": float(copies[0].mean()),
-            "random_copying": (float(random_copying.mean()), float(random_copying.std())),
-            "positivity": float(own), "random_positivity": (float(random_positivity.mean()), float(random_positivity.std()))}
+            "random_copying": (float(random_copying.mean()), float(random_copying.std()), R),
+            "positivity": float(own), "random_positivity": (float(random_positivity.mean()), float(random_positivity.std()), len(random_positivity))}
 
 
 def check(model, layer: int, head: int, settings: CircuitSettings) -> None:
@@ -234,4 +239,4 @@ def circuit(model, layer: int, head: int, settings: CircuitSettings):
     promoted = None if ov is None else [[model.labels([int(j)], [model.tokenizer.id_to_token(int(j)) or f"#{j}"])[0] for j in row] for row in ov["promoted"]]
     return CircuitResult(model=model.summary(), layer=layer, head=head, kv_head=head // model.spec.group if model.spec.group > 1 else None, ids=ids, labels=labels,
                          source="text" if settings.text is not None else "frequent", distance=settings.distance, scores=scores, ov=ov,
-                         promoted_labels=promoted, no_ov=no_ov, top=settings.top, seed=settings.seed, draws=settings.draws)
+                         promoted_labels=promoted, no_ov=no_ov, top=settings.top, seed=settings.seed)

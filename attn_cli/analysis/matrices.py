@@ -116,8 +116,13 @@ def random_heads(rng, shape: tuple, count: int, dtype=np.float64):  # -> Q, K, V
 
 
 def random_composition(d: int, dh: int, draws: int, seed: int) -> dict:  # -> mode -> [draws]
-    """Each mode's score for `draws` pairs of random heads (an earlier one's W_OV, a later one's matrix), each pair its own."""
+    """Each mode's score for `draws` pairs of random heads (an earlier one's W_OV, a later one's matrix), a pair at a time:
+    draw i is random_heads(rng, (d, dh), 1) twice, from numpy's default_rng(seed) continued."""
     rng = np.random.default_rng(seed)
-    first, second = random_heads(rng, (d, dh), draws), random_heads(rng, (d, dh), draws)
-    left = lefts(first[2], first[3])
-    return {mode: np.array([pair_scores(left[i : i + 1], r[i : i + 1])[0, 0] for i in range(draws)]) for mode, r in rights(*second).items()}
+    out = {m: np.empty(draws) for m in MODES}
+    for i in range(draws):
+        first, second = random_heads(rng, (d, dh), 1), random_heads(rng, (d, dh), 1)
+        left = lefts(first[2], first[3])
+        for mode, right in rights(*second).items():
+            out[mode][i] = pair_scores(left, right)[0, 0]
+    return out

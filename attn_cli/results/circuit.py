@@ -12,10 +12,10 @@ def number(x) -> float:
 
 class CircuitResult(Record):
     __slots__ = ("model", "layer", "head", "kv_head", "ids", "labels", "source", "distance", "scores", "ov", "promoted_labels", "no_ov", "top",
-                 "seed", "draws")
+                 "seed")
 
     def __init__(self, model: dict, layer: int, head: int, kv_head: int | None, ids: list[int], labels: list[str], source: str, distance: int,
-                 scores: np.ndarray, ov: dict | None, promoted_labels: list | None, no_ov: str | None, top: int, seed: int, draws: int):
+                 scores: np.ndarray, ov: dict | None, promoted_labels: list | None, no_ov: str | None, top: int, seed: int):
         self.model, self.layer, self.head = model, layer, head
         self.kv_head = kv_head  # the key/value head the query head reads (GQA), None without grouped-query attention
         self.ids, self.labels = ids, labels  # the token set
@@ -26,7 +26,7 @@ class CircuitResult(Record):
         self.promoted_labels = promoted_labels  # [n, k]: each source's promoted tokens as text
         self.no_ov = no_ov  # why there is no OV circuit into the vocabulary
         self.top = top  # pairs and sources the view lists
-        self.seed, self.draws = seed, draws
+        self.seed = seed  # the random baselines' generator
 
     def ranked_pairs(self, count: int) -> list[tuple[int, int]]:
         """The (query, key) positions in the token set of the `count` highest scores, highest first (ties: in order)."""
@@ -44,10 +44,9 @@ class CircuitResult(Record):
         sources = [{"token": self.labels[i], "id": self.ids[i],
                     "promotes": [{"token": t, "id": int(j), "logit": number(v)} for t, j, v in zip(self.promoted_labels[i], ov["promoted"][i], ov["logits"][i])]}
                    for i in range(len(self.ids))]
-        baseline = {"draws": self.draws, "seed": self.seed}
-        return {"copying": number(ov["copying"]), "random_copying": {"mean": number(ov["random_copying"][0]), "std": number(ov["random_copying"][1]), **baseline},
-                "positivity": number(ov["positivity"]),
-                "random_positivity": {"mean": number(ov["random_positivity"][0]), "std": number(ov["random_positivity"][1]), **baseline},
+        baseline = lambda mean, std, draws: {"mean": number(mean), "std": number(std), "draws": draws, "seed": self.seed}  # noqa: E731
+        return {"copying": number(ov["copying"]), "random_copying": baseline(*ov["random_copying"]),
+                "positivity": number(ov["positivity"]), "random_positivity": baseline(*ov["random_positivity"]),
                 "sources": sources}
 
     def to_dict(self) -> dict:

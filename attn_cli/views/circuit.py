@@ -74,12 +74,12 @@ def ov_parts(result) -> list:
     for i in range(shown):
         promoted = ", ".join(f"{key_label(t)} ({v:.3g})" for t, v in zip(result.promoted_labels[i], ov["logits"][i]))
         table.add_row(key_label(result.labels[i]), promoted, style="bold" if ov["promoted"][i][0] == result.ids[i] else None)
-    mean, sd = ov["random_copying"]
-    pmean, psd = ov["random_positivity"]
-    random = f"random W_V, W_O (iid Gaussian, {result.draws} draws, seed {result.seed})"
+    mean, sd, draws = ov["random_copying"]
+    pmean, psd, pdraws = ov["random_positivity"]
+    random = lambda k: f"random W_V, W_O (iid Gaussian, {k} draws, seed {result.seed})"  # noqa: E731
     return [Text(f"OV: the tokens each source promotes when the head attends to it (W_V W_O, the final norm's weight, W_U); "
                  f"{shown} of {len(result.ids)} sources, a source that promotes itself first in bold", style="bold"),
             table,
-            Text(f"copying: {ov['copying']:.0%} of the tokens promote themselves first; {random}: {mean:.0%} ± {sd:.0%}", style="bold"),
-            Text(f"eigenvalue positivity sum(λ)/sum(|λ|) of the vocabulary's OV circuit: {ov['positivity']:.3f}; {random}: {pmean:.3f} ± {psd:.3f}",
+            Text(f"copying: {ov['copying']:.0%} of the tokens promote themselves first; {random(draws)}: {mean:.0%} ± {sd:.0%}", style="bold"),
+            Text(f"eigenvalue positivity sum(λ)/sum(|λ|) of the vocabulary's OV circuit: {ov['positivity']:.3f}; {random(pdraws)}: {pmean:.3f} ± {psd:.3f}",
                  style="bold")]
