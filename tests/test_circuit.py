@@ -264,7 +264,7 @@ def test_compose_cli_json_lists_every_pair_with_the_baseline_and_the_view_maps_o
     doc = parse_json(run("heads", "compose", "--model", MODEL, "--json"))
     got = scores("tiny-llama")
     assert len(doc["pairs"]) == 4 * 4 and doc["pairs"][0] == {"from": "0.0", "to": "1.0", **{m: pytest.approx(got[m][0, 0, 1, 0], rel=1e-5) for m in "qkv"}}
-    assert set(doc["baseline"]) == {"draws", "seed", "q", "k", "v"} and doc["baseline"]["draws"] == 200
+    assert set(doc["baseline"]) == {"draws", "seed", "q", "k", "v"} and doc["baseline"]["draws"] == 100
     assert 0 < doc["baseline"]["k"]["mean"] < 1 and doc["baseline"]["k"]["std"] > 0
     shown = run("heads", "compose", "--model", MODEL, "--to", "1.2", "--mode", "v", "--top", "3")
     assert shown.exit_code == 0, shown.stderr

@@ -14,7 +14,7 @@ import numpy as np
 from attn_cli.analysis.matrices import MODES, folded_heads, lefts, pair_scores, random_composition, rights
 from attn_cli.errors import InputError
 
-DRAWS = 200  # random pairs of the baseline
+DRAWS = 100  # random pairs of the baseline
 
 
 def parse_head(text: str, spec, option: str) -> tuple[int, int]:
@@ -35,13 +35,15 @@ def parse_head(text: str, spec, option: str) -> tuple[int, int]:
 
 def factors(model) -> tuple[np.ndarray, dict]:  # -> left [L H, dh, d], mode -> right [L H, d, dh], float32
     """Every head's small factors (analysis/matrices.py), a layer at a time: no layer's [d, d] matrix is formed."""
-    left, right = [], {m: [] for m in MODES}
-    for l in range(model.spec.n_layers):
+    spec = model.spec
+    L, H, d, dh = spec.n_layers, spec.n_heads, spec.d_model, spec.d_head
+    left, right = np.empty((L * H, dh, d), np.float32), {m: np.empty((L * H, d, dh), np.float32) for m in MODES}
+    for l in range(L):
         q, k, v, o = folded_heads(model, l)
-        left.append(lefts(v, o).astype(np.float32))
+        left[l * H : (l + 1) * H] = lefts(v, o)
         for mode, r in rights(q, k, v, o).items():
-            right[mode].append(r.astype(np.float32))
-    return np.concatenate(left), {m: np.concatenate(r) for m, r in right.items()}
+            right[mode][l * H : (l + 1) * H] = r
+    return left, right
 
 
 def composition_scores(model) -> dict:  # -> mode -> [L, H, L, H] float64, NaN where the later head is not in a later layer

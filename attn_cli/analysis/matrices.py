@@ -69,12 +69,15 @@ def folded_heads(model, l: int, dtype=np.float64):  # -> Q, K, V [H, d, dh], O [
 
 
 def gram_root(a: np.ndarray) -> np.ndarray:  # [..., m, k] -> [..., k, k]
-    """R with a^T a = R^T R: the small factor that keeps a's Frobenius products. From the eigenvalues of the [k, k] Gram
-    matrix (R = diag(sqrt(lambda)) U^T), which a rank-deficient `a` does not trouble as a Cholesky factorisation would."""
+    """R with a^T a = R^T R: the small factor that keeps a's Frobenius products. The Cholesky factor of the [k, k] Gram
+    matrix; where that is not positive definite (a rank-deficient `a`), from its eigenvalues: R = diag(sqrt(lambda)) U^T."""
     a = a.astype(np.float64, copy=False)
     gram = np.swapaxes(a, -1, -2) @ a  # [..., k, m] x [..., m, k] -> [..., k, k]
-    values, vectors = np.linalg.eigh(gram)
-    return np.sqrt(np.clip(values, 0, None))[..., :, None] * np.swapaxes(vectors, -1, -2)
+    try:
+        return np.swapaxes(np.linalg.cholesky(gram), -1, -2)
+    except np.linalg.LinAlgError:
+        values, vectors = np.linalg.eigh(gram)
+        return np.sqrt(np.clip(values, 0, None))[..., :, None] * np.swapaxes(vectors, -1, -2)
 
 
 def lefts(v: np.ndarray, o: np.ndarray) -> np.ndarray:  # V [N, d, dh], O [N, dh, d] -> [N, dh, d]

@@ -46,15 +46,19 @@ class CompositionResult(Record):
         mean, std = self.baseline[mode]
         return (score - mean) / std if std > 0 else float("nan")
 
-    def pair_dict(self, l1: int, h1: int, l2: int, h2: int) -> dict:
-        return {"from": f"{l1}.{h1}", "to": f"{l2}.{h2}", **{m: number(self.scores[m][l1, h1, l2, h2]) for m in MODES}}
+    def pair_dicts(self) -> list[dict]:
+        """Every pair as --json writes it, its figures rounded once for all (significant() on whole arrays)."""
+        pairs = self.pairs()
+        index = tuple(np.array(pairs).T) if pairs else ()
+        columns = {m: significant(self.scores[m][index], NUMBER_DIGITS).tolist() if pairs else [] for m in MODES}
+        return [{"from": f"{l1}.{h1}", "to": f"{l2}.{h2}", "q": q, "k": k, "v": v}
+                for (l1, h1, l2, h2), q, k, v in zip(pairs, columns["q"], columns["k"], columns["v"])]
 
     def to_dict(self) -> dict:
         return {"model": self.model, "folded": self.folded,
                 "baseline": {"draws": self.draws, "seed": self.seed, **{m: {"mean": number(mean), "std": number(std)} for m, (mean, std) in self.baseline.items()}},
                 "median": {m: number(self.median(m)) for m in MODES},
-                "pairs": [self.pair_dict(*p) for p in self.pairs()]}
+                "pairs": self.pair_dicts()}
 
     def rows(self):
-        for p in self.pairs():
-            yield self.pair_dict(*p)
+        yield from self.pair_dicts()
