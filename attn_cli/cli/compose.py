@@ -5,7 +5,7 @@ from typing import Annotated
 import typer
 
 from attn_cli.cli.app import Format, FormatOpt, RowsCommand, examples
-from attn_cli.cli.heads import heads_app
+from attn_cli.cli.heads_group import heads_app
 from attn_cli.cli.options import ModelOpt, ThreadsOpt
 from attn_cli.errors import InputError
 
