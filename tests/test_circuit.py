@@ -302,3 +302,35 @@ def test_a_real_subprocess_writes_the_json(tmp_path):
     assert done.returncode == 0 and done.stderr == "" and len(json.loads(done.stdout)["pairs"]) == 16
     bad = subprocess.run([sys.executable, "-m", "attn_cli", "circuit", "7.0", "--model", MODEL], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
+
+
+@pytest.mark.slow
+def test_gemma3s_whole_vocabulary_stays_under_a_gibibyte_of_private_memory():
+    """`attn circuit` reads Gemma 3's 262,144-token output head a block at a time: peak RssAnon, sampled from /proc."""
+    import subprocess
+    import sys
+    import threading
+    import time
+    from pathlib import Path
+
+    proc = subprocess.Popen([sys.executable, "-m", "attn_cli", "circuit", "5.0", "--model", str(checkpoints.gemma3_gguf()), "--tokens", "50", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    peak, done = [0], threading.Event()
+
+    def sample():
+        status = Path(f"/proc/{proc.pid}/status")
+        while not done.is_set():
+            try:
+                peak[0] = max([peak[0]] + [int(line.split()[1]) for line in status.read_text().splitlines() if line.startswith("RssAnon:")])
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=sample, daemon=True)
+    watcher.start()
+    out, err = proc.communicate(timeout=900)
+    done.set()
+    watcher.join()
+    assert proc.returncode == 0, err.decode()
+    assert len(json.loads(out)["ov"]["sources"]) == 50
+    assert peak[0] < 1 << 20, f"peak private memory {peak[0] / 1024:.0f} MiB"  # KiB

@@ -227,7 +227,10 @@ def circuit(model, layer: int, head: int, settings: CircuitSettings):
     """One head's QK circuit over a token set and, for a decoder, its OV circuit into the vocabulary, with baselines."""
     from attn_cli.results.circuit import CircuitResult
 
+    from attn_cli.io.blas import threads_for
+
     check(model, layer, head, settings)
+    threads_for(1 << 20)  # products with the whole vocabulary: the threads --threads asks for, else the idle cores (io/blas.py)
     ids = token_set(model, settings)
     labels = model.labels(ids, [model.tokenizer.id_to_token(i) or f"#{i}" for i in ids])
     x = input_rows(model, layer, ids)

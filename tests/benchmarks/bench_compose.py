@@ -5,7 +5,8 @@
 Each command runs in a new process (bench_long.run: wall and CPU seconds from wait4, peak RssAnon sampled from /proc
 every 5 ms, ru_maxrss). Floors, from issue 52: `heads compose` on SmolLM2's 270 heads in at most 30 s on 2 cores, and
 Gemma 3's 262,144-token vocabulary under 1 GiB of private memory (`circuit`, which reads the whole output head, and
-`heads compose`). The load average is printed: on cores that other processes share, a wall time says little alone.
+`heads compose`). The load average is printed: on cores that other processes share, a wall time says little alone;
+the CPU seconds (user + system) of a one-thread run are what its wall time is on an idle core (`--threads 1`).
 """
 
 import argparse

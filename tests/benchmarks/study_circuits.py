@@ -85,7 +85,8 @@ def text_copying(model, ids: list[int], seed: int) -> tuple[np.ndarray, np.ndarr
     spec = model.spec
     rng = np.random.default_rng(seed)
     sequence = [int(i) for i in rng.choice(ids, size=len(ids), replace=False)]
-    bos = model.tokenize("").ids[:1]
+    start = model.tokenize("the")
+    bos = [i for i, special in zip(start.ids, start.special) if special][:1]  # the BOS the tokenizer puts first, if any
     tokens = bos + sequence + sequence
     trace = model.forward(tokens, keep=api.Keep(("attn.pattern", "attn.z")))
     second = np.arange(len(bos) + len(sequence), len(tokens))
@@ -131,10 +132,14 @@ def main() -> None:
     parser.add_argument("--model", choices=("smollm2", "gemma3"), default="smollm2")
     parser.add_argument("--heads", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=50)
+    parser.add_argument("--skip-k", action="store_true", help="only the copying part")
     args = parser.parse_args()
     from attn_cli.models.loading import load
 
     model = load(str(checkpoints.smollm2_gguf() if args.model == "smollm2" else checkpoints.gemma3_gguf()))
+    if args.skip_k:
+        copying(model, args.tokens, args.heads)
+        return
     found = detected(model, args.heads)
     print(f"{model.name}: heads detect's top {args.heads}: previous {found['previous']}; induction {found['induction']}; "
           f"baselines {found['baselines']['previous']} (previous), {found['baselines']['induction']} (induction)")
