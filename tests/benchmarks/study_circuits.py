@@ -104,9 +104,19 @@ def text_copying(model, ids: list[int], seed: int) -> tuple[np.ndarray, np.ndarr
     return attended, random
 
 
+def ranks(x: np.ndarray) -> np.ndarray:  # ties share their mean rank (many heads score 0 on both)
+    values = x.ravel()
+    order = np.argsort(values, kind="stable")
+    ranked = np.empty(len(values))
+    ranked[order] = np.arange(len(values), dtype=float)
+    for v in np.unique(values):
+        tied = values == v
+        ranked[tied] = ranked[tied].mean()
+    return ranked
+
+
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
-    ra, rb = (np.argsort(np.argsort(x.ravel(), kind="stable"), kind="stable").astype(float) for x in (a, b))
-    return float(np.corrcoef(ra, rb)[0, 1])
+    return float(np.corrcoef(ranks(a), ranks(b))[0, 1])
 
 
 def copying(model, count: int, heads: int) -> None:
@@ -124,7 +134,8 @@ def copying(model, count: int, heads: int) -> None:
         print(f"  head {l}.{h}: copying {scores[l, h]:.0%}, on text {attended[l, h]:.0%} (random token {random[l, h]:.0%})")
     best = np.unravel_index(np.argmax(attended), attended.shape)
     print(f"  the head that copies most on text: {best[0]}.{best[1]}, {attended[best]:.0%}, its copying score {scores[best]:.0%}")
-    print(f"  Spearman correlation over the {scores.size} heads, copying score vs on text: {spearman(scores, attended):.2f}")
+    print(f"  Spearman correlation over the {scores.size} heads, copying score vs on text: {spearman(scores, attended):.2f} "
+          f"(ties ranked by their mean); heads at 0% on both: {int(np.sum((scores == 0) & (attended == 0)))}")
 
 
 def main() -> None:
