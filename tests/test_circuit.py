@@ -108,7 +108,8 @@ def test_the_random_baseline_is_seeded_and_its_scores_are_those_of_the_drawn_hea
     from attn_cli.analysis.matrices import random_composition, random_heads
 
     first, again = random_composition(16, 4, 5, seed=3), random_composition(16, 4, 5, seed=3)
-    assert all(np.array_equal(first[m], again[m]) for m in "qkv")
+    for m in "qkv":  # the same seed, the same heads: the same scores (computed twice through BLAS, so a tolerance)
+        np.testing.assert_allclose(first[m], again[m], rtol=1e-12)
     rng = np.random.default_rng(3)
     for i in range(5):
         one, two = random_heads(rng, (16, 4), 1), random_heads(rng, (16, 4), 1)
@@ -291,7 +292,8 @@ def test_the_api_returns_what_the_commands_print():
     head = api.circuit(m, 1, 3, text="the cat sat")
     assert head.to_dict()["head"] == "1.3" and head.scores.shape == (len(head.ids), len(head.ids))
     pairs = api.composition(m, to="1.0")
-    assert pairs.to == (1, 0) and np.array_equal(pairs.scores["k"], scores("tiny-llama")["k"], equal_nan=True)
+    assert pairs.to == (1, 0)
+    np.testing.assert_allclose(pairs.scores["k"], scores("tiny-llama")["k"], rtol=1e-6, equal_nan=True)
 
 
 def test_a_real_subprocess_writes_the_json(tmp_path):
