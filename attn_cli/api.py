@@ -22,6 +22,11 @@ A direction from contrast pairs, and steering with it where llama.cpp adds a con
     logits, cache = api.run_with_edits(model, "I saw the", steer)
     moved = api.compare(model, "I saw the", steer=steer)   # what `attn compare` prints: the run beside its steered self
 
+What a head's matrices are, as Elhage et al. read them, and how heads compose (TransformerLens's all_composition_scores):
+
+    head = api.circuit(model, 17, 8, text="the cat sat on the mat")   # what `attn circuit 17.8` prints; head.scores [n, n]
+    pairs = api.composition(model)                        # what `attn heads compose` prints; pairs.scores["k"] [L, H, L, H]
+
 `heads stats` is `figures(merge([head_stats(model, lines)]))`, so partials computed anywhere (Dask's
 map_partitions, Spark's mapPartitions, Ray Data's map_batches: docs/heads-stats.md) give the very
 figures the command prints. Errors are attn_cli.errors.InputError (bad input) and DataError (a
@@ -137,6 +142,22 @@ def compare(model, a: str, b: str | None = None, *, steer=(), head: tuple[int, i
     steered = [{"file": f"{len(steer)} edits", "scale": 1.0, "layers": sorted({e.layer for e in steer if e.layer is not None})}] if steer else []
     settings = CompareSettings(top=top, head=head, steps=generate, chat=chat, steer=list(steer), steered=steered)
     return run(model, a, a if b is None else b, settings)
+
+
+def circuit(model, layer: int, head: int, *, text: str | None = None, tokens: int = 100, distance: int = 0, top: int = 10, seed: int = 0):
+    """`attn circuit`'s result (results.circuit.CircuitResult): the head's QK scores over a token set (.scores [n, n], .ids,
+    .labels) and, for a decoder, its OV circuit (.ov: promoted tokens, copying, positivity and their random baselines)."""
+    from attn_cli.analysis.circuit import CircuitSettings, circuit as run
+
+    return run(model, layer, head, CircuitSettings(text=text, tokens=tokens, distance=distance, top=top, seed=seed))
+
+
+def composition(model, *, to: str | None = None, mode: str = "k", seed: int = 0, top: int = 10):
+    """`attn heads compose`'s result (results.compose.CompositionResult): .scores["q"|"k"|"v"] [L, H, L, H] ([l1, h1, l2, h2],
+    NaN unless l1 < l2), .baseline (mean, sd) per mode of random heads, .to_dict() as --json writes it."""
+    from attn_cli.analysis.compose import composition as run
+
+    return run(model, to=to, mode=mode, seed=seed, top=top)
 
 
 @lru_cache(maxsize=4)

@@ -120,9 +120,10 @@ def site(tmp_path_factory) -> Path:
 
 
 # in `pytest -m slow`: a training run, a patching of every layer and head, a sense meter (its prototypes take a hundred
-# forward passes a word), a corpus's statistics, a generation of many tokens, a direction from many pairs (and what steers with it); two runs compared
+# forward passes a word), a corpus's statistics, a generation of many tokens, a direction from many pairs (and what steers with it); two runs compared,
+# a head's circuit through a real model's whole vocabulary, the composition of every pair of its heads
 SLOW_COMMANDS = ("attn heads train", "attn patch", "--sense", "attn senses eval", "attn heads stats", "attn generate", "attn direction", "attn compare",
-                 "--steer")
+                 "--steer", "attn circuit", "attn heads compose")
 
 
 def slow(command: str) -> bool:

@@ -24,6 +24,8 @@ MODEL_COMMANDS = [  # every command that runs a model's forward passes, with arg
     ["senses", "eval", "-", "--model", LLAMA],
     ["direction", "the cats", "the cat", "--model", LLAMA],
     ["compare", "the cat sat", "the dog sat", "--model", LLAMA],
+    ["circuit", "1.2", "--model", LLAMA, "--text", "the cat sat"],
+    ["heads", "compose", "--model", LLAMA],
 ]
 
 
@@ -76,6 +78,13 @@ def test_a_bad_attn_threads_is_refused_in_one_line(run, fake_blas, value):
 
 @pytest.mark.parametrize("command", MODEL_COMMANDS[:5], ids=lambda c: c[0])
 def test_threads_reach_blas_for_every_pass(run, fake_blas, command):
+    result = run(*command, "--threads", "3", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert fake_blas.asked and set(fake_blas.asked) == {3}
+
+
+@pytest.mark.parametrize("command", MODEL_COMMANDS[-2:], ids=lambda c: c[0])
+def test_threads_reach_blas_for_the_commands_that_read_weights_alone(run, fake_blas, command):
     result = run(*command, "--threads", "3", "--json")
     assert result.exit_code == 0, result.stderr
     assert fake_blas.asked and set(fake_blas.asked) == {3}

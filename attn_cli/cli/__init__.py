@@ -15,9 +15,9 @@ from attn_cli.cli.app import app as typer_app
 COMMAND_MODULES = {
     "heads": "heads", "inspect": "inspect", "predict": "predict", "softmax": "softmax", "analogy": "analogy", "similarity": "similarity",
     "model": "model", "vectors": "vectors", "senses": "senses", "tokens": "tokens", "explain": "explain", "generate": "generate",
-    "patch": "patch", "direction": "direction", "compare": "compare",
+    "patch": "patch", "direction": "direction", "compare": "compare", "circuit": "circuit",
 }  # fmt: skip
-ALL_MODULES = ("heads", "inspect", "senses", "predict", "explain", "patch", "direction", "compare", "generate", "tokens", "softmax", "analogy", "similarity", "model",
+ALL_MODULES = ("heads", "inspect", "senses", "predict", "explain", "patch", "direction", "compare", "circuit", "generate", "tokens", "softmax", "analogy", "similarity", "model",
                "vectors")  # the order `attn --help` lists them in
 globals().pop("app")  # the submodule, bound here by its import: `app` is the Typer app, from __getattr__ below
 

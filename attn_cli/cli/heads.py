@@ -1,4 +1,4 @@
-"""`attn heads list|train|eval|find|detect|stats`."""
+"""`attn heads list|train|eval|find|detect|stats` (and `heads compose`, from cli/compose.py)."""
 
 import math
 import sys
@@ -10,7 +10,8 @@ from typing import Annotated
 
 import typer
 
-from attn_cli.cli.app import AttnCommand, Format, FormatOpt, RowsCommand, app, examples, say
+from attn_cli.cli.app import AttnCommand, Format, FormatOpt, RowsCommand, examples, say
+from attn_cli.cli.heads_group import heads_app
 from attn_cli.cli.options import ForceOpt, HeadsOpt, LimitOpt, ModelOpt, OovOpt, SeedOpt, ThreadsOpt, TrustOpt, VectorsOpt, check_new_file, complete_link_sets, complete_sense_sets, load_vectors
 from attn_cli.core.attention import Mask
 from attn_cli.vectors.tokens import Oov
@@ -18,9 +19,6 @@ from attn_cli.io.writers import check_format, write
 from attn_cli.errors import InputError
 
 MAX_STEPS = 100_000  # --steps: 300x the default (each step is a pass over every link); more is a typo, not a plan
-
-heads_app = typer.Typer(help="List the attention heads, train your own from labelled links, score heads on a file, or find a real model's head that does X.", no_args_is_help=True)
-app.add_typer(heads_app, name="heads")
 
 
 @heads_app.command("list", cls=AttnCommand, epilog=examples("attn heads list", "attn heads list --json"))
@@ -388,3 +386,6 @@ def write_parquet(result, path: Path, force: bool) -> None:
 
     table = pa.Table.from_pylist(list(result.rows_for_files()))
     write_atomic(path, lambda f: pq.write_table(table, f), force=force)
+
+
+from attn_cli.cli import compose as _compose  # noqa: E402, F401 (registers `heads compose`)

@@ -7,7 +7,7 @@ views): with PYTHONDONTWRITEBYTECODE every module read is compiled on every run.
 
 from attn_cli.lazy import module_getattr
 
-MODULES = ("base", "heatmap", "captions", "inspect", "softmax", "lesson", "vectors", "heads", "models", "detect", "stats", "meter", "explain", "generate", "patch", "compare")
+MODULES = ("base", "heatmap", "captions", "inspect", "softmax", "lesson", "vectors", "heads", "models", "detect", "stats", "meter", "explain", "generate", "patch", "compare", "compose", "circuit")
 WHERE = {
     "softmax_view": "softmax", "analogy_view": "lesson", "similarity_view": "lesson",
     "vectors_info": "vectors",
@@ -16,6 +16,7 @@ WHERE = {
     "senses_eval": "meter",
     "model_info": "models", "heads_found": "models", "key_label": "base", "FitTable": "base", "Bar": "base",
     "heads_detected": "detect", "head_stats": "stats", "explain_view": "explain", "generate_view": "generate", "patch_view": "patch", "compare_view": "compare",
+    "compose_view": "compose", "circuit_view": "circuit",
 }  # fmt: skip
 
 
