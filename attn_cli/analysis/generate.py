@@ -10,14 +10,13 @@ softmax(logits / T) cut to the top k tokens and then to the smallest set holding
 generator, so that a seed repeats a run.
 """
 
-import math
 import re
 import weakref
 from collections.abc import Iterator
 
 import numpy as np
 
-from attn_cli.core.softmax import softmax
+from attn_cli.core.softmax import softmax, softmax_at
 from attn_cli.errors import InputError
 from attn_cli.records import Record
 
@@ -79,15 +78,6 @@ def stop_ids(model) -> set[int]:
             if isinstance(v, int) and 0 <= v < model.spec.vocab_size:
                 ids.add(v)
     return ids
-
-
-def softmax_at(logits: np.ndarray):  # [V] float32 -> (token id -> its probability, float)
-    """softmax(logits) read at a few tokens: exp over the vocabulary once in float32, summed in float64 (Gemma's
-    262,144 logits: a fraction of a float64 softmax of them all), each probability exp(l - logsumexp) in float64."""
-    top = float(logits.max())
-    total = np.exp(logits - np.float32(top)).sum(dtype=np.float64)
-    lse = top + math.log(total)
-    return lambda j: math.exp(float(logits[j]) - lse)
 
 
 def choose(logits: np.ndarray, sampling: Sampling, rng: np.random.Generator) -> int:  # [V] -> a token id

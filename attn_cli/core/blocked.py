@@ -132,10 +132,9 @@ def attend_rows(q: np.ndarray, k: np.ndarray, v: np.ndarray, offset: int = 0, *,
     g_all, n, d_k = q.shape
     g_kv, t, d_v = v.shape
     g = g_all // g_kv
-    dtype = q.dtype
     if n == 1 and not watch and edit is None:  # a generated token: one row, none of the block machinery
         return attend_one(q, k, v, offset, root, causal, window, cap, keep, heads)
-    watch = watch or {}
+    dtype, watch = q.dtype, watch or {}
     z = np.empty((g_all, n, d_v), dtype)  # [G, n, d_v]
     row_of = np.arange(n)[rows] if rows is not None else None  # the rows kept, in order
     m = n if row_of is None else len(row_of)

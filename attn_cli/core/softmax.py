@@ -3,6 +3,8 @@
 the rest of the math, is several times its size and costs start-up time).
 """
 
+import math
+
 import numpy as np
 
 
@@ -81,3 +83,12 @@ def softmax_rows_into(x: np.ndarray, out: np.ndarray, sink: np.ndarray | None = 
         total += rest
     np.divide(out, total, out=out)  # each sum is >= 1: the maximum's own exp(0)
     return None if rest is None else rest / total
+
+
+def softmax_at(logits: np.ndarray):  # [V] float32 -> (token id -> its probability, float)
+    """softmax(logits) read at a few tokens: exp over the vocabulary once in float32, summed in float64 (Gemma's
+    262,144 logits: a fraction of a float64 softmax of them all), each probability exp(l - logsumexp) in float64."""
+    top = float(logits.max())
+    total = np.exp(logits - np.float32(top)).sum(dtype=np.float64)
+    lse = top + math.log(total)
+    return lambda j: math.exp(float(logits[j]) - lse)
