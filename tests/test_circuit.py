@@ -163,6 +163,7 @@ def test_qk_scores_in_a_loop_with_gqa_and_rope_at_a_distance():
             assert qk[s, t] == pytest.approx(q @ k / math.sqrt(dh), rel=1e-6, abs=1e-9)
 
 
+@pytest.mark.slow  # a vocabulary x vocabulary matrix of each tiny model, formed to check what never forms it: 23 s each
 @pytest.mark.parametrize("name", ["tiny-qwen2", "tiny-gpt2"])
 def test_ov_against_whole_logits_and_the_vocabulary_by_vocabulary_matrix(name):
     from attn_cli.analysis.circuit import final_map, head_matrices, input_rows, random_pairs
