@@ -122,6 +122,7 @@ def test_quantized_layers_reuse_the_memory_of_layers_done_with_and_give_the_same
     calls = []
     monkeypatch.setattr(m.weights, "_keeps", lambda nbytes: calls.append(nbytes) or (keep == "first layer" and len(calls) == 1))
     monkeypatch.setattr(products, "FEW_ROWS", 0)  # every pass dequantizes its layers (a short one reads the blocks instead)
+    monkeypatch.setattr(products, "FIRST_PASS_ROWS", 0)
     seen = []  # per pass: where each layer's tensors live
     layer = m.weights.layer
 

@@ -14,10 +14,13 @@ class BlockLayers:
     """The products half of Weights (mixed into it: it reads self.eager, self.plan, self.tensor, self.read, self.layer_keys,
     self.unembedding_key, self._blocks and self._block_layers)."""
 
-    def products_for(self, rows: int | None) -> bool:
-        """Whether a pass over `rows` rows multiplies a quantized file's matrices straight from their blocks
-        (sources.products): a few rows (a generated token, a short prompt), with the compiled products built."""
-        return rows is not None and rows <= products.FEW_ROWS and products.COMPILED is not None and not self.eager
+    def products_for(self, rows: int | None, l: int | None = None) -> bool:
+        """Whether a pass over `rows` rows multiplies a quantized file's matrices (layer l's) straight from their blocks
+        (sources.products), with the compiled products built: a generated token (FEW_ROWS), or a short prompt whose layers
+        are not held as float32 (FIRST_PASS_ROWS: dequantizing them would cost more than the products)."""
+        if rows is None or products.COMPILED is None or self.eager:
+            return False
+        return rows <= products.FEW_ROWS or (rows <= products.FIRST_PASS_ROWS and (l is None or not self._kept(l)))
 
     def blocks(self, key: str):
         """A matrix as its file's blocks (sources.products.Blocks: x times its stored rows, so x @ W for a Linear's

@@ -223,7 +223,7 @@ class Weights(BlockLayers):
         """Layer l's tensors by canonical name (without the "layers.l." prefix). A quantized file's are dequantized
         now, the next layer's on a second thread meanwhile (NumPy leaves the interpreter lock while it works); for a
         pass over `rows` rows that products_for() serves, its matrices are their file's blocks instead (Blocks)."""
-        if self.products_for(rows):
+        if self.products_for(rows, l):
             return self.block_layer(l)
         prefix = f"layers.{l}."
         if self.eager or self._kept(l):

@@ -76,8 +76,9 @@ def logits_alone(model, text: str, steps: int, stops: set) -> tuple[list[int], f
 
     ids = model.tokenize(text).ids
     cache, keep = KVCache(model), Keep(points=("resid_post",), layers=[model.n_layers - 1], rows=[-1])
-    if hasattr(model.weights, "hold"):  # as generate does (Weights may come to need no such call)
-        model.weights.hold(HOLD_BYTES)
+    if hasattr(model.weights, "hold"):  # as generate does: passes of one row (Weights may come to need no such call)
+        hold = model.weights.hold
+        hold(HOLD_BYTES, **({"rows": 1} if "rows" in hold.__code__.co_varnames else {}))
     start = time.perf_counter()
     new, out = list(ids), []
     for _ in range(steps):

@@ -439,7 +439,15 @@ static struct {
     const Call *call;
     pthread_mutex_t busy; /* held by the one caller using the pool */
     int strikes, alone;   /* calls in a row that waited on a worker; calls left to run alone */
-} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, NULL, PTHREAD_MUTEX_INITIALIZER, 0, 0};
+    int sleeping;         /* workers asleep on `work` (the rest are polling for the next call) */
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, NULL, PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+
+#define SPIN 20000 /* polls of about 0.1 microsecond each (x86's pause) before a worker, or the caller, sleeps */
+#if defined(__x86_64__) || defined(__i386__)
+#define PAUSE() __builtin_ia32_pause()
+#else
+#define PAUSE() __asm__ __volatile__("" ::: "memory")
+#endif
 
 #define STRIKES 3
 #define ALONE 256
@@ -481,15 +489,24 @@ static void work(const Call *call, unsigned generation, Py_ssize_t chunks) { /* 
 static void *worker(void *arg) {
     unsigned seen = 0;
     (void)arg;
-    pthread_mutex_lock(&pool.lock);
     for (;;) {
-        while (pool.generation == seen) pthread_cond_wait(&pool.work, &pool.lock);
-        seen = pool.generation;
-        const Call *call = pool.call;
-        const Py_ssize_t chunks = pool.chunks;
-        pthread_mutex_unlock(&pool.lock);
-        work(call, seen, chunks);
-        pthread_mutex_lock(&pool.lock);
+        /* a generation's calls come every few tens of microseconds (one matrix of a layer after another): wait for the
+         * next by polling a while, which takes far less than a wake through the OS, then sleep */
+        unsigned g = __atomic_load_n(&pool.generation, __ATOMIC_ACQUIRE);
+        for (int spin = 0; g == seen && spin < SPIN; spin++) {
+            PAUSE();
+            g = __atomic_load_n(&pool.generation, __ATOMIC_ACQUIRE);
+        }
+        if (g == seen) {
+            pthread_mutex_lock(&pool.lock);
+            pool.sleeping++;
+            while (__atomic_load_n(&pool.generation, __ATOMIC_ACQUIRE) == seen) pthread_cond_wait(&pool.work, &pool.lock);
+            pool.sleeping--;
+            pthread_mutex_unlock(&pool.lock);
+            g = __atomic_load_n(&pool.generation, __ATOMIC_ACQUIRE);
+        }
+        seen = g; /* the call and its chunks were written before the generation: a claim checks the generation anyway */
+        work(__atomic_load_n(&pool.call, __ATOMIC_ACQUIRE), seen, __atomic_load_n(&pool.chunks, __ATOMIC_ACQUIRE));
     }
     return NULL;
 }
@@ -499,7 +516,7 @@ static void forget_pool(void) { /* in a forked child the workers do not exist: s
     pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
     pool.lock = fresh;
     pool.busy = fresh;
-    pool.strikes = pool.alone = 0;
+    pool.strikes = pool.alone = pool.sleeping = 0;
     pool.work = cond;
     pool.finished = cond;
     pool.started = 0;
@@ -529,16 +546,18 @@ static void run(Call *call, int threads) {
         pthread_detach(thread);
         pool.started++;
     }
-    const unsigned generation = ++pool.generation ? pool.generation : ++pool.generation; /* never 0: a new worker has seen 0 */
-    pool.call = call;
-    pool.chunks = call->chunks;
+    const unsigned generation = pool.generation + 1 ? pool.generation + 1 : 1; /* never 0: a new worker has seen 0 */
+    __atomic_store_n(&pool.call, call, __ATOMIC_RELEASE);
+    __atomic_store_n(&pool.chunks, call->chunks, __ATOMIC_RELEASE);
     __atomic_store_n(&pool.done, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&pool.state, (uint64_t)generation << 32, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&pool.work);
+    __atomic_store_n(&pool.generation, generation, __ATOMIC_RELEASE); /* last: what a polling worker looks for */
+    if (pool.sleeping) pthread_cond_broadcast(&pool.work);
     pthread_mutex_unlock(&pool.lock);
     const double start = seconds();
     work(call, generation, call->chunks);
     const double mine = seconds();
+    for (int spin = 0; __atomic_load_n(&pool.done, __ATOMIC_ACQUIRE) < call->chunks && spin < SPIN; spin++) PAUSE();
     pthread_mutex_lock(&pool.lock);
     while (__atomic_load_n(&pool.done, __ATOMIC_ACQUIRE) < call->chunks) pthread_cond_wait(&pool.finished, &pool.lock);
     __atomic_store_n(&pool.state, ((uint64_t)generation << 32) | 0xffffffffu, __ATOMIC_RELEASE); /* closed: nothing left to claim */

@@ -15,7 +15,8 @@ import numpy as np
 from attn_cli.models.sources.gguf_file import GGML_TYPES
 
 TYPES = frozenset({"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16"})  # what _products.c reads
-FEW_ROWS = 8  # rows of x up to which the blocks' products beat dequantizing the layer for BLAS (bench_products.py: 4 to 8 on SmolLM2)
+FEW_ROWS = 8  # rows of x up to which the blocks' products beat BLAS on layers held as float32 (bench_products.py: 1 to 8)
+FIRST_PASS_ROWS = 16  # ... and beat dequantizing a layer that is not held, for one pass (a prompt: 0.3 s of SmolLM2's layers)
 CHUNK_BYTES = 4 << 20  # the NumPy path: rows dequantized at a time, as float32
 
 try:  # the optional C products (_products.c)
