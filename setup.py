@@ -15,7 +15,8 @@ from setuptools import Extension, setup
 
 exact = [] if os.name == "nt" else ["-O3", "-ffp-contract=off"]
 fast = [] if os.name == "nt" else ["-O3", "-pthread"]
-setup(ext_modules=[*(Extension(f"attn_cli.models.sources.{name}", [f"attn_cli/models/sources/{name}.c"], extra_compile_args=exact, optional=True)
+setup(ext_modules=[*(Extension(f"attn_cli.models.sources.{name}", [f"attn_cli/models/sources/{name}.c"], depends=["attn_cli/models/sources/_blocks.h"],
+                               extra_compile_args=exact, optional=True)
                      for name in ("_quants", "_gguf_strings")),
-                   Extension("attn_cli.models.sources._products", ["attn_cli/models/sources/_products.c"], depends=["attn_cli/models/sources/_products_rows.h"],
+                   Extension("attn_cli.models.sources._products", ["attn_cli/models/sources/_products.c"], depends=["attn_cli/models/sources/_products_rows.h", "attn_cli/models/sources/_blocks.h"],
                              extra_compile_args=fast, extra_link_args=fast[1:], optional=True)])

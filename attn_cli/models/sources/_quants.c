@@ -15,33 +15,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#define QK_K 256
+#include "_blocks.h"
 
-static float f16_to_f32(const uint8_t *p) { /* NumPy's npy_halfbits_to_floatbits, bit for bit */
-    uint16_t h = (uint16_t)(p[0] | (p[1] << 8));
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, bits;
-    uint16_t exp = h & 0x7c00u, sig = h & 0x03ffu;
-    if (exp == 0) {
-        if (sig == 0) {
-            bits = sign;
-        } else { /* subnormal: normalized */
-            uint32_t shifts = 0;
-            sig <<= 1;
-            while ((sig & 0x0400u) == 0) {
-                sig <<= 1;
-                shifts++;
-            }
-            bits = sign | ((127u - 15u - shifts) << 23) | ((uint32_t)(sig & 0x03ffu) << 13);
-        }
-    } else if (exp == 0x7c00u) { /* inf or NaN, its payload kept */
-        bits = sign | 0x7f800000u | ((uint32_t)sig << 13);
-    } else {
-        bits = sign | (((uint32_t)(h & 0x7fffu) + 0x1c000u) << 13);
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
+#define QK_K 256
 
 static void q4_0(const uint8_t *b, float *y, Py_ssize_t n) { /* [d f16, 16 B of 4-bit q]: x = d (q - 8) */
     for (Py_ssize_t i = 0; i < n; i++, b += 18, y += 32) {
@@ -79,16 +55,6 @@ static void q8_0(const uint8_t *b, float *y, Py_ssize_t n) { /* [d f16, 32 int8 
     for (Py_ssize_t i = 0; i < n; i++, b += 34, y += 32) {
         const float d = f16_to_f32(b);
         for (int j = 0; j < 32; j++) y[j] = d * (float)(int8_t)b[2 + j];
-    }
-}
-
-static void scale_min_k4(int j, const uint8_t *q, uint8_t *sc, uint8_t *m) { /* ggml's get_scale_min_k4 */
-    if (j < 4) {
-        *sc = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *sc = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
-        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
     }
 }
 
