@@ -194,7 +194,9 @@ def attend_one(q: np.ndarray, k: np.ndarray, v: np.ndarray, offset: int, root: f
     kept = {}
 
     def put(point: str) -> None:
-        if point in keep:
+        if point in keep and lo == 0 and hi == t:  # every key seen: the block itself, copied
+            kept[point] = (block if head_of is None else block[head_of]).copy()
+        elif point in keep:
             whole = np.full((g_all if head_of is None else len(head_of), 1, t), -np.inf if point != "attn.pattern" else 0, q.dtype)
             whole[:, :, lo:hi] = block if head_of is None else block[head_of]
             kept[point] = whole
