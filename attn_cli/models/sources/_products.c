@@ -239,47 +239,22 @@ static inline __attribute__((always_inline)) float dot32_widened(int kind, const
 /* Q4_0 and Q4_1: their nibbles moved into 32-bit lanes by in-lane byte shuffles, cheaper here than AVX2's widening of 8
  * bytes across the register's halves (0.73x the time on Zen 3; Q5 and Q8_0 are faster widened, as above). */
 static inline __attribute__((always_inline)) float dot32_in_lanes(int kind, const uint8_t *b, Py_ssize_t blocks, const float *x, const float *xsum) {
-    const int block_bytes = kind == T_Q4_0 ? 18 : kind == T_Q4_1 ? 20 : kind == T_Q5_0 ? 22 : kind == T_Q5_1 ? 24 : 34;
-    const int off = kind == T_Q4_0 || kind == T_Q5_0 || kind == T_Q8_0 ? 2 : 4, fifth = kind == T_Q5_0 || kind == T_Q5_1;
-    /* bytes to 32-bit lanes inside each 128-bit half (no lane-crossing widening): bytes 0..7 of a 16-byte row copied to
-     * both halves, zero-extended (A) or at the top of each lane for a sign-extending shift (Q8_0) */
+    const int block_bytes = kind == T_Q4_0 ? 18 : 20, off = kind == T_Q4_0 ? 2 : 4;
+    /* bytes 0..7 (first8) or 8..15 (last8) of a 16-byte row copied to both halves, each zero-extended to 32 bits */
     const __m256i first8 = _mm256_setr_epi8(0, -1, -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1, 4, -1, -1, -1, 5, -1, -1, -1, 6, -1, -1, -1, 7, -1, -1, -1);
     const __m256i last8 = _mm256_add_epi32(first8, _mm256_set1_epi32(8));
-    const __m256i top8 = _mm256_setr_epi8(-1, -1, -1, 0, -1, -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1, 4, -1, -1, -1, 5, -1, -1, -1, 6, -1, -1, -1, 7);
-    const __m256i top_last8 = _mm256_add_epi32(top8, _mm256_set1_epi32(8 << 24));
-    const __m256i low4 = _mm256_set1_epi32(0x0f), lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), one = _mm256_set1_epi32(1);
+    const __m256i low4 = _mm256_set1_epi32(0x0f);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     float m0 = 0.0f, m1 = 0.0f;
     for (Py_ssize_t i = 0; i < blocks; i++, b += block_bytes, x += 32) {
         const float d = half(b);
-        __m256i c0, c1, c2, c3; /* values 0..7, 8..15, 16..23, 24..31 as 32-bit codes */
-        if (kind == T_Q8_0) {
-            const __m256i r0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b + 2)));
-            const __m256i r1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b + 18)));
-            c0 = _mm256_srai_epi32(_mm256_shuffle_epi8(r0, top8), 24);
-            c1 = _mm256_srai_epi32(_mm256_shuffle_epi8(r0, top_last8), 24);
-            c2 = _mm256_srai_epi32(_mm256_shuffle_epi8(r1, top8), 24);
-            c3 = _mm256_srai_epi32(_mm256_shuffle_epi8(r1, top_last8), 24);
-        } else {
-            const __m256i raw = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b + off + (fifth ? 4 : 0))));
-            const __m256i a = _mm256_shuffle_epi8(raw, first8), c = _mm256_shuffle_epi8(raw, last8); /* bytes 0..7, 8..15 */
-            c0 = _mm256_and_si256(a, low4);
-            c1 = _mm256_and_si256(c, low4);
-            c2 = _mm256_and_si256(_mm256_srli_epi32(a, 4), low4);
-            c3 = _mm256_and_si256(_mm256_srli_epi32(c, 4), low4);
-            if (fifth) { /* value j's fifth bit is bit j of qh */
-                uint32_t qh;
-                memcpy(&qh, b + off, 4);
-                const __m256i h = _mm256_set1_epi32((int)qh);
-                c0 = _mm256_or_si256(c0, _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(h, lanes), one), 4));
-                c1 = _mm256_or_si256(c1, _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(_mm256_srli_epi32(h, 8), lanes), one), 4));
-                c2 = _mm256_or_si256(c2, _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(_mm256_srli_epi32(h, 16), lanes), one), 4));
-                c3 = _mm256_or_si256(c3, _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(_mm256_srli_epi32(h, 24), lanes), one), 4));
-            }
-        }
+        const __m256i raw = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b + off)));
+        const __m256i a = _mm256_shuffle_epi8(raw, first8), c = _mm256_shuffle_epi8(raw, last8); /* bytes 0..7, 8..15 */
+        const __m256i c0 = _mm256_and_si256(a, low4), c1 = _mm256_and_si256(c, low4); /* values 0..7, 8..15 */
+        const __m256i c2 = _mm256_and_si256(_mm256_srli_epi32(a, 4), low4), c3 = _mm256_and_si256(_mm256_srli_epi32(c, 4), low4); /* 16..31 */
         const __m256 pa = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c1), _mm256_loadu_ps(x + 8), _mm256_mul_ps(_mm256_cvtepi32_ps(c0), _mm256_loadu_ps(x)));
         const __m256 pb = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c3), _mm256_loadu_ps(x + 24), _mm256_mul_ps(_mm256_cvtepi32_ps(c2), _mm256_loadu_ps(x + 16)));
-        const float m = kind == T_Q4_1 || kind == T_Q5_1 ? half(b + 2) : kind == T_Q4_0 ? -8.0f * d : kind == T_Q5_0 ? -16.0f * d : 0.0f;
+        const float m = kind == T_Q4_1 ? half(b + 2) : -8.0f * d;
         if (i & 1) {
             acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_add_ps(pa, pb), acc1);
             m1 += m * xsum[i];
